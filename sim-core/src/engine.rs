@@ -1,0 +1,420 @@
+//! The run loop: a single-threaded, resumable discrete-event executor.
+//!
+//! Architecture invariants:
+//! * Events are processed in `(time, phase, scheduling sequence)` order (see [`Phase`]).
+//! * The loop is resumable: `step`, `run_until`, `run_for` can be interleaved in any way and
+//!   the run is the same as one `run_until` to the end (same events, same fingerprint).
+//! * Run-time changes are applied at instant boundaries: a change stamped `t` takes effect
+//!   after every event at `t` and before any later event (so a recorded GUI session replays
+//!   exactly).
+//! * Metric sampling happens here, at bucket boundaries, not as calendar events: turning it
+//!   on or off cannot change the run. A bucket boundary `b` is closed before the first event
+//!   at or after `b`, after every change stamped before `b`.
+//! * Guards: an event budget and a same-instant limit (`base + per_entity × live entities`)
+//!   end the run with an error naming the component whose event tripped them.
+//!
+//! API boundary: models implement [`World`] (a closed event enum plus handlers) and talk to
+//! the engine only through [`Ctx`].
+
+use crate::calendar::{Calendar, Phase, TimerHandle};
+use crate::fingerprint::Fingerprint;
+use crate::metrics::{Metrics, SeriesRow};
+use crate::time::{SimDuration, SimTime};
+use std::collections::BTreeMap;
+
+/// An event of a world: a closed enum, one variant family per component kind.
+pub trait Event: Send {
+    /// Stable numeric id of the event kind (written down, never an enum discriminant).
+    fn kind_id(&self) -> u16;
+    /// The entity the event concerns (request, call, server…), for the fingerprint.
+    fn entity_id(&self) -> u64;
+    /// Where the event sits among events at the same instant.
+    fn phase(&self) -> Phase;
+}
+
+/// A simulated world: components plus the wiring between them.
+pub trait World: Send + Sized {
+    type Event: Event;
+    /// A run-time change (a parameter set at a time, from a timeline or the GUI).
+    type Change: Send;
+    fn handle(&mut self, event: Self::Event, ctx: &mut Ctx<'_, Self::Event>);
+    fn apply_change(&mut self, change: Self::Change, ctx: &mut Ctx<'_, Self::Event>);
+    /// Entities alive now (requests in the system, servers…): scales the same-instant guard,
+    /// since 20,000 simultaneous arrivals are legitimate.
+    fn live_entities(&self) -> u64;
+    /// The component path an event belongs to, for error messages.
+    fn component_of(&self, event: &Self::Event) -> String;
+}
+
+/// What the world sees of the engine while handling an event.
+pub struct Ctx<'a, E> {
+    now: SimTime,
+    calendar: &'a mut Calendar<E>,
+    pub metrics: &'a mut Metrics,
+}
+
+impl<E: Event> Ctx<'_, E> {
+    #[inline]
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    /// Schedules an event at an absolute time, which must not be in the past.
+    #[inline]
+    pub fn schedule_at(&mut self, at: SimTime, event: E) -> TimerHandle {
+        assert!(at >= self.now, "event scheduled in the past ({at} < {})", self.now);
+        let phase = event.phase();
+        self.calendar.schedule(at, phase, event)
+    }
+    #[inline]
+    pub fn schedule_in(&mut self, delay: SimDuration, event: E) -> TimerHandle {
+        let at = self.now + delay;
+        self.schedule_at(at, event)
+    }
+    /// Cancels a pending event; returns it if it had not fired yet.
+    #[inline]
+    pub fn cancel(&mut self, handle: TimerHandle) -> Option<E> {
+        self.calendar.cancel(handle)
+    }
+}
+
+/// Limits that stop a runaway run with an error instead of hanging.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Total events a run may process.
+    pub max_events: u64,
+    /// Events allowed at one instant before the guard looks at live entities.
+    pub same_instant_base: u64,
+    /// Additional events allowed at one instant per live entity.
+    pub same_instant_per_entity: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_events: 20_000_000_000,
+            same_instant_base: 100_000,
+            same_instant_per_entity: 64,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    #[error(
+        "event budget of {limit} events exhausted at {time} (last event from component `{component}`)"
+    )]
+    EventBudget { limit: u64, time: SimTime, component: String },
+    #[error(
+        "{events} events at the single instant {time} exceed the limit of {limit} \
+         (a zero-time loop?); the last one came from component `{component}`"
+    )]
+    ZeroTimeLoop { time: SimTime, events: u64, limit: u64, component: String },
+    #[error("run-time change stamped {at} is in the past (now {now})")]
+    ChangeInPast { at: SimTime, now: SimTime },
+}
+
+/// Why a run call returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The requested time was reached (all events at or before it are done).
+    ReachedTime,
+    /// The requested number of events was processed.
+    EventCount,
+    /// Nothing is left to do.
+    Idle,
+}
+
+/// A world, its calendar, clock, metrics and fingerprint.
+pub struct Simulation<W: World> {
+    world: W,
+    calendar: Calendar<W::Event>,
+    now: SimTime,
+    metrics: Metrics,
+    fingerprint: Fingerprint,
+    events: u64,
+    limits: Limits,
+    instant: SimTime,
+    events_at_instant: u64,
+    changes: BTreeMap<(SimTime, u64), W::Change>,
+    change_seq: u64,
+    sampling: Option<SamplingState>,
+    failed: Option<SimError>,
+}
+
+struct SamplingState {
+    every: SimDuration,
+    bucket_start: SimTime,
+    rows: Vec<SeriesRow>,
+}
+
+impl<W: World> Simulation<W> {
+    /// Builds a simulation. `init` wires the world: it may register metrics and schedule the
+    /// first events at time zero.
+    pub fn new(
+        limits: Limits,
+        sample_every: Option<SimDuration>,
+        build: impl FnOnce(&mut Ctx<'_, W::Event>) -> W,
+    ) -> Self {
+        let mut metrics = Metrics::new();
+        let sampling = sample_every.map(|every| {
+            assert!(every.0 > 0, "sampling interval must be positive");
+            metrics.enable_sampling();
+            SamplingState { every, bucket_start: SimTime::ZERO, rows: Vec::new() }
+        });
+        let mut calendar = Calendar::new();
+        let world = {
+            let mut ctx =
+                Ctx { now: SimTime::ZERO, calendar: &mut calendar, metrics: &mut metrics };
+            build(&mut ctx)
+        };
+        Simulation {
+            world,
+            calendar,
+            now: SimTime::ZERO,
+            metrics,
+            fingerprint: Fingerprint::default(),
+            events: 0,
+            limits,
+            instant: SimTime::ZERO,
+            events_at_instant: 0,
+            changes: BTreeMap::new(),
+            change_seq: 0,
+            sampling,
+            failed: None,
+        }
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn world(&self) -> &W {
+        &self.world
+    }
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+    pub fn events_processed(&self) -> u64 {
+        self.events
+    }
+    pub fn pending_events(&self) -> usize {
+        self.calendar.len()
+    }
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.fingerprint
+    }
+    pub fn error(&self) -> Option<&SimError> {
+        self.failed.as_ref()
+    }
+    /// Time-series rows of closed buckets so far (empty when sampling is off).
+    pub fn series(&self) -> &[SeriesRow] {
+        self.sampling.as_ref().map(|s| s.rows.as_slice()).unwrap_or(&[])
+    }
+    pub fn take_series(&mut self) -> Vec<SeriesRow> {
+        self.sampling.as_mut().map(|s| std::mem::take(&mut s.rows)).unwrap_or_default()
+    }
+
+    /// Queues a run-time change stamped `at` (≥ now). It takes effect after every event at
+    /// `at` and before any later event.
+    pub fn schedule_change(&mut self, at: SimTime, change: W::Change) -> Result<(), SimError> {
+        if at < self.now {
+            return Err(SimError::ChangeInPast { at, now: self.now });
+        }
+        self.changes.insert((at, self.change_seq), change);
+        self.change_seq += 1;
+        Ok(())
+    }
+
+    /// The earliest pending item. Items order by `(time, rank)`: a bucket boundary `b`
+    /// (rank 0) comes before events at `b`; events (rank 1); a change stamped `c` (rank 2)
+    /// comes after every event at `c`. Boundaries are only pending while there is other work.
+    fn next_item(&self) -> Option<Item> {
+        let event = self.calendar.peek_time().map(|t| (t, 1u8, Item::Event));
+        let change = self.changes.keys().next().map(|k| (k.0, 2u8, Item::Change));
+        let work = match (event, change) {
+            (Some(e), Some(c)) => Some(if (c.0, c.1) < (e.0, e.1) { c } else { e }),
+            (e, c) => e.or(c),
+        }?;
+        if let Some(s) = &self.sampling {
+            let b = s.bucket_start + s.every;
+            if (b, 0u8) < (work.0, work.1) {
+                return Some(Item::Boundary(b));
+            }
+        }
+        Some(match work.2 {
+            Item::Event => Item::Event,
+            _ => Item::Change,
+        })
+    }
+
+    fn item_time(&self, item: Item) -> SimTime {
+        match item {
+            Item::Boundary(b) => b,
+            Item::Event => self.calendar.peek_time().expect("event pending"),
+            Item::Change => self.changes.keys().next().expect("change pending").0,
+        }
+    }
+
+    /// Performs one non-event item.
+    fn do_item(&mut self, item: Item) {
+        match item {
+            Item::Boundary(b) => {
+                let s = self.sampling.as_mut().expect("boundary implies sampling");
+                self.metrics.sample_bucket(s.bucket_start, b, &mut s.rows);
+                s.bucket_start = b;
+            }
+            Item::Change => {
+                let ((c, _), change) = self.changes.pop_first().expect("change pending");
+                self.now = self.now.max(c);
+                let mut ctx =
+                    Ctx { now: self.now, calendar: &mut self.calendar, metrics: &mut self.metrics };
+                self.world.apply_change(change, &mut ctx);
+            }
+            Item::Event => unreachable!("events go through process_event"),
+        }
+    }
+
+    /// Processes the next event (after any changes and bucket boundaries due before it).
+    /// Returns `Ok(false)` when there is nothing left to do.
+    pub fn step(&mut self) -> Result<bool, SimError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        loop {
+            match self.next_item() {
+                None => return Ok(false),
+                Some(Item::Event) => {
+                    self.process_event()?;
+                    return Ok(true);
+                }
+                Some(item) => self.do_item(item),
+            }
+        }
+    }
+
+    fn process_event(&mut self) -> Result<(), SimError> {
+        let (t, event) = self.calendar.pop().expect("event pending");
+        debug_assert!(t >= self.now, "calendar went backwards");
+        if t != self.instant {
+            self.instant = t;
+            self.events_at_instant = 0;
+        }
+        self.now = t;
+        self.events += 1;
+        self.events_at_instant += 1;
+        if self.events > self.limits.max_events {
+            return Err(self.fail(SimError::EventBudget {
+                limit: self.limits.max_events,
+                time: t,
+                component: self.world.component_of(&event),
+            }));
+        }
+        if self.events_at_instant > self.limits.same_instant_base {
+            let limit = self.limits.same_instant_base
+                + self.limits.same_instant_per_entity.saturating_mul(self.world.live_entities());
+            if self.events_at_instant > limit {
+                return Err(self.fail(SimError::ZeroTimeLoop {
+                    time: t,
+                    events: self.events_at_instant,
+                    limit,
+                    component: self.world.component_of(&event),
+                }));
+            }
+        }
+        self.fingerprint.fold_event(t.0, event.kind_id(), event.entity_id());
+        let mut ctx = Ctx { now: t, calendar: &mut self.calendar, metrics: &mut self.metrics };
+        self.world.handle(event, &mut ctx);
+        Ok(())
+    }
+
+    fn fail(&mut self, e: SimError) -> SimError {
+        self.failed = Some(e.clone());
+        e
+    }
+
+    /// Processes every event, change and bucket boundary at or before `until`, then sets
+    /// the clock to `until`.
+    pub fn run_until(&mut self, until: SimTime) -> Result<Stop, SimError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if self.changes.is_empty() && self.sampling.is_none() {
+            // Fast path: only events.
+            while self.calendar.peek_time().is_some_and(|t| t <= until) {
+                self.process_event()?;
+            }
+        } else {
+            while let Some(item) = self.next_item() {
+                if self.item_time(item) > until {
+                    break;
+                }
+                match item {
+                    Item::Event => self.process_event()?,
+                    other => self.do_item(other),
+                }
+            }
+        }
+        self.now = self.now.max(until);
+        Ok(if self.calendar.is_empty() && self.changes.is_empty() {
+            Stop::Idle
+        } else {
+            Stop::ReachedTime
+        })
+    }
+
+    /// Processes at most `n` events.
+    pub fn run_for(&mut self, n: u64) -> Result<Stop, SimError> {
+        let target = self.events.saturating_add(n);
+        while self.events < target {
+            if !self.step()? {
+                return Ok(Stop::Idle);
+            }
+        }
+        Ok(Stop::EventCount)
+    }
+
+    /// Ends the run at `end` (call after `run_until(end)`): closes every sampling bucket up
+    /// to it, the last one possibly partial, and hands back the world and the results.
+    pub fn finish(mut self, end: SimTime) -> Finished<W> {
+        if self.failed.is_none() {
+            // Close every bucket up to `end`, the last one possibly partial.
+            if let Some(s) = self.sampling.as_mut() {
+                while s.bucket_start < end {
+                    let b = (s.bucket_start + s.every).min(end);
+                    self.metrics.sample_bucket(s.bucket_start, b, &mut s.rows);
+                    s.bucket_start = b;
+                }
+            }
+        }
+        let series = self.take_series();
+        Finished {
+            world: self.world,
+            metrics: self.metrics,
+            fingerprint: self.fingerprint,
+            events: self.events,
+            series,
+            error: self.failed,
+            end: self.now.max(end),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Item {
+    Boundary(SimTime),
+    Event,
+    Change,
+}
+
+/// What is left of a simulation after [`Simulation::finish`].
+pub struct Finished<W> {
+    pub world: W,
+    pub metrics: Metrics,
+    pub fingerprint: Fingerprint,
+    pub events: u64,
+    pub series: Vec<SeriesRow>,
+    pub error: Option<SimError>,
+    pub end: SimTime,
+}
+
+#[cfg(test)]
+mod tests;

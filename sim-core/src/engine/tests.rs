@@ -1,0 +1,288 @@
+use super::*;
+use crate::dist::Dist;
+use crate::metrics::{CounterId, GaugeId};
+use crate::rng::Stream;
+
+/// A toy M/M/1 world with a log, for engine-level tests.
+struct Toy {
+    arrivals: Stream,
+    services: Stream,
+    iat: Dist<SimDuration>,
+    svc: Dist<SimDuration>,
+    queue: u64,
+    busy: bool,
+    next_id: u64,
+    log: Vec<(u64, &'static str)>,
+    logging: bool,
+    depth: GaugeId,
+    done: CounterId,
+    selfloop: bool,
+}
+
+#[derive(Debug)]
+enum Ev {
+    Arrive(u64),
+    Depart(u64),
+    Mark(&'static str),
+    Loop,
+}
+
+impl Event for Ev {
+    fn kind_id(&self) -> u16 {
+        match self {
+            Ev::Arrive(_) => 1,
+            Ev::Depart(_) => 2,
+            Ev::Mark(_) => 3,
+            Ev::Loop => 4,
+        }
+    }
+    fn entity_id(&self) -> u64 {
+        match self {
+            Ev::Arrive(i) | Ev::Depart(i) => *i,
+            _ => 0,
+        }
+    }
+    fn phase(&self) -> Phase {
+        match self {
+            Ev::Depart(_) => Phase::Completion,
+            Ev::Arrive(_) => Phase::Arrival,
+            Ev::Mark(_) | Ev::Loop => Phase::Dispatch,
+        }
+    }
+}
+
+enum Change {
+    Log(&'static str),
+    MarkNow(&'static str),
+}
+
+impl World for Toy {
+    type Event = Ev;
+    type Change = Change;
+    fn handle(&mut self, ev: Ev, ctx: &mut Ctx<'_, Ev>) {
+        match ev {
+            Ev::Arrive(i) => {
+                self.next_id = i + 1;
+                let d = self.iat.sample(&mut self.arrivals);
+                ctx.schedule_in(d, Ev::Arrive(i + 1));
+                if self.busy {
+                    self.queue += 1;
+                } else {
+                    self.busy = true;
+                    let s = self.svc.sample(&mut self.services);
+                    ctx.schedule_in(s, Ev::Depart(i));
+                }
+                ctx.metrics.set(self.depth, ctx.now(), self.queue as i64);
+            }
+            Ev::Depart(i) => {
+                ctx.metrics.incr(self.done);
+                if self.queue > 0 {
+                    self.queue -= 1;
+                    let s = self.svc.sample(&mut self.services);
+                    ctx.schedule_in(s, Ev::Depart(i + 1_000_000));
+                } else {
+                    self.busy = false;
+                }
+                ctx.metrics.set(self.depth, ctx.now(), self.queue as i64);
+            }
+            Ev::Mark(m) => {
+                if self.logging {
+                    self.log.push((ctx.now().0, m));
+                }
+            }
+            Ev::Loop => {
+                if self.selfloop {
+                    ctx.schedule_in(SimDuration::ZERO, Ev::Loop);
+                }
+            }
+        }
+    }
+    fn apply_change(&mut self, c: Change, ctx: &mut Ctx<'_, Ev>) {
+        match c {
+            Change::Log(m) => self.log.push((ctx.now().0, m)),
+            Change::MarkNow(m) => {
+                ctx.schedule_in(SimDuration::ZERO, Ev::Mark(m));
+            }
+        }
+    }
+    fn live_entities(&self) -> u64 {
+        self.queue + 1
+    }
+    fn component_of(&self, ev: &Ev) -> String {
+        match ev {
+            Ev::Loop => "toy.looper".into(),
+            _ => "toy.station".into(),
+        }
+    }
+}
+
+fn toy(seed: u64, sample: Option<SimDuration>, limits: Limits) -> Simulation<Toy> {
+    Simulation::new(limits, sample, |ctx| {
+        let depth = ctx.metrics.gauge("toy.depth");
+        let done = ctx.metrics.counter("toy.done");
+        ctx.schedule_at(SimTime(0), Ev::Arrive(0));
+        Toy {
+            arrivals: Stream::new(seed, "arrivals"),
+            services: Stream::new(seed, "services"),
+            iat: Dist::exponential(SimDuration::from_ms(10)),
+            svc: Dist::exponential(SimDuration::from_ms(8)),
+            queue: 0,
+            busy: false,
+            next_id: 0,
+            log: vec![],
+            logging: true,
+            depth,
+            done,
+            selfloop: false,
+        }
+    })
+}
+
+const END: SimTime = SimTime(60 * 1_000_000_000);
+
+#[test]
+fn chunked_equals_one_go() {
+    let mut one = toy(1, Some(SimDuration::from_secs(1)), Limits::default());
+    one.schedule_change(SimTime(5_000_000_000), Change::Log("c5")).unwrap();
+    one.run_until(END).unwrap();
+    let one = one.finish(END);
+
+    let mut chunked = toy(1, Some(SimDuration::from_secs(1)), Limits::default());
+    chunked.schedule_change(SimTime(5_000_000_000), Change::Log("c5")).unwrap();
+    let mut t = 0u64;
+    let mut k = 0u64;
+    while chunked.now() < END {
+        k += 1;
+        if k.is_multiple_of(3) {
+            chunked.run_for(k % 17 + 1).unwrap();
+            if chunked.now() >= END {
+                break;
+            }
+        } else {
+            t = (t + 777_777_777 * (k % 5)).min(END.0);
+            chunked.run_until(SimTime(t)).unwrap();
+        }
+        if chunked.calendar.peek_time().is_some_and(|t| t > END) && t >= END.0 {
+            break;
+        }
+    }
+    chunked.run_until(END).unwrap();
+    let chunked = chunked.finish(END);
+    assert!(one.events > 10_000);
+    assert_eq!(one.events, chunked.events);
+    assert_eq!(one.fingerprint, chunked.fingerprint);
+    assert_eq!(one.series, chunked.series);
+    assert_eq!(one.world.log, chunked.world.log);
+}
+
+#[test]
+fn sampling_does_not_change_the_run() {
+    let mut a = toy(2, None, Limits::default());
+    a.run_until(END).unwrap();
+    let mut b = toy(2, Some(SimDuration::from_ms(250)), Limits::default());
+    b.run_until(END).unwrap();
+    let (a, b) = (a.finish(END), b.finish(END));
+    assert_eq!(a.fingerprint, b.fingerprint);
+    assert!(a.series.is_empty());
+    // 240 buckets × (1 counter + 2 gauge stats)
+    assert_eq!(b.series.len(), 240 * 3);
+    let done: f64 = b.series.iter().filter(|r| r.metric == "toy.done").map(|r| r.value).sum();
+    assert_eq!(done as u64, b.metrics.counter_value(b.world.done));
+}
+
+#[test]
+fn seeds_change_the_fingerprint() {
+    let mut a = toy(3, None, Limits::default());
+    let mut b = toy(4, None, Limits::default());
+    a.run_until(END).unwrap();
+    b.run_until(END).unwrap();
+    assert_ne!(a.fingerprint(), b.fingerprint());
+}
+
+/// A change stamped t runs after every event at t, before any later event; events it
+/// schedules at t run right after it.
+#[test]
+fn changes_apply_at_instant_boundaries() {
+    let mut sim: Simulation<Toy> = Simulation::new(Limits::default(), None, |ctx| {
+        for (t, m) in [(10, "e10a"), (10, "e10b"), (11, "e11"), (9, "e9")] {
+            ctx.schedule_at(SimTime(t), Ev::Mark(m));
+        }
+        let depth = ctx.metrics.gauge("toy.depth");
+        let done = ctx.metrics.counter("toy.done");
+        Toy {
+            arrivals: Stream::new(0, "a"),
+            services: Stream::new(0, "s"),
+            iat: Dist::exponential(SimDuration(1)),
+            svc: Dist::exponential(SimDuration(1)),
+            queue: 0,
+            busy: false,
+            next_id: 0,
+            log: vec![],
+            logging: true,
+            depth,
+            done,
+            selfloop: false,
+        }
+    });
+    sim.schedule_change(SimTime(10), Change::Log("change10")).unwrap();
+    sim.schedule_change(SimTime(10), Change::MarkNow("mark-from-change10")).unwrap();
+    sim.schedule_change(SimTime(0), Change::Log("change0")).unwrap();
+    sim.run_until(SimTime(10)).unwrap();
+    assert_eq!(
+        sim.schedule_change(SimTime(5), Change::Log("x")),
+        Err(SimError::ChangeInPast { at: SimTime(5), now: SimTime(10) })
+    );
+    sim.run_until(SimTime(20)).unwrap();
+    let log: Vec<_> = sim.world().log.clone();
+    assert_eq!(
+        log,
+        vec![
+            (0, "change0"),
+            (9, "e9"),
+            (10, "e10a"),
+            (10, "e10b"),
+            (10, "change10"),
+            (10, "mark-from-change10"),
+            (11, "e11"),
+        ]
+    );
+}
+
+#[test]
+fn zero_time_loop_is_stopped_naming_the_component() {
+    let mut sim = toy(
+        1,
+        None,
+        Limits { same_instant_base: 1000, same_instant_per_entity: 10, ..Limits::default() },
+    );
+    sim.run_until(SimTime(1_000_000_000)).unwrap();
+    // Arm a self-rescheduling event at the current instant.
+    let now = sim.now();
+    sim.world.selfloop = true;
+    sim.calendar.schedule(now, Phase::Dispatch, Ev::Loop);
+    let err = sim.run_until(SimTime(2_000_000_000)).unwrap_err();
+    match &err {
+        SimError::ZeroTimeLoop { component, limit, .. } => {
+            assert_eq!(component, "toy.looper");
+            assert!(*limit >= 1010);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("zero-time loop"));
+    // The error is sticky.
+    assert_eq!(sim.step().unwrap_err(), err);
+}
+
+#[test]
+fn event_budget_is_enforced() {
+    let mut sim = toy(1, None, Limits { max_events: 500, ..Limits::default() });
+    let err = sim.run_until(END).unwrap_err();
+    assert!(matches!(err, SimError::EventBudget { limit: 500, .. }), "{err:?}");
+    assert!(err.to_string().contains("toy.station"));
+}
+
+#[test]
+fn simulation_is_send() {
+    fn is_send<T: Send>() {}
+    is_send::<Simulation<Toy>>();
+}

@@ -1,1 +1,32 @@
+//! # models — the stormglass component library
+//!
+//! Components of AI-service traffic governance as plain state machines, and the world that
+//! wires them from a scenario. This crate knows nothing of files, the CLI or the UI: it
+//! defines the scenario types (serde, format-agnostic), the parameter registry, and runs.
+//!
+//! The key design decision: **the request path is data**. A call site is an ordered stack
+//! of governors, each answering a pure decision on the way down ([`governor::CallDecision`])
+//! and on the way up ([`governor::OutcomeDecision`]); the order is whatever the scenario
+//! says, like a Resilience4j decorator chain or a Sentinel slot chain.
+//!
+//! Modules: [`ids`], [`outcome`] (the closed outcome enum), [`governor`] (the interface),
+//! [`callsite`] (the driver), [`gate`], [`source`], [`station`], [`params`] (the registry),
+//! [`scenario`], [`world`], [`summary`], [`run`].
 
+pub mod callsite;
+pub mod gate;
+pub mod governor;
+pub mod ids;
+pub mod outcome;
+pub mod params;
+pub mod run;
+pub mod scenario;
+pub mod source;
+pub mod station;
+pub mod summary;
+mod validate;
+pub mod world;
+
+pub use outcome::{Outcome, Reason};
+pub use run::{RunConfig, RunOutput, run};
+pub use scenario::{Scenario, ScenarioSpec};

@@ -1,0 +1,201 @@
+//! The call site: drives one call down an ordered stack of governors to an upstream and its
+//! outcome back up.
+//!
+//! The stack is data: a list of indices into the world's governor arena, so a governor
+//! declared once (a semaphore, a cluster-wide limiter) can sit in several call sites. The
+//! driver is a pure function of the governors' states: it returns what should happen next
+//! ([`Next`]), and the world turns that into events (send upstream, park with a deadline,
+//! retry after a delay, finish).
+//!
+//! Architecture invariant: a call is at exactly one place at any time — descending, parked
+//! at one level, upstream, or finished — and every level it passed on the way down sees its
+//! outcome on the way up exactly once (or `on_abandon` if the call was parked there).
+
+use crate::gate::Gate;
+use crate::governor::{CallDecision, CallInfo, Governor, OutcomeDecision};
+use crate::ids::CallId;
+use crate::outcome::{Outcome, Reason};
+use sim_core::{SimDuration, SimTime};
+
+/// The closed set of governor kinds (enum dispatch: no boxing, no `dyn` in the hot path).
+#[derive(Clone, Debug)]
+pub enum GovernorKind {
+    Gate(Gate),
+}
+
+impl Governor for GovernorKind {
+    fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
+        match self {
+            GovernorKind::Gate(g) => g.on_call(call, now),
+        }
+    }
+    fn on_outcome(&mut self, call: &CallInfo, o: Outcome, now: SimTime) -> OutcomeDecision {
+        match self {
+            GovernorKind::Gate(g) => g.on_outcome(call, o, now),
+        }
+    }
+    fn on_abandon(&mut self, call: &CallInfo, now: SimTime) {
+        match self {
+            GovernorKind::Gate(g) => g.on_abandon(call, now),
+        }
+    }
+    fn take_woken(&mut self, out: &mut Vec<CallId>) {
+        match self {
+            GovernorKind::Gate(g) => g.take_woken(out),
+        }
+    }
+    fn waiting(&self) -> usize {
+        match self {
+            GovernorKind::Gate(g) => g.waiting(),
+        }
+    }
+}
+
+/// What the world must do next with a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Every level passed: send the call to the upstream.
+    Upstream,
+    /// Parked at `level` until woken or until the deadline.
+    Parked { level: usize, deadline: Option<SimTime>, on_deadline: Reason },
+    /// The call is over.
+    Finished(Outcome),
+    /// Re-issue the call from `level` (going down) after `after`.
+    Retry { level: usize, after: SimDuration },
+}
+
+/// A call woken at a level of some stack: it resumes below that level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Woken {
+    pub governor: usize,
+    pub call: CallId,
+}
+
+/// Sends a call down `stack` from `from` (inclusive).
+pub fn descend(
+    stack: &[usize],
+    govs: &mut [GovernorKind],
+    call: &CallInfo,
+    from: usize,
+    now: SimTime,
+    woken: &mut impl Extend<Woken>,
+) -> Next {
+    for (level, &g) in stack.iter().enumerate().skip(from) {
+        match govs[g].on_call(call, now) {
+            CallDecision::Pass => {}
+            CallDecision::Wait { deadline, on_deadline } => {
+                return Next::Parked { level, deadline, on_deadline };
+            }
+            CallDecision::ServeLocally(o) => {
+                return ascend(stack, govs, call, level, o, now, woken);
+            }
+            CallDecision::Reject(r) => {
+                return ascend(stack, govs, call, level, Outcome::Rejected(r), now, woken);
+            }
+        }
+    }
+    Next::Upstream
+}
+
+/// Carries an outcome up through the levels below `below` (exclusive), from `below − 1` to 0.
+pub fn ascend(
+    stack: &[usize],
+    govs: &mut [GovernorKind],
+    call: &CallInfo,
+    below: usize,
+    outcome: Outcome,
+    now: SimTime,
+    woken: &mut impl Extend<Woken>,
+) -> Next {
+    let mut o = outcome;
+    let mut ids = Vec::new();
+    for level in (0..below).rev() {
+        let g = stack[level];
+        let d = govs[g].on_outcome(call, o, now);
+        govs[g].take_woken(&mut ids);
+        woken.extend(ids.drain(..).map(|call| Woken { governor: g, call }));
+        match d {
+            OutcomeDecision::PassUp(x) => o = x,
+            OutcomeDecision::RetryAfter(after) => return Next::Retry { level: level + 1, after },
+        }
+    }
+    Next::Finished(o)
+}
+
+/// A call parked at `level` gives up: the governor forgets it and the outcome climbs.
+pub fn abandon(
+    stack: &[usize],
+    govs: &mut [GovernorKind],
+    call: &CallInfo,
+    level: usize,
+    reason: Reason,
+    now: SimTime,
+    woken: &mut impl Extend<Woken>,
+) -> Next {
+    let g = stack[level];
+    govs[g].on_abandon(call, now);
+    let mut ids = Vec::new();
+    govs[g].take_woken(&mut ids);
+    woken.extend(ids.into_iter().map(|call| Woken { governor: g, call }));
+    ascend(stack, govs, call, level, Outcome::Rejected(reason), now, woken)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::GateSpec;
+    use crate::ids::ClassId;
+
+    fn gate(permits: u64, wait_ms: u64) -> GovernorKind {
+        GovernorKind::Gate(Gate::new(&GateSpec {
+            name: "g".into(),
+            permits,
+            acquire_timeout: SimDuration::from_ms(wait_ms),
+            max_waiting: 100,
+        }))
+    }
+    fn c(i: u64) -> CallInfo {
+        CallInfo { call: CallId(i), class: ClassId(0), key: 0 }
+    }
+
+    /// Two gates in a stack: an outer (2 permits, waits) and an inner (1 permit, fail fast).
+    /// Script of calls → expected `Next` and woken lists.
+    #[test]
+    fn two_level_stack_script() {
+        let mut govs = vec![gate(2, 100), gate(1, 0)];
+        let stack = [0, 1];
+        let t = SimTime(0);
+        let mut w = vec![];
+        assert_eq!(descend(&stack, &mut govs, &c(1), 0, t, &mut w), Next::Upstream);
+        // Call 2 passes the outer gate, is refused by the inner one, and the outer permit is
+        // returned on the way up.
+        assert_eq!(
+            descend(&stack, &mut govs, &c(2), 0, t, &mut w),
+            Next::Finished(Outcome::Rejected(Reason::GateFull))
+        );
+        assert_eq!(
+            descend(&stack, &mut govs, &c(3), 0, t, &mut w),
+            Next::Finished(Outcome::Rejected(Reason::GateFull))
+        );
+        // Occupy the outer gate's second permit by parking at the inner level is impossible
+        // (inner fails fast), so fill the outer gate with a fresh stack-less call.
+        assert_eq!(descend(&[0], &mut govs, &c(4), 0, t, &mut w), Next::Upstream);
+        let parked = descend(&stack, &mut govs, &c(5), 0, t, &mut w);
+        assert_eq!(
+            parked,
+            Next::Parked {
+                level: 0,
+                deadline: Some(SimTime(100_000_000)),
+                on_deadline: Reason::GateFull
+            }
+        );
+        // Call 1 completes: both gates release; the outer permit goes to call 5.
+        assert_eq!(
+            ascend(&stack, &mut govs, &c(1), 2, Outcome::Success, t, &mut w),
+            Next::Finished(Outcome::Success)
+        );
+        assert_eq!(w, vec![Woken { governor: 0, call: CallId(5) }]);
+        // Call 5 resumes below level 0 and gets the inner permit.
+        assert_eq!(descend(&stack, &mut govs, &c(5), 1, t, &mut w), Next::Upstream);
+    }
+}

@@ -1,0 +1,70 @@
+//! The governor interface: one small state machine per governor, driven by a call site.
+//!
+//! A call site is an ordered stack of governors (cache, breaker, limiter, gate, retry,
+//! timeout…) ending at an upstream, like a Resilience4j decorator chain or a Sentinel slot
+//! chain. A call descends the stack level by level; each governor answers a pure decision
+//! ([`CallDecision`]). The outcome climbs back up, and each governor answers again
+//! ([`OutcomeDecision`]). The stack order is data (the scenario), not code.
+//!
+//! Architecture invariants:
+//! * Decisions are functions of the governor's own state, the call and the time; they never
+//!   draw randomness from shared streams and never schedule events themselves. The call site
+//!   turns decisions into events.
+//! * A call waiting at level `i` holds everything levels `0..i` granted it (permits,
+//!   probe slots): a governor that grants a resource in `on_call` gets it back in exactly
+//!   one of `on_outcome` or `on_abandon`.
+//! * A governor that parks calls wakes them in FIFO order or its documented priority order
+//!   (never in hash order).
+//!
+//! API boundary: governors see a [`CallInfo`], never the request, the world or the engine.
+
+use crate::ids::{CallId, ClassId};
+use crate::outcome::{Outcome, Reason};
+use sim_core::{SimDuration, SimTime};
+
+/// What a governor may look at when deciding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallInfo {
+    pub call: CallId,
+    pub class: ClassId,
+    /// The call's cache/hot-parameter key (0 when the scenario has none).
+    pub key: u64,
+}
+
+/// A governor's verdict on a call coming down the stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallDecision {
+    /// Go on to the next level.
+    Pass,
+    /// Park here until the governor wakes the call or the deadline passes (then the
+    /// governor's [`Governor::on_abandon`] runs and the call is rejected with the reason).
+    Wait { deadline: Option<SimTime>, on_deadline: Reason },
+    /// Answer from here without going further (cache hit, fallback).
+    ServeLocally(Outcome),
+    /// Refuse the call.
+    Reject(Reason),
+}
+
+/// A governor's verdict on an outcome climbing the stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutcomeDecision {
+    /// Continue upwards with this outcome (possibly transformed, e.g. failed → degraded).
+    PassUp(Outcome),
+    /// Send the call down again from the level below this governor after a delay.
+    RetryAfter(SimDuration),
+}
+
+/// The interface every governor implements.
+pub trait Governor {
+    /// A call arrives at this level.
+    fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision;
+    /// The outcome of a call that passed this level comes back up.
+    fn on_outcome(&mut self, call: &CallInfo, outcome: Outcome, now: SimTime) -> OutcomeDecision;
+    /// A call parked at this level gave up (deadline) or was cancelled: forget it.
+    fn on_abandon(&mut self, call: &CallInfo, now: SimTime);
+    /// Calls parked here that may now proceed (e.g. a permit was handed over), oldest first.
+    /// The call site drains this after every `on_outcome`, `on_abandon` and change.
+    fn take_woken(&mut self, out: &mut Vec<CallId>);
+    /// Calls currently parked here.
+    fn waiting(&self) -> usize;
+}

@@ -1,0 +1,285 @@
+//! The typed parameter registry: one namespace for every configurable value.
+//!
+//! Every parameter of every component instance has a path (`gate.llm.permits`), a type with
+//! its valid range, a unit, its value in the scenario (the default a sweep or timeline
+//! overrides), whether it may change during a run, and a one-line doc. Sweeps, the run-time
+//! timeline, validation, `stormglass explain` and the GUI's knobs all go through it.
+//!
+//! Architecture invariant: a parameter value is always parsed with its own type
+//! ([`ParamType::deserialize_value`], a `DeserializeSeed`), never through an untyped
+//! intermediate that would lose enum names (`Exponential(mean: "1s")` stays a
+//! distribution). Range errors are raised inside deserialization so the format layer can
+//! attach line:column.
+//!
+//! API boundary: the registry knows types and paths; components implement [`Params`] to
+//! list, read and write their own parameters by name.
+
+use serde::de::{DeserializeSeed, Deserializer, Error as _};
+use serde::{Deserialize, Serialize};
+use sim_core::{Dist, SimDuration};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The type (and valid range) of a parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamType {
+    /// A whole number in `[min, max]`.
+    Count { min: u64, max: u64 },
+    /// `None` (unbounded) or `Some(n)` with `n` in `[min, max]`.
+    OptCount { min: u64, max: u64 },
+    /// A duration string in `[min, max]`.
+    Duration { min: SimDuration, max: SimDuration },
+    /// A distribution of durations (`Exponential(mean: "100ms")`).
+    DurationDist,
+    /// A real number in `[min, max]`.
+    Float { min: f64, max: f64 },
+}
+
+/// A typed parameter value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ParamValue {
+    Count(u64),
+    OptCount(Option<u64>),
+    Duration(SimDuration),
+    DurationDist(Dist<SimDuration>),
+    Float(f64),
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamValue::Count(n) => write!(f, "{n}"),
+            ParamValue::OptCount(None) => write!(f, "None"),
+            ParamValue::OptCount(Some(n)) => write!(f, "Some({n})"),
+            ParamValue::Duration(d) => write!(f, "\"{d}\""),
+            ParamValue::DurationDist(d) => write!(f, "{}", dist_to_text(d)),
+            ParamValue::Float(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+/// A distribution in scenario syntax, e.g. `Exponential(mean: "100ms")`.
+pub fn dist_to_text(d: &Dist<SimDuration>) -> String {
+    use sim_core::DistSpec as S;
+    match d.spec() {
+        S::Constant(v) => format!("Constant(\"{v}\")"),
+        S::Exponential { mean } => format!("Exponential(mean: \"{mean}\")"),
+        S::LogNormal { mean, cv } => format!("LogNormal(mean: \"{mean}\", cv: {cv})"),
+        S::Gamma { mean, cv } => format!("Gamma(mean: \"{mean}\", cv: {cv})"),
+        S::Weibull { scale, shape } => format!("Weibull(scale: \"{scale}\", shape: {shape})"),
+        S::Pareto { scale, shape } => format!("Pareto(scale: \"{scale}\", shape: {shape})"),
+        S::Uniform { low, high } => format!("Uniform(low: \"{low}\", high: \"{high}\")"),
+        S::Empirical { samples } => format!("Empirical(samples: [{} values])", samples.len()),
+    }
+}
+
+impl ParamType {
+    /// What a value of this type looks like, for error messages and `explain`.
+    pub fn describe(&self) -> String {
+        match self {
+            ParamType::Count { min, max } => format!("an integer in [{min}, {max}]"),
+            ParamType::OptCount { min, max } => {
+                format!("None or Some(n) with n an integer in [{min}, {max}]")
+            }
+            ParamType::Duration { min, max } => {
+                format!("a duration string in [\"{min}\", \"{max}\"]")
+            }
+            ParamType::DurationDist => {
+                "a distribution of durations, e.g. Exponential(mean: \"100ms\")".into()
+            }
+            ParamType::Float { min, max } => format!("a number in [{min}, {max}]"),
+        }
+    }
+
+    /// Parses a value of this type from any serde deserializer, checking the range.
+    pub fn deserialize_value<'de, D: Deserializer<'de>>(
+        &self,
+        d: D,
+    ) -> Result<ParamValue, D::Error> {
+        let out_of_range = |found: String| {
+            D::Error::custom(format!("expected {}, found {found}", self.describe()))
+        };
+        Ok(match self {
+            ParamType::Count { min, max } => {
+                let n = u64::deserialize(d)?;
+                if n < *min || n > *max {
+                    return Err(out_of_range(n.to_string()));
+                }
+                ParamValue::Count(n)
+            }
+            ParamType::OptCount { min, max } => {
+                let n = Option::<u64>::deserialize(d)?;
+                if let Some(n) = n
+                    && (n < *min || n > *max)
+                {
+                    return Err(out_of_range(format!("Some({n})")));
+                }
+                ParamValue::OptCount(n)
+            }
+            ParamType::Duration { min, max } => {
+                let v = SimDuration::deserialize(d)?;
+                if v < *min || v > *max {
+                    return Err(out_of_range(format!("\"{v}\"")));
+                }
+                ParamValue::Duration(v)
+            }
+            ParamType::DurationDist => ParamValue::DurationDist(Dist::deserialize(d)?),
+            ParamType::Float { min, max } => {
+                let x = f64::deserialize(d)?;
+                if !(x >= *min && x <= *max) {
+                    return Err(out_of_range(x.to_string()));
+                }
+                ParamValue::Float(x)
+            }
+        })
+    }
+
+    /// Checks that a value has this type and lies in range.
+    pub fn check(&self, v: &ParamValue) -> Result<(), String> {
+        let ok = match (self, v) {
+            (ParamType::Count { min, max }, ParamValue::Count(n)) => n >= min && n <= max,
+            (ParamType::OptCount { min, max }, ParamValue::OptCount(n)) => {
+                n.is_none_or(|n| n >= *min && n <= *max)
+            }
+            (ParamType::Duration { min, max }, ParamValue::Duration(d)) => d >= min && d <= max,
+            (ParamType::DurationDist, ParamValue::DurationDist(_)) => true,
+            (ParamType::Float { min, max }, ParamValue::Float(x)) => x >= min && x <= max,
+            _ => false,
+        };
+        if ok { Ok(()) } else { Err(format!("expected {}, found {v}", self.describe())) }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for &ParamType {
+    type Value = ParamValue;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ParamValue, D::Error> {
+        self.deserialize_value(d)
+    }
+}
+
+/// One parameter of one component instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamSpec {
+    pub path: String,
+    pub ty: ParamType,
+    /// Unit of the value (`"ns"` for durations, `"permits"`, `"servers"`…).
+    pub unit: &'static str,
+    /// The value the scenario gives it.
+    pub value: ParamValue,
+    /// May it change while a run is in progress (timeline, GUI)?
+    pub runtime: bool,
+    pub doc: &'static str,
+}
+
+/// The declaration of one parameter of a component kind (without instance path or value).
+#[derive(Clone, Debug)]
+pub struct ParamDecl {
+    pub name: &'static str,
+    pub ty: ParamType,
+    pub unit: &'static str,
+    pub runtime: bool,
+    pub doc: &'static str,
+}
+
+/// Implemented by every component spec: list, read and write parameters by name.
+pub trait Params {
+    /// The path prefix kind, e.g. `"gate"`; instances live under `<kind>.<name>.`.
+    const KIND: &'static str;
+    fn instance_name(&self) -> &str;
+    fn decls() -> Vec<ParamDecl>;
+    fn get(&self, param: &str) -> Option<ParamValue>;
+    /// Writes a value already checked against the declared type.
+    fn set(&mut self, param: &str, value: ParamValue) -> Result<(), String>;
+}
+
+/// All parameters of a scenario, by path (sorted: `explain` output is stable).
+#[derive(Clone, Debug, Default)]
+pub struct Registry {
+    specs: BTreeMap<String, ParamSpec>,
+}
+
+impl Registry {
+    pub fn add_component<P: Params>(&mut self, c: &P) {
+        for d in P::decls() {
+            let path = format!("{}.{}.{}", P::KIND, c.instance_name(), d.name);
+            let value = c.get(d.name).expect("declared parameters are readable");
+            let prev = self.specs.insert(
+                path.clone(),
+                ParamSpec { path, ty: d.ty, unit: d.unit, value, runtime: d.runtime, doc: d.doc },
+            );
+            assert!(prev.is_none(), "duplicate parameter path");
+        }
+    }
+    pub fn get(&self, path: &str) -> Option<&ParamSpec> {
+        self.specs.get(path)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &ParamSpec> {
+        self.specs.values()
+    }
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+    /// An error for an unknown path, naming the closest known paths.
+    pub fn unknown(&self, path: &str) -> String {
+        let prefix = path.rsplit_once('.').map(|(p, _)| p).unwrap_or(path);
+        let near: Vec<&str> =
+            self.specs.keys().filter(|k| k.starts_with(prefix)).map(|s| s.as_str()).collect();
+        if near.is_empty() {
+            let all: Vec<&str> = self.specs.keys().map(|s| s.as_str()).collect();
+            format!("unknown parameter path `{path}`; known paths: {}", all.join(", "))
+        } else {
+            format!("unknown parameter path `{path}`; did you mean one of: {}", near.join(", "))
+        }
+    }
+}
+
+/// Splits `kind.name.param` (the instance name may not contain dots).
+pub fn split_path(path: &str) -> Option<(&str, &str, &str)> {
+    let (kind, rest) = path.split_once('.')?;
+    let (name, param) = rest.split_once('.')?;
+    Some((kind, name, param))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_parsing_keeps_enum_names_and_checks_ranges() {
+        let dist = ParamType::DurationDist;
+        let mut de = ron::Deserializer::from_str("Exponential(mean: \"1s\")").unwrap();
+        let v = (&dist).deserialize(&mut de).unwrap();
+        assert_eq!(v.to_string(), "Exponential(mean: \"1s\")");
+
+        let cases: &[(ParamType, &str, Result<&str, &str>)] = &[
+            (ParamType::Count { min: 1, max: 10 }, "3", Ok("3")),
+            (
+                ParamType::Count { min: 1, max: 10 },
+                "0",
+                Err("expected an integer in [1, 10], found 0"),
+            ),
+            (ParamType::OptCount { min: 1, max: 10 }, "None", Ok("None")),
+            (ParamType::OptCount { min: 1, max: 10 }, "Some(11)", Err("found Some(11)")),
+            (
+                ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
+                "\"2m\"",
+                Err("expected a duration string in [\"0s\", \"1m\"], found \"2m\""),
+            ),
+            (ParamType::Float { min: 0.0, max: 1.0 }, "0.5", Ok("0.5")),
+            (ParamType::DurationDist, "Exponential(mean: 5)", Err("duration string")),
+        ];
+        for (ty, text, want) in cases {
+            let mut de = ron::Deserializer::from_str(text).unwrap();
+            let got =
+                ty.deserialize_value(&mut de).map(|v| v.to_string()).map_err(|e| e.to_string());
+            match (want, got) {
+                (Ok(w), Ok(g)) => assert_eq!(*w, g),
+                (Err(w), Err(g)) => assert!(g.contains(w), "{text}: {g}"),
+                (w, g) => panic!("{text}: wanted {w:?}, got {g:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! The scenario: which components exist and how they are wired, as data.
+//!
+//! A scenario is parsed from RON by the experiments crate; this crate only defines the
+//! types (serde derives, no file access). Structural errors (unknown fields, bad ranges)
+//! surface during deserialization with positions; cross-reference errors (a call site
+//! naming a station that does not exist) come from [`ScenarioSpec::check`] with the field
+//! path of the offending value.
+//!
+//! The timeline's values are generic (`V`): the file layer parses them as raw text first
+//! and then with the type the registry gives their path (`ParamType::deserialize_value`),
+//! because the registry depends on the scenario being read.
+
+use crate::gate::GateSpec;
+use crate::params::{ParamValue, Params, Registry, split_path};
+use crate::source::SourceSpec;
+use crate::station::StationSpec;
+use crate::validate;
+use serde::{Deserialize, Serialize};
+use sim_core::SimDuration;
+use std::collections::BTreeSet;
+
+/// A scenario with typed timeline values, ready to run.
+pub type Scenario = ScenarioSpec<ParamValue>;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Scenario")]
+pub struct ScenarioSpec<V> {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub sources: Vec<SourceSpec>,
+    #[serde(default)]
+    pub gates: Vec<GateSpec>,
+    pub call_sites: Vec<CallSiteSpec>,
+    pub stations: Vec<StationSpec>,
+    /// Parameter changes during the run.
+    #[serde(default = "Vec::new")]
+    pub timeline: Vec<SetParam<V>>,
+}
+
+/// A call site: the governors a call passes, in order, and the upstream at the end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallSiteSpec {
+    #[serde(deserialize_with = "validate::name")]
+    pub name: String,
+    /// Outermost first.
+    #[serde(default)]
+    pub governors: Vec<GovernorRef>,
+    /// The station the call ends at.
+    pub upstream: String,
+}
+
+/// A governor in a call-site stack, by the name it is declared under.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GovernorRef {
+    Gate(String),
+}
+
+/// A run-time change: set `path` to `value` at simulated time `at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetParam<V> {
+    pub at: SimDuration,
+    pub path: String,
+    pub value: V,
+}
+
+/// A cross-reference or consistency error, with the field path of the culprit.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct SpecError {
+    /// Field path such as `call_sites[0].upstream`.
+    pub path: String,
+    pub message: String,
+}
+
+fn unique<'a>(kind: &str, names: impl Iterator<Item = &'a str>) -> Result<(), SpecError> {
+    let mut seen = BTreeSet::new();
+    for (i, n) in names.enumerate() {
+        if !seen.insert(n) {
+            return Err(SpecError {
+                path: format!("{kind}[{i}].name"),
+                message: format!("duplicate name \"{n}\" (names must be unique among {kind})"),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl<V> ScenarioSpec<V> {
+    /// Cross-reference checks. Range checks already ran during deserialization.
+    pub fn check(&self) -> Result<(), SpecError> {
+        if self.sources.is_empty() {
+            return Err(SpecError {
+                path: "sources".into(),
+                message: "expected at least one source".into(),
+            });
+        }
+        unique("sources", self.sources.iter().map(|s| s.name.as_str()))?;
+        unique("gates", self.gates.iter().map(|s| s.name.as_str()))?;
+        unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;
+        unique("stations", self.stations.iter().map(|s| s.name.as_str()))?;
+        let names = |v: Vec<&str>| v.join(", ");
+        for (i, s) in self.sources.iter().enumerate() {
+            if !self.call_sites.iter().any(|c| c.name == s.target) {
+                return Err(SpecError {
+                    path: format!("sources[{i}].target"),
+                    message: format!(
+                        "no call site named \"{}\"; call sites: [{}]",
+                        s.target,
+                        names(self.call_sites.iter().map(|c| c.name.as_str()).collect())
+                    ),
+                });
+            }
+        }
+        for (i, c) in self.call_sites.iter().enumerate() {
+            if !self.stations.iter().any(|s| s.name == c.upstream) {
+                return Err(SpecError {
+                    path: format!("call_sites[{i}].upstream"),
+                    message: format!(
+                        "no station named \"{}\"; stations: [{}]",
+                        c.upstream,
+                        names(self.stations.iter().map(|s| s.name.as_str()).collect())
+                    ),
+                });
+            }
+            let mut seen = BTreeSet::new();
+            for (j, g) in c.governors.iter().enumerate() {
+                let GovernorRef::Gate(name) = g;
+                if !self.gates.iter().any(|x| &x.name == name) {
+                    return Err(SpecError {
+                        path: format!("call_sites[{i}].governors[{j}]"),
+                        message: format!(
+                            "no gate named \"{name}\"; gates: [{}]",
+                            names(self.gates.iter().map(|s| s.name.as_str()).collect())
+                        ),
+                    });
+                }
+                if !seen.insert(name) {
+                    return Err(SpecError {
+                        path: format!("call_sites[{i}].governors[{j}]"),
+                        message: format!("gate \"{name}\" appears twice in one stack"),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every parameter of every component.
+    pub fn registry(&self) -> Registry {
+        let mut r = Registry::default();
+        self.sources.iter().for_each(|c| r.add_component(c));
+        self.gates.iter().for_each(|c| r.add_component(c));
+        self.stations.iter().for_each(|c| r.add_component(c));
+        r
+    }
+
+    /// Sets a parameter by path, checking it against the registry (sweeps use this).
+    pub fn set_param(&mut self, path: &str, value: ParamValue) -> Result<(), String> {
+        let reg = self.registry();
+        let spec = reg.get(path).ok_or_else(|| reg.unknown(path))?;
+        spec.ty.check(&value).map_err(|e| format!("{path}: {e}"))?;
+        let (kind, name, param) = split_path(path).expect("registered paths have three parts");
+        fn find<'a, P: Params>(v: &'a mut [P], name: &str) -> &'a mut P {
+            v.iter_mut().find(|c| c.instance_name() == name).expect("registered")
+        }
+        match kind {
+            "source" => find(&mut self.sources, name).set(param, value),
+            "gate" => find(&mut self.gates, name).set(param, value),
+            "station" => find(&mut self.stations, name).set(param, value),
+            _ => unreachable!("registry kinds are listed here"),
+        }
+    }
+
+    /// Replaces the timeline's value type (the file layer resolves raw values with it).
+    pub fn map_timeline<W, E>(
+        self,
+        mut f: impl FnMut(usize, SetParam<V>) -> Result<SetParam<W>, E>,
+    ) -> Result<ScenarioSpec<W>, E> {
+        let timeline = self
+            .timeline
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| f(i, s))
+            .collect::<Result<_, _>>()?;
+        Ok(ScenarioSpec {
+            name: self.name,
+            description: self.description,
+            sources: self.sources,
+            gates: self.gates,
+            call_sites: self.call_sites,
+            stations: self.stations,
+            timeline,
+        })
+    }
+}
+
+impl Scenario {
+    /// Checks the timeline against the registry: known paths, run-time changeable, typed.
+    pub fn check_timeline(&self) -> Result<(), SpecError> {
+        let reg = self.registry();
+        for (i, s) in self.timeline.iter().enumerate() {
+            let path = format!("timeline[{i}].path");
+            let spec = reg
+                .get(&s.path)
+                .ok_or_else(|| SpecError { path: path.clone(), message: reg.unknown(&s.path) })?;
+            if !spec.runtime {
+                return Err(SpecError {
+                    path,
+                    message: format!(
+                        "`{}` cannot change during a run (set it in the scenario or sweep it)",
+                        s.path
+                    ),
+                });
+            }
+            spec.ty
+                .check(&s.value)
+                .map_err(|m| SpecError { path: format!("timeline[{i}].value"), message: m })?;
+        }
+        Ok(())
+    }
+}

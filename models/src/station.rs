@@ -1,0 +1,188 @@
+//! A station: a FIFO queue (optionally bounded) in front of `servers` identical servers.
+//!
+//! The minimal upstream: it models an M/G/c/K system and is what the queueing-theory tests
+//! run against. Capacity counts waiting requests only, so an M/M/c/K system with K places in
+//! total has `queue_capacity = K − c`.
+//!
+//! Architecture invariants: `busy ≤ servers` except right after a run-time decrease (busy
+//! servers finish their work); the queue never exceeds its capacity; a server is never idle
+//! while a request waits (work conservation).
+
+use crate::params::{ParamDecl, ParamType, ParamValue, Params};
+use crate::validate;
+use serde::{Deserialize, Serialize};
+use sim_core::{Dist, SimDuration, SimTime};
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StationSpec {
+    #[serde(deserialize_with = "validate::name")]
+    pub name: String,
+    /// Identical servers (≥ 1).
+    #[serde(deserialize_with = "validate::at_least_one")]
+    pub servers: u64,
+    /// Waiting places; `None` = unbounded.
+    #[serde(default, deserialize_with = "validate::opt_at_least_one")]
+    pub queue_capacity: Option<u64>,
+    /// Service time of one request.
+    pub service: Dist<SimDuration>,
+}
+
+const MAX_SERVERS: u64 = 1_000_000;
+
+impl Params for StationSpec {
+    const KIND: &'static str = "station";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        vec![
+            ParamDecl {
+                name: "servers",
+                ty: ParamType::Count { min: 1, max: MAX_SERVERS },
+                unit: "servers",
+                runtime: true,
+                doc: "identical servers working in parallel",
+            },
+            ParamDecl {
+                name: "queue_capacity",
+                ty: ParamType::OptCount { min: 1, max: u64::MAX },
+                unit: "requests",
+                runtime: false,
+                doc: "waiting places in front of the servers (None = unbounded)",
+            },
+            ParamDecl {
+                name: "service",
+                ty: ParamType::DurationDist,
+                unit: "ns",
+                runtime: true,
+                doc: "service time of one request (applies to services started after a change)",
+            },
+        ]
+    }
+    fn get(&self, p: &str) -> Option<ParamValue> {
+        Some(match p {
+            "servers" => ParamValue::Count(self.servers),
+            "queue_capacity" => ParamValue::OptCount(self.queue_capacity),
+            "service" => ParamValue::DurationDist(self.service.clone()),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
+        match (p, v) {
+            ("servers", ParamValue::Count(n)) => self.servers = n,
+            ("queue_capacity", ParamValue::OptCount(n)) => self.queue_capacity = n,
+            ("service", ParamValue::DurationDist(d)) => self.service = d,
+            (p, v) => return Err(format!("station has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}
+
+/// What happened to a request offered to the station.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// A server took it: start service now.
+    Start,
+    /// It waits in the queue.
+    Queued,
+    /// The queue is full.
+    Full,
+}
+
+/// Run-time state. `T` is whatever the world uses to name a waiting request.
+#[derive(Clone, Debug)]
+pub struct Station<T> {
+    pub servers: u64,
+    pub capacity: Option<u64>,
+    pub service: Dist<SimDuration>,
+    busy: u64,
+    queue: VecDeque<(T, SimTime)>,
+    pub peak_queue: u64,
+}
+
+impl<T: Copy> Station<T> {
+    pub fn new(spec: &StationSpec) -> Self {
+        Station {
+            servers: spec.servers,
+            capacity: spec.queue_capacity,
+            service: spec.service.clone(),
+            busy: 0,
+            queue: VecDeque::new(),
+            peak_queue: 0,
+        }
+    }
+    pub fn busy(&self) -> u64 {
+        self.busy
+    }
+    pub fn queue_len(&self) -> u64 {
+        self.queue.len() as u64
+    }
+
+    /// Decision for an arriving request.
+    pub fn admit(&mut self, item: T, now: SimTime) -> Admit {
+        if self.busy < self.servers && self.queue.is_empty() {
+            self.busy += 1;
+            Admit::Start
+        } else if self.capacity.is_none_or(|c| (self.queue.len() as u64) < c) {
+            self.queue.push_back((item, now));
+            self.peak_queue = self.peak_queue.max(self.queue.len() as u64);
+            Admit::Queued
+        } else {
+            Admit::Full
+        }
+    }
+
+    /// A server finished; returns the next request to start (with its enqueue time), if a
+    /// server is free for it.
+    pub fn complete(&mut self) -> Option<(T, SimTime)> {
+        assert!(self.busy > 0, "completion without a busy server");
+        self.busy -= 1;
+        self.start_next()
+    }
+
+    /// Starts the head of the queue if a server is free.
+    pub fn start_next(&mut self) -> Option<(T, SimTime)> {
+        if self.busy < self.servers {
+            let next = self.queue.pop_front()?;
+            self.busy += 1;
+            Some(next)
+        } else {
+            None
+        }
+    }
+
+    /// Work conservation: no idle server beside a waiting request.
+    pub fn is_work_conserving(&self) -> bool {
+        self.queue.is_empty() || self.busy >= self.servers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admission_table() {
+        let spec = StationSpec {
+            name: "s".into(),
+            servers: 2,
+            queue_capacity: Some(1),
+            service: Dist::constant(SimDuration::from_ms(1)),
+        };
+        let mut st = Station::new(&spec);
+        let t = SimTime(0);
+        let got: Vec<Admit> = (0..4).map(|i| st.admit(i, t)).collect();
+        assert_eq!(got, [Admit::Start, Admit::Start, Admit::Queued, Admit::Full]);
+        assert_eq!(st.complete(), Some((2, t)));
+        assert_eq!(st.busy(), 2);
+        assert_eq!(st.complete(), None);
+        assert_eq!(st.busy(), 1);
+        assert!(st.is_work_conserving());
+        // Lowering servers: busy ones finish, nobody new starts until below the limit.
+        st.servers = 1;
+        assert_eq!(st.admit(7, t), Admit::Queued);
+        assert_eq!(st.complete(), Some((7, t)));
+    }
+}

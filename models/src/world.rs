@@ -1,0 +1,612 @@
+//! The queueing world: sources → call sites (governor stacks) → stations, wired from a
+//! [`Scenario`]. It implements [`sim_core::World`].
+//!
+//! Request life cycle (each arrow an event or an immediate step):
+//! `Arrival` → descend the call site's stack → (parked at a governor until woken or its
+//! deadline) → station: start service or queue or reject → `ServiceDone` → ascend the stack
+//! → end. Every request ends exactly once, with one [`Outcome`].
+//!
+//! Architecture invariants (numbered in ARCHITECTURE.md, checked by [`QueueingWorld::check_invariants`]):
+//! conservation per source, permits conserved per gate, queues within capacity, work
+//! conservation at stations.
+
+use crate::callsite::{self, GovernorKind, Next, Woken};
+use crate::gate::Gate;
+use crate::governor::{CallInfo, Governor};
+use crate::ids::{CallId, ClassId, RequestId};
+use crate::outcome::{Outcome, Reason};
+use crate::params::{ParamValue, split_path};
+use crate::scenario::{GovernorRef, Scenario, SetParam};
+use crate::station::{Admit, Station};
+use crate::summary::{SourceStats, Summary, TimeAverage};
+use sim_core::metrics::{CounterId, GaugeId, HistId};
+use sim_core::rng::{DrawKey, Stream, name_id};
+use sim_core::{Ctx, Phase, SimDuration, SimTime, TimerHandle};
+
+/// Keyed attribute ids (never renumber: they select the random numbers a request gets).
+pub mod attr {
+    pub const SERVICE_TIME: u32 = 1;
+}
+
+/// Events of the queueing world. Kind ids are written down, not derived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ev {
+    Arrival { source: u16 },
+    ServiceDone { station: u16, slot: u32, id: u64 },
+    WaitDeadline { slot: u32, id: u64 },
+    WarmupEnd,
+}
+
+impl sim_core::Event for Ev {
+    fn kind_id(&self) -> u16 {
+        match self {
+            Ev::Arrival { .. } => 1,
+            Ev::ServiceDone { .. } => 2,
+            Ev::WaitDeadline { .. } => 3,
+            Ev::WarmupEnd => 4,
+        }
+    }
+    fn entity_id(&self) -> u64 {
+        match *self {
+            Ev::Arrival { source } => source as u64,
+            Ev::ServiceDone { id, .. } | Ev::WaitDeadline { id, .. } => id,
+            Ev::WarmupEnd => 0,
+        }
+    }
+    fn phase(&self) -> Phase {
+        match self {
+            Ev::ServiceDone { .. } => Phase::Completion,
+            Ev::WaitDeadline { .. } => Phase::Timeout,
+            Ev::Arrival { .. } => Phase::Arrival,
+            Ev::WarmupEnd => Phase::Dispatch,
+        }
+    }
+}
+
+/// One request in flight.
+#[derive(Clone, Debug)]
+struct Req {
+    id: RequestId,
+    source: u16,
+    seq: u64,
+    site: u16,
+    arrival: SimTime,
+    /// Where it is parked, and the deadline timer.
+    parked_at: Option<usize>,
+    on_deadline: Reason,
+    timer: Option<TimerHandle>,
+    generation: u32,
+}
+
+struct SourceRt {
+    name: String,
+    key: u64,
+    stream: Stream,
+    interarrival: sim_core::Dist<SimDuration>,
+    limit: Option<u64>,
+    issued: u64,
+    site: u16,
+    stats: SourceStats,
+    arrivals: CounterId,
+    latency: HistId,
+}
+
+struct SiteRt {
+    stack: Vec<usize>,
+    station: u16,
+}
+
+struct GateRt {
+    name: String,
+    in_use: GaugeId,
+    waiting: GaugeId,
+}
+
+struct StationRt {
+    name: String,
+    st: Station<u32>,
+    in_system: TimeAverage,
+    busy: TimeAverage,
+    depth: GaugeId,
+    busy_gauge: GaugeId,
+    completed: CounterId,
+}
+
+/// Run settings that are not part of the scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct RunSettings {
+    pub seed: u64,
+    pub warmup: SimDuration,
+}
+
+pub struct QueueingWorld {
+    seed: u64,
+    warmup: SimTime,
+    sources: Vec<SourceRt>,
+    sites: Vec<SiteRt>,
+    govs: Vec<GovernorKind>,
+    gates: Vec<GateRt>,
+    stations: Vec<StationRt>,
+    reqs: Vec<Option<Req>>,
+    generations: Vec<u32>,
+    free: Vec<u32>,
+    live: u64,
+    next_request: u64,
+    woken: std::collections::VecDeque<Woken>,
+}
+
+fn call_id(slot: u32, generation: u32) -> CallId {
+    CallId(((generation as u64) << 32) | slot as u64)
+}
+fn slot_of(c: CallId) -> (u32, u32) {
+    (c.0 as u32, (c.0 >> 32) as u32)
+}
+
+impl QueueingWorld {
+    /// Wires the world; the scenario must have passed `check()` and `check_timeline()`.
+    pub fn build(sc: &Scenario, run: RunSettings, ctx: &mut Ctx<'_, Ev>) -> Self {
+        let find_site =
+            |n: &str| sc.call_sites.iter().position(|c| c.name == n).expect("checked") as u16;
+        let gates: Vec<GateRt> = sc
+            .gates
+            .iter()
+            .map(|g| GateRt {
+                name: g.name.clone(),
+                in_use: ctx.metrics.gauge(&format!("gate.{}.in_use", g.name)),
+                waiting: ctx.metrics.gauge(&format!("gate.{}.waiting", g.name)),
+            })
+            .collect();
+        let govs = sc.gates.iter().map(|g| GovernorKind::Gate(Gate::new(g))).collect();
+        let sites = sc
+            .call_sites
+            .iter()
+            .map(|c| SiteRt {
+                stack: c
+                    .governors
+                    .iter()
+                    .map(|GovernorRef::Gate(n)| {
+                        sc.gates.iter().position(|g| &g.name == n).expect("checked")
+                    })
+                    .collect(),
+                station: sc.stations.iter().position(|s| s.name == c.upstream).expect("checked")
+                    as u16,
+            })
+            .collect();
+        let stations = sc
+            .stations
+            .iter()
+            .map(|s| StationRt {
+                name: s.name.clone(),
+                st: Station::new(s),
+                in_system: TimeAverage::default(),
+                busy: TimeAverage::default(),
+                depth: ctx.metrics.gauge(&format!("station.{}.queue_depth", s.name)),
+                busy_gauge: ctx.metrics.gauge(&format!("station.{}.busy", s.name)),
+                completed: ctx.metrics.counter(&format!("station.{}.completed", s.name)),
+            })
+            .collect();
+        let sources: Vec<SourceRt> = sc
+            .sources
+            .iter()
+            .map(|s| SourceRt {
+                name: s.name.clone(),
+                key: name_id(&s.name),
+                stream: Stream::new(run.seed, &format!("arrivals/{}", s.name)),
+                interarrival: s.interarrival.clone(),
+                limit: s.limit,
+                issued: 0,
+                site: find_site(&s.target),
+                stats: SourceStats::default(),
+                arrivals: ctx.metrics.counter(&format!("source.{}.arrivals", s.name)),
+                latency: ctx.metrics.histogram(&format!("source.{}.latency", s.name)),
+            })
+            .collect();
+        for (i, s) in sc.sources.iter().enumerate() {
+            ctx.schedule_at(SimTime::ZERO + s.start, Ev::Arrival { source: i as u16 });
+        }
+        if run.warmup > SimDuration::ZERO {
+            ctx.schedule_at(SimTime::ZERO + run.warmup, Ev::WarmupEnd);
+        }
+        QueueingWorld {
+            seed: run.seed,
+            warmup: SimTime::ZERO + run.warmup,
+            sources,
+            sites,
+            govs,
+            gates,
+            stations,
+            reqs: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            next_request: 0,
+            woken: Default::default(),
+        }
+    }
+
+    fn alloc(&mut self, r: Req) -> u32 {
+        self.live += 1;
+        match self.free.pop() {
+            Some(s) => {
+                self.reqs[s as usize] = Some(r);
+                s
+            }
+            None => {
+                self.reqs.push(Some(r));
+                self.generations.push(0);
+                (self.reqs.len() - 1) as u32
+            }
+        }
+    }
+
+    fn info(&self, slot: u32) -> CallInfo {
+        let r = self.reqs[slot as usize].as_ref().expect("live request");
+        CallInfo { call: call_id(slot, r.generation), class: ClassId(0), key: 0 }
+    }
+
+    fn on_arrival(&mut self, source: u16, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let src = &mut self.sources[source as usize];
+        let seq = src.issued;
+        src.issued += 1;
+        src.stats.offered += 1;
+        if now >= self.warmup {
+            src.stats.measured_offered += 1;
+        }
+        ctx.metrics.incr(src.arrivals);
+        if src.limit.is_none_or(|l| src.issued < l) {
+            let gap = src.interarrival.sample(&mut src.stream);
+            ctx.schedule_in(gap, Ev::Arrival { source });
+        }
+        let site = src.site;
+        let id = RequestId(self.next_request);
+        self.next_request += 1;
+        let slot = self.alloc(Req {
+            id,
+            source,
+            seq,
+            site,
+            arrival: now,
+            parked_at: None,
+            on_deadline: Reason::Timeout,
+            timer: None,
+            generation: 0,
+        });
+        let generation = self.generations[slot as usize];
+        self.reqs[slot as usize].as_mut().expect("just allocated").generation = generation;
+        self.descend(slot, 0, ctx);
+        self.resume_woken(ctx);
+    }
+
+    /// Sends request `slot` down its call site from `level`, and acts on the verdict.
+    fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
+        let info = self.info(slot);
+        let site = self.reqs[slot as usize].as_ref().expect("live").site as usize;
+        let next = callsite::descend(
+            &self.sites[site].stack,
+            &mut self.govs,
+            &info,
+            level,
+            ctx.now(),
+            &mut self.woken,
+        );
+        self.act(slot, next, ctx);
+    }
+
+    fn act(&mut self, slot: u32, next: Next, ctx: &mut Ctx<'_, Ev>) {
+        match next {
+            Next::Upstream => self.send_to_station(slot, ctx),
+            Next::Parked { level, deadline, on_deadline } => {
+                let r = self.reqs[slot as usize].as_mut().expect("live");
+                r.parked_at = Some(level);
+                r.on_deadline = on_deadline;
+                let id = r.id.0;
+                if let Some(d) = deadline {
+                    r.timer = Some(ctx.schedule_at(d, Ev::WaitDeadline { slot, id }));
+                }
+            }
+            Next::Finished(o) => self.end(slot, o, ctx),
+            Next::Retry { .. } => unreachable!("no governor of this world retries"),
+        }
+        self.update_gate_gauges(ctx);
+    }
+
+    fn send_to_station(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let site = self.reqs[slot as usize].as_ref().expect("live").site as usize;
+        let st = self.sites[site].station;
+        match self.stations[st as usize].st.admit(slot, now) {
+            Admit::Start => self.start_service(st, slot, ctx),
+            Admit::Queued => {}
+            Admit::Full => {
+                let info = self.info(slot);
+                let below = self.sites[site].stack.len();
+                let next = callsite::ascend(
+                    &self.sites[site].stack,
+                    &mut self.govs,
+                    &info,
+                    below,
+                    Outcome::Rejected(Reason::QueueFull),
+                    now,
+                    &mut self.woken,
+                );
+                self.act(slot, next, ctx);
+            }
+        }
+        self.update_station_gauges(st, ctx);
+    }
+
+    fn start_service(&mut self, st: u16, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let r = self.reqs[slot as usize].as_ref().expect("live");
+        let src = &mut self.sources[r.source as usize];
+        if r.arrival >= self.warmup {
+            src.stats.record_start(now - r.arrival);
+        }
+        let key = DrawKey::request(self.seed, src.key, r.seq);
+        let service =
+            self.stations[st as usize].st.service.sample(&mut key.attribute(attr::SERVICE_TIME));
+        let id = r.id.0;
+        ctx.schedule_in(service, Ev::ServiceDone { station: st, slot, id });
+    }
+
+    fn on_service_done(&mut self, st: u16, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        ctx.metrics.incr(self.stations[st as usize].completed);
+        if let Some((next, _)) = self.stations[st as usize].st.complete() {
+            self.start_service(st, next, ctx);
+        }
+        self.update_station_gauges(st, ctx);
+        let info = self.info(slot);
+        let site = self.reqs[slot as usize].as_ref().expect("live").site as usize;
+        let below = self.sites[site].stack.len();
+        let next = callsite::ascend(
+            &self.sites[site].stack,
+            &mut self.govs,
+            &info,
+            below,
+            Outcome::Success,
+            now,
+            &mut self.woken,
+        );
+        self.act(slot, next, ctx);
+        self.resume_woken(ctx);
+    }
+
+    fn on_deadline(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let r = self.reqs[slot as usize].as_mut().expect("live");
+        r.timer = None;
+        let level = r.parked_at.take().expect("deadline fires only for parked requests");
+        let (site, reason) = (r.site as usize, r.on_deadline);
+        let info = self.info(slot);
+        let next = callsite::abandon(
+            &self.sites[site].stack,
+            &mut self.govs,
+            &info,
+            level,
+            reason,
+            now,
+            &mut self.woken,
+        );
+        self.act(slot, next, ctx);
+        self.resume_woken(ctx);
+    }
+
+    /// Resumes calls that governors woke (permits handed over), oldest first.
+    fn resume_woken(&mut self, ctx: &mut Ctx<'_, Ev>) {
+        // Bounded: each resumption consumes a wake-up; new wake-ups come only from
+        // completions, which are finite per instant.
+        let mut guard = 0u64;
+        while !self.woken.is_empty() {
+            guard += 1;
+            assert!(guard <= 1 + 4 * self.live + self.reqs.len() as u64, "wake-up loop");
+            let Some(w) = self.woken.pop_front() else { break };
+            let (slot, generation) = slot_of(w.call);
+            let r = self.reqs[slot as usize].as_mut().expect("woken request is live");
+            assert_eq!(r.generation, generation, "woken call id is current");
+            let level = r.parked_at.take().expect("woken request was parked");
+            if let Some(h) = r.timer.take() {
+                ctx.cancel(h);
+            }
+            self.descend(slot, level + 1, ctx);
+        }
+    }
+
+    fn end(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let r = self.reqs[slot as usize].take().expect("ends once");
+        debug_assert!(r.timer.is_none() && r.parked_at.is_none());
+        self.generations[slot as usize] = self.generations[slot as usize].wrapping_add(1);
+        self.free.push(slot);
+        self.live -= 1;
+        let measured = r.arrival >= self.warmup;
+        let src = &mut self.sources[r.source as usize];
+        let latency = now - r.arrival;
+        src.stats.record_end(outcome, latency, measured);
+        if measured && !matches!(outcome, Outcome::Rejected(_) | Outcome::Failed(_)) {
+            ctx.metrics.record(src.latency, latency.0);
+        }
+    }
+
+    fn update_station_gauges(&mut self, st: u16, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let s = &mut self.stations[st as usize];
+        let (busy, q) = (s.st.busy() as i64, s.st.queue_len() as i64);
+        s.in_system.set(now, busy + q);
+        s.busy.set(now, busy);
+        ctx.metrics.set(s.depth, now, q);
+        ctx.metrics.set(s.busy_gauge, now, busy);
+    }
+
+    fn update_gate_gauges(&mut self, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        for (g, rt) in self.govs.iter().zip(&self.gates) {
+            let GovernorKind::Gate(gate) = g;
+            ctx.metrics.set(rt.in_use, now, gate.in_use() as i64);
+            ctx.metrics.set(rt.waiting, now, gate.waiting() as i64);
+        }
+    }
+
+    fn on_warmup_end(&mut self, now: SimTime) {
+        for s in &mut self.stations {
+            s.in_system.restart(now);
+            s.busy.restart(now);
+            s.st.peak_queue = s.st.queue_len();
+        }
+    }
+
+    /// Applies a run-time parameter change (already checked against the registry).
+    fn set(&mut self, p: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
+        let (kind, name, param) = split_path(&p.path).expect("checked path");
+        match (kind, param, p.value) {
+            ("station", "servers", ParamValue::Count(n)) => {
+                let st = self.stations.iter().position(|s| s.name == name).expect("checked") as u16;
+                self.stations[st as usize].st.servers = n;
+                while let Some((slot, _)) = self.stations[st as usize].st.start_next() {
+                    self.start_service(st, slot, ctx);
+                }
+                self.update_station_gauges(st, ctx);
+            }
+            ("station", "service", ParamValue::DurationDist(d)) => {
+                self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.service = d;
+            }
+            ("source", "interarrival", ParamValue::DurationDist(d)) => {
+                self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival = d;
+            }
+            ("gate", param, v) => {
+                let i = self.gates.iter().position(|g| g.name == name).expect("checked");
+                let GovernorKind::Gate(g) = &mut self.govs[i];
+                match (param, v) {
+                    ("permits", ParamValue::Count(n)) => g.set_permits(n),
+                    ("acquire_timeout", ParamValue::Duration(d)) => g.set_acquire_timeout(d),
+                    (p, v) => unreachable!("gate.{p} = {v:?} is not run-time changeable"),
+                }
+                let mut ids = Vec::new();
+                self.govs[i].take_woken(&mut ids);
+                self.woken.extend(ids.into_iter().map(|call| Woken { governor: i, call }));
+                self.resume_woken(ctx);
+                self.update_gate_gauges(ctx);
+            }
+            (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
+        }
+    }
+
+    /// The model's results at `end`.
+    pub fn summary(&self, end: SimTime) -> Summary {
+        let mut out = Summary::default();
+        let mut oldest: Vec<Option<SimTime>> = vec![None; self.sources.len()];
+        let mut in_flight = vec![0u64; self.sources.len()];
+        for r in self.reqs.iter().flatten() {
+            let o = &mut oldest[r.source as usize];
+            *o = Some(o.map_or(r.arrival, |t| t.min(r.arrival)));
+            if r.arrival >= self.warmup {
+                in_flight[r.source as usize] += 1;
+            }
+        }
+        for ((s, o), n) in self.sources.iter().zip(oldest).zip(in_flight) {
+            s.stats.emit(&format!("source.{}", s.name), n, o.map(|t| end - t), &mut out);
+        }
+        for s in &self.stations {
+            let p = format!("station.{}", s.name);
+            out.push_f64(format!("{p}.mean_in_system"), s.in_system.mean(end));
+            out.push_f64(format!("{p}.utilization"), s.busy.mean(end) / s.st.servers as f64);
+            out.push_u64(format!("{p}.peak_queue"), s.st.peak_queue);
+        }
+        out
+    }
+
+    /// The numbered invariants of ARCHITECTURE.md that this world can check; empty = all hold.
+    pub fn check_invariants(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut live_per_source = vec![0u64; self.sources.len()];
+        for r in self.reqs.iter().flatten() {
+            live_per_source[r.source as usize] += 1;
+        }
+        for (s, live) in self.sources.iter().zip(live_per_source) {
+            if s.stats.offered != s.stats.ended + live {
+                v.push(format!(
+                    "I1 conservation: source {} offered {} ≠ ended {} + in flight {live}",
+                    s.name, s.stats.offered, s.stats.ended
+                ));
+            }
+        }
+        for (g, rt) in self.govs.iter().zip(&self.gates) {
+            let GovernorKind::Gate(g) = g;
+            if g.granted - g.returned != g.in_use() {
+                v.push(format!(
+                    "I2 permits: gate {} granted {} − returned {} ≠ in use {}",
+                    rt.name,
+                    g.granted,
+                    g.returned,
+                    g.in_use()
+                ));
+            }
+        }
+        for s in &self.stations {
+            if s.st.capacity.is_some_and(|c| s.st.queue_len() > c) {
+                v.push(format!(
+                    "I3 capacity: station {} queue {} > {:?}",
+                    s.name,
+                    s.st.queue_len(),
+                    s.st.capacity
+                ));
+            }
+            if !s.st.is_work_conserving() {
+                v.push(format!(
+                    "I4 work conservation: station {} idle server beside a queue",
+                    s.name
+                ));
+            }
+        }
+        v
+    }
+
+    /// Requests in the system now.
+    pub fn live(&self) -> u64 {
+        self.live
+    }
+}
+
+impl sim_core::World for QueueingWorld {
+    type Event = Ev;
+    type Change = SetParam<ParamValue>;
+
+    fn handle(&mut self, ev: Ev, ctx: &mut Ctx<'_, Ev>) {
+        match ev {
+            Ev::Arrival { source } => self.on_arrival(source, ctx),
+            Ev::ServiceDone { station, slot, .. } => self.on_service_done(station, slot, ctx),
+            Ev::WaitDeadline { slot, .. } => self.on_deadline(slot, ctx),
+            Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
+        }
+    }
+    fn apply_change(&mut self, change: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
+        self.set(change, ctx);
+    }
+    fn live_entities(&self) -> u64 {
+        self.live
+            + self.sources.len() as u64
+            + self.stations.iter().map(|s| s.st.servers).sum::<u64>()
+    }
+    fn component_of(&self, ev: &Ev) -> String {
+        match *ev {
+            Ev::Arrival { source } => format!("source.{}", self.sources[source as usize].name),
+            Ev::ServiceDone { station, .. } => {
+                format!("station.{}", self.stations[station as usize].name)
+            }
+            Ev::WaitDeadline { slot, .. } => match self
+                .reqs
+                .get(slot as usize)
+                .and_then(|r| r.as_ref())
+            {
+                Some(r) => {
+                    let site = &self.sites[r.site as usize];
+                    let g = r.parked_at.map(|l| site.stack[l]).unwrap_or(0);
+                    format!("gate.{}", self.gates.get(g).map(|g| g.name.as_str()).unwrap_or("?"))
+                }
+                None => "request".into(),
+            },
+            Ev::WarmupEnd => "run.warmup".into(),
+        }
+    }
+}

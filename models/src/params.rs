@@ -269,7 +269,13 @@ mod tests {
                 Err("expected a duration string in [\"0s\", \"1m\"], found \"2m\""),
             ),
             (ParamType::Float { min: 0.0, max: 1.0 }, "0.5", Ok("0.5")),
-            (ParamType::DurationDist, "Exponential(mean: 5)", Err("duration string")),
+            (
+                ParamType::DurationDist,
+                "Exponential(mean: 5)",
+                Err(
+                    "expected a duration string with a unit, such as \"5ms\" or \"5s\", found the bare number 5",
+                ),
+            ),
         ];
         for (ty, text, want) in cases {
             let mut de = ron::Deserializer::from_str(text).unwrap();

@@ -234,8 +234,23 @@ impl<'de> Deserialize<'de> for SimDuration {
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SimDuration, E> {
                 parse_duration(v).map_err(E::custom)
             }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SimDuration, E> {
+                Err(E::custom(format!(
+                    "expected a duration string with a unit, such as \"{v}ms\" or \"{v}s\", found the bare number {v}"
+                )))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SimDuration, E> {
+                Err(E::custom(format!(
+                    "expected a duration string with a unit, such as \"300ms\", found the number {v}"
+                )))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SimDuration, E> {
+                Err(E::custom(format!(
+                    "expected a duration string with a unit, such as \"{v}s\", found the bare number {v}"
+                )))
+            }
         }
-        d.deserialize_str(V)
+        d.deserialize_any(V)
     }
 }
 

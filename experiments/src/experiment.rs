@@ -1,0 +1,320 @@
+//! Experiment files: a scenario (by path or inline), run length, warm-up, sampling and
+//! seeds; resolved into a list of planned runs.
+//!
+//! A file may also be a bare `Scenario(...)`: it then runs with the defaults of
+//! [`RunDefaults`] (the CLI can override them).
+
+use crate::ronfile::{InputError, Source};
+use models::Scenario;
+use models::params::ParamValue;
+use models::scenario::{ScenarioSpec, SetParam};
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+use sim_core::SimDuration;
+use sim_core::rng::{mix64, name_id};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Most runs one experiment may plan (TigerStyle: a limit on everything).
+pub const MAX_RUNS: usize = 1_000_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename = "Experiment")]
+struct ExperimentFile {
+    name: String,
+    #[serde(default)]
+    description: String,
+    scenario: ScenarioRef,
+    duration: SimDuration,
+    #[serde(default)]
+    warmup: SimDuration,
+    #[serde(default = "default_sample_every")]
+    sample_every: SimDuration,
+    #[serde(default)]
+    seeds: Seeds,
+}
+
+fn default_sample_every() -> SimDuration {
+    SimDuration::from_secs(1)
+}
+
+#[derive(Deserialize)]
+enum ScenarioRef {
+    /// A scenario file, relative to the experiment file.
+    File(String),
+    Inline(ScenarioSpec<IgnoredAny>),
+}
+
+/// Replication seeds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Seeds {
+    /// `Range(first, end)`: first ≤ seed < end.
+    Range(u64, u64),
+    /// Explicit seeds.
+    List(Vec<u64>),
+}
+
+impl Default for Seeds {
+    fn default() -> Self {
+        Seeds::Range(0, 1)
+    }
+}
+
+impl Seeds {
+    pub fn to_vec(&self) -> Vec<u64> {
+        match self {
+            Seeds::Range(a, b) => (*a..*b).collect(),
+            Seeds::List(v) => v.clone(),
+        }
+    }
+}
+
+/// Run settings used when the file is a bare scenario.
+#[derive(Clone, Debug)]
+pub struct RunDefaults {
+    pub duration: SimDuration,
+    pub warmup: SimDuration,
+    pub sample_every: SimDuration,
+    pub seeds: Seeds,
+}
+
+impl Default for RunDefaults {
+    fn default() -> Self {
+        RunDefaults {
+            duration: SimDuration::from_secs(600),
+            warmup: SimDuration::ZERO,
+            sample_every: SimDuration::from_secs(1),
+            seeds: Seeds::Range(0, 1),
+        }
+    }
+}
+
+/// A resolved, validated experiment.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    pub file: PathBuf,
+    pub scenario: Arc<Scenario>,
+    pub duration: SimDuration,
+    pub warmup: SimDuration,
+    /// `None` when `sample_every` is `"0s"` (no time series).
+    pub sample_every: Option<SimDuration>,
+    pub seeds: Vec<u64>,
+}
+
+/// One run of an experiment.
+#[derive(Clone, Debug)]
+pub struct PlannedRun {
+    /// A hash of the run's resolved scenario, run settings and seed (16 hex digits):
+    /// editing an experiment never renumbers the runs that did not change.
+    pub run_id: String,
+    pub seed: u64,
+    pub scenario: Arc<Scenario>,
+}
+
+/// Why an experiment could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{file}: cannot read: {err}")]
+    Io { file: PathBuf, err: std::io::Error },
+    #[error("{0}")]
+    Input(#[from] InputError),
+}
+
+fn join(prefix: &str, path: &str) -> String {
+    if prefix.is_empty() { path.to_string() } else { format!("{prefix}.{path}") }
+}
+
+/// The first identifier of a RON text, skipping whitespace and comments.
+fn top_level_name(text: &str) -> (&str, usize) {
+    let mut rest = text;
+    loop {
+        let t = rest.trim_start();
+        if let Some(r) = t.strip_prefix("//") {
+            rest = r.split_once('\n').map(|x| x.1).unwrap_or("");
+        } else if let Some(r) = t.strip_prefix("/*") {
+            rest = r.split_once("*/").map(|x| x.1).unwrap_or("");
+        } else {
+            rest = t;
+            break;
+        }
+    }
+    let off = text.len() - rest.len();
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    (&rest[..end], off)
+}
+
+/// Turns a scenario whose timeline values are unparsed into a checked, typed scenario.
+/// `prefix` is the scenario's field path inside `src` (`"scenario"` when inline).
+pub fn resolve_scenario(
+    src: &Source<'_>,
+    spec: ScenarioSpec<IgnoredAny>,
+    prefix: &str,
+) -> Result<Scenario, InputError> {
+    spec.check().map_err(|e| src.error_at(&join(prefix, &e.path), e.message))?;
+    let registry = spec.registry();
+    let sc = spec.map_timeline(|i, s: SetParam<IgnoredAny>| {
+        let p = registry.get(&s.path).ok_or_else(|| {
+            src.error_at(&join(prefix, &format!("timeline[{i}].path")), registry.unknown(&s.path))
+        })?;
+        let value: ParamValue =
+            src.parse_at(&join(prefix, &format!("timeline[{i}].value")), &p.ty)?;
+        Ok::<_, InputError>(SetParam { at: s.at, path: s.path, value })
+    })?;
+    sc.check_timeline().map_err(|e| src.error_at(&join(prefix, &e.path), e.message))?;
+    Ok(sc)
+}
+
+fn read(path: &Path) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|err| LoadError::Io { file: path.to_path_buf(), err })
+}
+
+/// Loads an experiment (or a bare scenario run with `defaults`) from a file.
+pub fn load(path: &Path, defaults: &RunDefaults) -> Result<Experiment, LoadError> {
+    let text = read(path)?;
+    load_text(path, &text, defaults)
+}
+
+/// Loads from text already read; `path` names it in errors and anchors relative paths.
+pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Experiment, LoadError> {
+    let src = Source::new(path, text);
+    let (top, off) = top_level_name(text);
+    match top {
+        "Scenario" => {
+            let spec: ScenarioSpec<IgnoredAny> = src.parse()?;
+            let scenario = resolve_scenario(&src, spec, "")?;
+            let exp = Experiment {
+                name: scenario.name.clone(),
+                description: scenario.description.clone(),
+                file: path.to_path_buf(),
+                scenario: Arc::new(scenario),
+                duration: defaults.duration,
+                warmup: defaults.warmup,
+                sample_every: Some(defaults.sample_every).filter(|d| d.0 > 0),
+                seeds: defaults.seeds.to_vec(),
+            };
+            check_settings(&src, &exp, "")?;
+            Ok(exp)
+        }
+        "Experiment" => {
+            let f: ExperimentFile = src.parse()?;
+            let scenario = match f.scenario {
+                ScenarioRef::Inline(spec) => resolve_scenario(&src, spec, "scenario")?,
+                ScenarioRef::File(rel) => {
+                    let p = path.parent().unwrap_or(Path::new(".")).join(&rel);
+                    let text = read(&p).map_err(|e| {
+                        LoadError::Input(
+                            src.error_at("scenario", format!("scenario file \"{rel}\": {e}")),
+                        )
+                    })?;
+                    let ssrc = Source::new(&p, &text);
+                    let spec: ScenarioSpec<IgnoredAny> = ssrc.parse()?;
+                    resolve_scenario(&ssrc, spec, "")?
+                }
+            };
+            let exp = Experiment {
+                name: f.name,
+                description: f.description,
+                file: path.to_path_buf(),
+                scenario: Arc::new(scenario),
+                duration: f.duration,
+                warmup: f.warmup,
+                sample_every: Some(f.sample_every).filter(|d| d.0 > 0),
+                seeds: f.seeds.to_vec(),
+            };
+            check_settings(&src, &exp, "")?;
+            Ok(exp)
+        }
+        other => {
+            let (line, col) = crate::locate::line_col(text, off);
+            Err(LoadError::Input(InputError {
+                file: path.to_path_buf(),
+                line,
+                col,
+                field: String::new(),
+                message: format!(
+                    "expected `Experiment(...)` or `Scenario(...)` at the top level, found `{}`",
+                    if other.is_empty() {
+                        text[off..].chars().take(12).collect::<String>()
+                    } else {
+                        other.to_string()
+                    }
+                ),
+            }))
+        }
+    }
+}
+
+fn check_settings(src: &Source<'_>, e: &Experiment, prefix: &str) -> Result<(), InputError> {
+    let at = |f: &str, m: String| src.error_at(&join(prefix, f), m);
+    if e.duration.0 == 0 {
+        return Err(at("duration", "expected a duration > 0, found \"0s\"".into()));
+    }
+    if e.warmup >= e.duration {
+        return Err(at(
+            "warmup",
+            format!(
+                "expected a warm-up shorter than the duration \"{}\", found \"{}\"",
+                e.duration, e.warmup
+            ),
+        ));
+    }
+    if e.seeds.is_empty() {
+        return Err(at("seeds", "expected at least one seed, found none".into()));
+    }
+    if e.seeds.len() > MAX_RUNS {
+        return Err(at(
+            "seeds",
+            format!("expected at most {MAX_RUNS} seeds, found {}", e.seeds.len()),
+        ));
+    }
+    let mut sorted = e.seeds.clone();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(at("seeds", format!("seed {} is listed twice", w[0])));
+    }
+    if e.name.is_empty() || !e.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(at(
+            "name",
+            format!(
+                "expected a name of letters, digits, '_', '-' or '.', found \"{}\" (it names the results folder)",
+                e.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Experiment {
+    /// The runs, in seed order as listed.
+    pub fn plan(&self) -> Vec<PlannedRun> {
+        let canon = ron::to_string(&*self.scenario).expect("scenarios serialize");
+        let base = mix64(
+            name_id(&canon)
+                ^ mix64(self.duration.0)
+                ^ mix64(self.warmup.0.rotate_left(21))
+                ^ mix64(self.sample_every.map(|d| d.0).unwrap_or(0).rotate_left(42)),
+        );
+        self.seeds
+            .iter()
+            .map(|&seed| PlannedRun {
+                run_id: format!("{:016x}", mix64(base ^ mix64(seed ^ 0x5EED))),
+                seed,
+                scenario: self.scenario.clone(),
+            })
+            .collect()
+    }
+
+    /// The model's run configuration for a seed.
+    pub fn run_config(&self, seed: u64) -> models::RunConfig {
+        models::RunConfig {
+            seed,
+            duration: self.duration,
+            warmup: self.warmup,
+            sample_every: self.sample_every,
+            limits: sim_core::Limits::default(),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Reading RON with errors a person can act on: file, line:column, field path, what was
+//! expected and what was found.
+
+use crate::locate::{Locations, line_col};
+use models::params::{ParamType, ParamValue};
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// An error in an input file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub col: usize,
+    /// Field path, e.g. `scenario.stations[0].servers` (empty when not known).
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file.display(), self.line, self.col)?;
+        if !self.field.is_empty() {
+            write!(f, "{}: ", self.field)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Makes ron's messages read as "expected X, found Y" where they do not already.
+fn polish(msg: String) -> String {
+    msg.replace("Unexpected missing field named", "missing field")
+        .replace("Unexpected field named", "unknown field")
+        .replace("Expected", "expected")
+}
+
+/// A RON text and its name, with the field-path index built on demand.
+pub struct Source<'a> {
+    pub file: &'a Path,
+    pub text: &'a str,
+    locations: std::cell::OnceCell<Locations>,
+}
+
+impl<'a> Source<'a> {
+    pub fn new(file: &'a Path, text: &'a str) -> Self {
+        Source { file, text, locations: std::cell::OnceCell::new() }
+    }
+
+    /// Deserializes the whole text as `T`.
+    pub fn parse<T: Deserialize<'a>>(&self) -> Result<T, InputError> {
+        let mut de =
+            ron::Deserializer::from_str(self.text).map_err(|e| self.spanned(e, String::new()))?;
+        let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let field = field_string(e.path());
+            let inner = e.into_inner();
+            self.spanned(de.span_error(inner), field)
+        })?;
+        de.end().map_err(|e| self.spanned(de.span_error(e), String::new()))?;
+        Ok(value)
+    }
+
+    /// Parses the value found at `field` with the parameter type `ty`.
+    pub fn parse_at(&self, field: &str, ty: &ParamType) -> Result<ParamValue, InputError> {
+        let off =
+            self.offset(field).ok_or_else(|| self.error_at(field, "value not found".into()))?;
+        let rest = &self.text[off..];
+        let mut de =
+            ron::Deserializer::from_str(rest).map_err(|e| self.spanned(e, field.into()))?;
+        ty.deserialize_value(&mut de).map_err(|e| {
+            let sp = de.span_error(e);
+            // Positions inside `rest` → positions in the file.
+            let (line0, col0) = line_col(self.text, off);
+            let (line, col) = if sp.span.start.line <= 1 {
+                (line0, col0 + sp.span.start.col - 1)
+            } else {
+                (line0 + sp.span.start.line - 1, sp.span.start.col)
+            };
+            InputError {
+                file: self.file.to_path_buf(),
+                line,
+                col,
+                field: field.into(),
+                message: polish(sp.code.to_string()),
+            }
+        })
+    }
+
+    pub fn offset(&self, field: &str) -> Option<usize> {
+        self.locations.get_or_init(|| Locations::scan(self.text)).offset(field)
+    }
+
+    /// An error about the value at `field`, positioned where that value starts.
+    pub fn error_at(&self, field: &str, message: String) -> InputError {
+        let (line, col) = self.offset(field).map(|o| line_col(self.text, o)).unwrap_or((1, 1));
+        InputError { file: self.file.to_path_buf(), line, col, field: field.into(), message }
+    }
+
+    fn spanned(&self, e: ron::error::SpannedError, field: String) -> InputError {
+        InputError {
+            file: self.file.to_path_buf(),
+            line: e.span.start.line,
+            col: e.span.start.col,
+            field,
+            message: polish(e.code.to_string()),
+        }
+    }
+}
+
+fn field_string(p: &serde_path_to_error::Path) -> String {
+    let s = p.to_string();
+    if s == "." { String::new() } else { s }
+}

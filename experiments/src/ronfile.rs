@@ -33,6 +33,7 @@ impl std::error::Error for InputError {}
 /// Makes ron's messages read as "expected X, found Y" where they do not already.
 fn polish(msg: String) -> String {
     msg.replace("Unexpected missing field named", "missing field")
+        .replace("Unexpected variant named", "unknown variant")
         .replace("Unexpected field named", "unknown field")
         .replace("Expected", "expected")
 }
@@ -56,6 +57,14 @@ impl<'a> Source<'a> {
         let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let field = field_string(e.path());
             let inner = e.into_inner();
+            // A range or consistency check (a custom message) concerns the whole value:
+            // point at its start. Syntax errors keep the parser's own position.
+            if let ron::Error::Message(m) = &inner
+                && !field.is_empty()
+                && self.offset(&field).is_some()
+            {
+                return self.error_at(&field, m.clone());
+            }
             self.spanned(de.span_error(inner), field)
         })?;
         de.end().map_err(|e| self.spanned(de.span_error(e), String::new()))?;
@@ -109,7 +118,25 @@ impl<'a> Source<'a> {
     }
 }
 
+/// The field path in the locator's style: enum variant segments (`Inline`, `Some`) and
+/// unknown segments (`?`) are dropped, since they are not fields.
 fn field_string(p: &serde_path_to_error::Path) -> String {
-    let s = p.to_string();
-    if s == "." { String::new() } else { s }
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in p.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if key.starts_with(|c: char| c.is_ascii_uppercase()) {
+                    continue;
+                }
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Unknown => {}
+        }
+    }
+    out
 }

@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 /// Configuration of a gate, as written in scenarios.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(rename = "Gate")]
 pub struct GateSpec {
     /// Name; the gate's parameters live under `gate.<name>.*`.
     pub name: String,

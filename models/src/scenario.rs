@@ -41,6 +41,7 @@ pub struct ScenarioSpec<V> {
 /// A call site: the governors a call passes, in order, and the upstream at the end.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(rename = "CallSite")]
 pub struct CallSiteSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,

@@ -11,6 +11,7 @@ use sim_core::{Dist, SimDuration};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(rename = "Source")]
 pub struct SourceSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,

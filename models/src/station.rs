@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(rename = "Station")]
 pub struct StationSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,

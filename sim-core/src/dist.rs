@@ -50,6 +50,7 @@ impl DistValue for f64 {
 /// The user-facing form of a distribution, as written in RON files.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(rename = "Distribution")]
 pub enum DistSpec<V> {
     /// Always the same value.
     Constant(V),

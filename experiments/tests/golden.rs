@@ -1,0 +1,35 @@
+//! Golden fingerprints of the bundled scenarios: any change to the engine or the models that
+//! changes what a bundled scenario does shows up here. When a change is intended, update the
+//! table in the same commit and say why in the commit message.
+
+use experiments::experiment::{RunDefaults, load};
+use experiments::runner::{Status, run_all};
+use std::path::Path;
+
+const GOLDEN: &[(&str, &[(u64, &str, u64)])] = &[(
+    "quickstart.ron",
+    &[
+        (0, "5c93c826345aa04e", 53940),
+        (1, "52bc2709fde53b6e", 54167),
+        (2, "c18490c773045240", 54008),
+        (3, "155668680ab3a64f", 54116),
+        (4, "38f80e9c7d1e3100", 54147),
+    ],
+)];
+
+#[test]
+fn bundled_scenarios_keep_their_fingerprints() {
+    for (file, want) in GOLDEN {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+        let exp = load(&path, &RunDefaults::default()).unwrap();
+        let recs = run_all(&exp, &exp.plan(), 2, &|_| {});
+        let got: Vec<(u64, &str, u64)> = recs
+            .iter()
+            .map(|r| {
+                assert_eq!(r.status, Status::Ok);
+                (r.seed, r.fingerprint.as_deref().unwrap(), r.events)
+            })
+            .collect();
+        assert_eq!(&got, want, "{file}");
+    }
+}

@@ -6,7 +6,10 @@ use experiments::experiment::{RunDefaults, load};
 use experiments::runner::{Status, run_all};
 use std::path::Path;
 
-const GOLDEN: &[(&str, &[(u64, &str, u64)])] = &[(
+/// (seed, fingerprint, events processed)
+type Pins = &'static [(u64, &'static str, u64)];
+
+const GOLDEN: &[(&str, Pins)] = &[(
     "quickstart.ron",
     &[
         (0, "5c93c826345aa04e", 53940),

@@ -1,0 +1,37 @@
+"""Reads a stormglass results folder with Python polars and checks the contract.
+
+Usage: python3 scripts/check_results.py RESULTS_DIR EXPECTED_RUNS
+"""
+import sys
+
+import polars as pl
+
+RUN_COLUMNS = ["run_id", "experiment", "seed", "status", "error", "fingerprint", "events",
+               "duration_s", "warmup_s", "scenario"]
+
+
+def main() -> int:
+    folder, expected_runs = sys.argv[1], int(sys.argv[2])
+    runs = pl.scan_parquet(f"{folder}/runs.parquet").collect()
+    assert runs.height == expected_runs, f"{runs.height} runs, expected {expected_runs}"
+    assert runs.columns[: len(RUN_COLUMNS)] == RUN_COLUMNS, runs.columns[: len(RUN_COLUMNS)]
+    assert (runs["status"] == "ok").all(), runs.select("seed", "status", "error")
+    assert runs["fingerprint"].n_unique() == expected_runs
+    src = [c for c in runs.columns if c.startswith("source.") and c.endswith(".offered")]
+    assert src, "at least one source"
+    for c in src:
+        p = c.removesuffix(".offered")
+        total = runs[f"{p}.completed"] + runs[f"{p}.failed"] + runs[f"{p}.rejected"] + runs[f"{p}.in_flight_end"]
+        assert (runs[c] == total).all(), f"conservation broken for {p}"
+    ts = pl.scan_parquet(f"{folder}/timeseries.parquet").collect()
+    assert ts.columns == ["run_id", "bucket_start_s", "metric", "value"], ts.columns
+    assert set(ts["run_id"].unique()) == set(runs["run_id"])
+    timings = pl.scan_parquet(f"{folder}/timings.parquet").collect()
+    assert timings.columns == ["run_id", "wall_seconds", "events", "events_per_second"], timings.columns
+    print(f"python polars {pl.__version__}: {runs.height} runs, {runs.width} run columns, "
+          f"{ts.height} time-series rows: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

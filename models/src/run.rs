@@ -54,7 +54,9 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> RunOutput {
 }
 
 /// Summarises a simulation that ran to `end` (or stopped with `error`).
+/// A simulation stepped past `end` is summarised at its own clock.
 pub fn finish(sim: Simulation<QueueingWorld>, end: SimTime, error: Option<SimError>) -> RunOutput {
+    let end = end.max(sim.now());
     let done = sim.finish(end);
     let summary = done.world.summary(end);
     let mut fingerprint = done.fingerprint;

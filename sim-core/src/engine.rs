@@ -196,6 +196,10 @@ impl<W: World> Simulation<W> {
     pub fn events_processed(&self) -> u64 {
         self.events
     }
+    /// Time of the next scheduled event, if any.
+    pub fn next_event_time(&self) -> Option<SimTime> {
+        self.calendar.peek_time()
+    }
     pub fn pending_events(&self) -> usize {
         self.calendar.len()
     }

@@ -3,7 +3,7 @@
 //! Two implementations of the same model, in the same process, on the same random numbers:
 //!
 //! * `stormglass` — the real world: a scenario parsed from RON and run with [`models::run`]
-//!   (calendar, fingerprint, guards, gauges, DDSketch latencies, summary), sampling off;
+//!   (calendar, fingerprint, guards, gauges, HdrHistogram latencies, summary), sampling off;
 //! * `floor` — a bare loop over `std::collections::BinaryHeap` ordered by `(time_ns, seq)`
 //!   with a `VecDeque` FIFO and integer-nanosecond time: what any engine must at least do.
 //!

@@ -6,9 +6,8 @@
 //! requests that *arrived* at or after the warm-up; conservation counts all requests.
 
 use crate::outcome::{Outcome, Reason};
-use sim_core::metrics::new_sketch;
+use sim_core::metrics::Quantiles;
 use sim_core::{SimDuration, SimTime};
-use sketches_ddsketch::DDSketch;
 
 /// A named summary value.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,7 +49,7 @@ pub struct SourceStats {
     pub degraded: [u64; Reason::ALL.len()],
     pub failed: [u64; Reason::ALL.len()],
     pub rejected: [u64; Reason::ALL.len()],
-    latency: DDSketch,
+    latency: Quantiles,
     latency_sum_ns: u128,
     latency_max_ns: u64,
     wait_sum_ns: u128,
@@ -68,7 +67,7 @@ impl Default for SourceStats {
             degraded: [0; Reason::ALL.len()],
             failed: [0; Reason::ALL.len()],
             rejected: [0; Reason::ALL.len()],
-            latency: new_sketch(),
+            latency: Quantiles::new(),
             latency_sum_ns: 0,
             latency_max_ns: 0,
             wait_sum_ns: 0,
@@ -101,7 +100,7 @@ impl SourceStats {
             Outcome::Rejected(r) => self.rejected[r.index()] += 1,
         }
         if matches!(outcome, Outcome::Success | Outcome::Degraded(_)) {
-            self.latency.add(latency.0.max(1) as f64);
+            self.latency.record(latency.0);
             self.latency_sum_ns += latency.0 as u128;
             self.latency_max_ns = self.latency_max_ns.max(latency.0);
         }
@@ -139,13 +138,7 @@ impl SourceStats {
             in_flight_oldest_age.map(|d| d.as_ms_f64()).unwrap_or(0.0),
         );
         let n = self.latency.count();
-        let q = |p: f64| {
-            if n == 0 {
-                f64::NAN
-            } else {
-                self.latency.quantile(p).ok().flatten().unwrap_or(f64::NAN) / 1e6
-            }
-        };
+        let q = |p: f64| self.latency.quantile(p).map_or(f64::NAN, |v| v / 1e6);
         out.push_f64(
             format!("{prefix}.latency_ms_mean"),
             if n == 0 { f64::NAN } else { self.latency_sum_ns as f64 / n as f64 / 1e6 },

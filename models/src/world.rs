@@ -280,8 +280,13 @@ impl QueueingWorld {
 
     /// Sends request `slot` down its call site from `level`, and acts on the verdict.
     fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
-        let info = self.info(slot);
         let site = self.reqs[slot as usize].as_ref().expect("live").site as usize;
+        if level == self.sites[site].stack.len() {
+            // Fast path: nothing (more) to pass.
+            self.send_to_station(slot, ctx);
+            return;
+        }
+        let info = self.info(slot);
         let next = callsite::descend(
             &self.sites[site].stack,
             &mut self.govs,
@@ -302,7 +307,7 @@ impl QueueingWorld {
                 r.on_deadline = on_deadline;
                 let id = r.id.0;
                 if let Some(d) = deadline {
-                    r.timer = Some(ctx.schedule_at(d, Ev::WaitDeadline { slot, id }));
+                    r.timer = Some(ctx.timer_at(d, Ev::WaitDeadline { slot, id }));
                 }
             }
             Next::Finished(o) => self.end(slot, o, ctx),
@@ -357,9 +362,14 @@ impl QueueingWorld {
             self.start_service(st, next, ctx);
         }
         self.update_station_gauges(st, ctx);
-        let info = self.info(slot);
         let site = self.reqs[slot as usize].as_ref().expect("live").site as usize;
         let below = self.sites[site].stack.len();
+        if below == 0 {
+            // Fast path: no governor to tell.
+            self.end(slot, Outcome::Success, ctx);
+            return;
+        }
+        let info = self.info(slot);
         let next = callsite::ascend(
             &self.sites[site].stack,
             &mut self.govs,
@@ -441,6 +451,9 @@ impl QueueingWorld {
     }
 
     fn update_gate_gauges(&mut self, ctx: &mut Ctx<'_, Ev>) {
+        if self.gates.is_empty() {
+            return;
+        }
         let now = ctx.now();
         for (g, rt) in self.govs.iter().zip(&self.gates) {
             let GovernorKind::Gate(gate) = g;

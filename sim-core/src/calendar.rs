@@ -1,16 +1,20 @@
-//! The event calendar: a binary heap indexed by slot, so timers can be cancelled in place.
+//! The event calendar: a binary heap with payloads inline, plus an index for the events that
+//! may be cancelled (timers).
 //!
 //! Architecture invariant: events leave the calendar in the total order
 //! `(time, phase, scheduling sequence)`. The sequence number is assigned when an event is
 //! scheduled, so two events at the same time and phase run in the order they were scheduled,
 //! on every machine and every run.
 //!
-//! Cancellation removes the entry from the heap at once (`O(log n)`), so cancelled timers
-//! never accumulate: `len()` is always exactly the number of live entries. This matters
-//! because almost every upstream call arms a timeout that is cancelled when the call
-//! completes; a lazily-deleted heap would grow with every completed call. Handles carry a
-//! generation, so cancelling an event that already fired (or was cancelled) is a no-op that
-//! reports `false` rather than cancelling an unrelated event that reused the slot.
+//! Two ways in: [`Calendar::schedule`] for events that will certainly run (completions,
+//! arrivals), and [`Calendar::schedule_timer`] for events that may be cancelled (timeouts).
+//! Only timers pay for the index: a slot that tracks the entry's heap position. Cancellation
+//! removes the entry from the heap at once (`O(log n)`), so cancelled timers never
+//! accumulate: `len()` is always exactly the number of live entries. This matters because
+//! almost every upstream call arms a timeout that is cancelled when the call completes; a
+//! lazily-deleted heap would grow with every completed call. Handles carry a generation, so
+//! cancelling a timer that already fired (or was cancelled) is a no-op that reports `None`
+//! rather than cancelling an unrelated timer that reused the slot.
 
 use crate::time::SimTime;
 
@@ -30,7 +34,7 @@ pub enum Phase {
     Dispatch = 3,
 }
 
-/// A handle to a scheduled event, used to cancel it.
+/// A handle to a scheduled timer, used to cancel it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimerHandle {
     slot: u32,
@@ -39,6 +43,8 @@ pub struct TimerHandle {
 
 const SEQ_BITS: u32 = 56;
 const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// `timer` value of entries that cannot be cancelled.
+const NO_TIMER: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {
@@ -47,22 +53,23 @@ struct Key {
     phase_seq: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct HeapEntry {
+struct Entry<E> {
     key: Key,
-    slot: u32,
+    timer: u32,
+    payload: E,
 }
 
-struct Slot<E> {
-    payload: Option<E>,
+#[derive(Clone, Copy)]
+struct TimerSlot {
     heap_pos: u32,
     generation: u32,
+    live: bool,
 }
 
-/// An indexed min-heap of events.
+/// A min-heap of events with cancellable timers.
 pub struct Calendar<E> {
-    heap: Vec<HeapEntry>,
-    slots: Vec<Slot<E>>,
+    heap: Vec<Entry<E>>,
+    timers: Vec<TimerSlot>,
     free: Vec<u32>,
     next_seq: u64,
 }
@@ -75,7 +82,7 @@ impl<E> Default for Calendar<E> {
 
 impl<E> Calendar<E> {
     pub fn new() -> Self {
-        Calendar { heap: Vec::new(), slots: Vec::new(), free: Vec::new(), next_seq: 0 }
+        Calendar { heap: Vec::new(), timers: Vec::new(), free: Vec::new(), next_seq: 0 }
     }
 
     /// Number of live (scheduled, not cancelled, not yet fired) events.
@@ -85,34 +92,47 @@ impl<E> Calendar<E> {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
-    /// Slots allocated (live + free list). Bounded by the peak number of live events.
-    pub fn slot_capacity(&self) -> usize {
-        self.slots.len()
+    /// Timer slots allocated (live + free list). Bounded by the peak number of live timers.
+    pub fn timer_capacity(&self) -> usize {
+        self.timers.len()
     }
 
-    pub fn schedule(&mut self, time: SimTime, phase: Phase, payload: E) -> TimerHandle {
+    fn key(&mut self, time: SimTime, phase: Phase) -> Key {
         let seq = self.next_seq;
         assert!(seq <= SEQ_MASK, "event sequence space exhausted");
         self.next_seq += 1;
-        let key = Key { time: time.0, phase_seq: ((phase as u64) << SEQ_BITS) | seq };
+        Key { time: time.0, phase_seq: ((phase as u64) << SEQ_BITS) | seq }
+    }
+
+    /// Schedules an event that will not be cancelled.
+    #[inline]
+    pub fn schedule(&mut self, time: SimTime, phase: Phase, payload: E) {
+        let key = self.key(time, phase);
+        self.heap.push(Entry { key, timer: NO_TIMER, payload });
+        self.sift_up(self.heap.len() - 1);
+    }
+
+    /// Schedules an event that may be cancelled with the returned handle.
+    pub fn schedule_timer(&mut self, time: SimTime, phase: Phase, payload: E) -> TimerHandle {
+        let key = self.key(time, phase);
         let pos = self.heap.len() as u32;
         let slot = match self.free.pop() {
             Some(s) => {
-                let sl = &mut self.slots[s as usize];
-                debug_assert!(sl.payload.is_none());
-                sl.payload = Some(payload);
-                sl.heap_pos = pos;
+                let t = &mut self.timers[s as usize];
+                debug_assert!(!t.live);
+                t.live = true;
+                t.heap_pos = pos;
                 s
             }
             None => {
-                assert!(self.slots.len() < u32::MAX as usize, "calendar slot space exhausted");
-                self.slots.push(Slot { payload: Some(payload), heap_pos: pos, generation: 0 });
-                (self.slots.len() - 1) as u32
+                assert!(self.timers.len() < NO_TIMER as usize, "timer slot space exhausted");
+                self.timers.push(TimerSlot { heap_pos: pos, generation: 0, live: true });
+                (self.timers.len() - 1) as u32
             }
         };
-        self.heap.push(HeapEntry { key, slot });
+        self.heap.push(Entry { key, timer: slot, payload });
         self.sift_up(pos as usize);
-        TimerHandle { slot, generation: self.slots[slot as usize].generation }
+        TimerHandle { slot, generation: self.timers[slot as usize].generation }
     }
 
     /// The time of the next event, if any.
@@ -122,77 +142,79 @@ impl<E> Calendar<E> {
     }
 
     /// Removes and returns the next event in `(time, phase, sequence)` order.
+    #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
-        let top = *self.heap.first()?;
-        self.remove_at(0);
-        let payload = self.release(top.slot);
-        Some((SimTime(top.key.time), payload))
-    }
-
-    /// Cancels a scheduled event. Returns the payload if it was still pending.
-    pub fn cancel(&mut self, h: TimerHandle) -> Option<E> {
-        let slot = self.slots.get(h.slot as usize)?;
-        if slot.generation != h.generation || slot.payload.is_none() {
+        if self.heap.is_empty() {
             return None;
         }
-        let pos = slot.heap_pos as usize;
-        self.remove_at(pos);
-        Some(self.release(h.slot))
+        let e = self.remove_at(0);
+        Some((SimTime(e.key.time), e.payload))
     }
 
-    /// Is the event behind this handle still pending?
+    /// Cancels a pending timer. Returns its payload if it was still pending.
+    pub fn cancel(&mut self, h: TimerHandle) -> Option<E> {
+        let t = self.timers.get(h.slot as usize)?;
+        if t.generation != h.generation || !t.live {
+            return None;
+        }
+        let pos = t.heap_pos as usize;
+        Some(self.remove_at(pos).payload)
+    }
+
+    /// Is the timer behind this handle still pending?
     pub fn is_pending(&self, h: TimerHandle) -> bool {
-        self.slots
-            .get(h.slot as usize)
-            .is_some_and(|s| s.generation == h.generation && s.payload.is_some())
+        self.timers.get(h.slot as usize).is_some_and(|t| t.generation == h.generation && t.live)
     }
 
-    fn release(&mut self, slot: u32) -> E {
-        let s = &mut self.slots[slot as usize];
-        s.generation = s.generation.wrapping_add(1);
-        self.free.push(slot);
-        s.payload.take().expect("live slot has a payload")
-    }
-
-    fn remove_at(&mut self, pos: usize) {
+    /// Removes the entry at `pos`, keeping the heap and the timer index consistent.
+    fn remove_at(&mut self, pos: usize) -> Entry<E> {
         let last = self.heap.len() - 1;
-        if pos != last {
-            self.heap.swap(pos, last);
-            self.heap.pop();
-            let moved = self.heap[pos].slot;
-            self.slots[moved as usize].heap_pos = pos as u32;
+        self.heap.swap(pos, last);
+        let e = self.heap.pop().expect("non-empty");
+        if e.timer != NO_TIMER {
+            let t = &mut self.timers[e.timer as usize];
+            t.live = false;
+            t.generation = t.generation.wrapping_add(1);
+            self.free.push(e.timer);
+        }
+        if pos < self.heap.len() {
+            self.place(pos);
             // The moved entry may need to go either way.
             if pos > 0 && self.heap[pos].key < self.heap[(pos - 1) / 2].key {
                 self.sift_up(pos);
             } else {
                 self.sift_down(pos);
             }
-        } else {
-            self.heap.pop();
+        }
+        e
+    }
+
+    /// Records the heap position of the entry at `pos` if it is a timer.
+    #[inline]
+    fn place(&mut self, pos: usize) {
+        let t = self.heap[pos].timer;
+        if t != NO_TIMER {
+            self.timers[t as usize].heap_pos = pos as u32;
         }
     }
 
     #[inline]
     fn sift_up(&mut self, mut pos: usize) {
-        let entry = self.heap[pos];
         while pos > 0 {
             let parent = (pos - 1) / 2;
-            let p = self.heap[parent];
-            if entry.key >= p.key {
+            if self.heap[pos].key >= self.heap[parent].key {
                 break;
             }
-            self.heap[pos] = p;
-            self.slots[p.slot as usize].heap_pos = pos as u32;
+            self.heap.swap(pos, parent);
+            self.place(pos);
             pos = parent;
         }
-        self.heap[pos] = entry;
-        self.slots[entry.slot as usize].heap_pos = pos as u32;
+        self.place(pos);
     }
 
     #[inline]
     fn sift_down(&mut self, mut pos: usize) {
         let n = self.heap.len();
-        let entry = self.heap[pos];
         loop {
             let left = 2 * pos + 1;
             if left >= n {
@@ -201,16 +223,14 @@ impl<E> Calendar<E> {
             let right = left + 1;
             let child =
                 if right < n && self.heap[right].key < self.heap[left].key { right } else { left };
-            let c = self.heap[child];
-            if entry.key <= c.key {
+            if self.heap[pos].key <= self.heap[child].key {
                 break;
             }
-            self.heap[pos] = c;
-            self.slots[c.slot as usize].heap_pos = pos as u32;
+            self.heap.swap(pos, child);
+            self.place(pos);
             pos = child;
         }
-        self.heap[pos] = entry;
-        self.slots[entry.slot as usize].heap_pos = pos as u32;
+        self.place(pos);
     }
 }
 
@@ -232,8 +252,13 @@ mod tests {
         ];
         let expected = ["d0", "c3", "t3", "c5", "a5-first", "a5-second", "d5"];
         let mut cal = Calendar::new();
-        for (t, p, l) in input {
-            cal.schedule(SimTime(t), p, l);
+        for (i, (t, p, l)) in input.into_iter().enumerate() {
+            // timers and plain events share one order
+            if i % 2 == 0 {
+                cal.schedule(SimTime(t), p, l);
+            } else {
+                cal.schedule_timer(SimTime(t), p, l);
+            }
         }
         let got: Vec<_> = std::iter::from_fn(|| cal.pop().map(|(_, l)| l)).collect();
         assert_eq!(got, expected);
@@ -242,16 +267,16 @@ mod tests {
     #[test]
     fn cancel_removes_and_stale_handles_are_inert() {
         let mut cal = Calendar::new();
-        let a = cal.schedule(SimTime(10), Phase::Timeout, 'a');
-        let b = cal.schedule(SimTime(20), Phase::Timeout, 'b');
-        let c = cal.schedule(SimTime(5), Phase::Timeout, 'c');
+        let a = cal.schedule_timer(SimTime(10), Phase::Timeout, 'a');
+        let b = cal.schedule_timer(SimTime(20), Phase::Timeout, 'b');
+        let c = cal.schedule_timer(SimTime(5), Phase::Timeout, 'c');
         assert_eq!(cal.cancel(a), Some('a'));
         assert_eq!(cal.cancel(a), None, "double cancel is a no-op");
         assert_eq!(cal.len(), 2);
         assert_eq!(cal.pop(), Some((SimTime(5), 'c')));
         assert!(!cal.is_pending(c));
         // Slot of `c` is reused; the stale handle must not cancel the new event.
-        let d = cal.schedule(SimTime(7), Phase::Timeout, 'd');
+        let d = cal.schedule_timer(SimTime(7), Phase::Timeout, 'd');
         assert_eq!(cal.cancel(c), None);
         assert!(cal.is_pending(d));
         assert_eq!(cal.pop(), Some((SimTime(7), 'd')));
@@ -268,7 +293,7 @@ mod tests {
         let mut cal = Calendar::new();
         let mut live = std::collections::VecDeque::new();
         for i in 0..LIVE as u64 {
-            live.push_back(cal.schedule(SimTime(1_000_000 + i), Phase::Timeout, i));
+            live.push_back(cal.schedule_timer(SimTime(1_000_000 + i), Phase::Timeout, i));
         }
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         for i in 0..10_000_000u64 {
@@ -276,7 +301,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let h = cal.schedule(SimTime(x % 10_000_000), Phase::Timeout, i);
+            let h = cal.schedule_timer(SimTime(x % 10_000_000), Phase::Timeout, i);
             if i % 2 == 0 {
                 assert!(cal.cancel(h).is_some());
             } else {
@@ -287,7 +312,7 @@ mod tests {
             assert!(cal.len() <= LIVE + 1 + FIXED_BOUND);
         }
         assert_eq!(cal.len(), LIVE);
-        assert!(cal.slot_capacity() <= LIVE + 1, "slots are recycled");
+        assert!(cal.timer_capacity() <= LIVE + 1, "timer slots are recycled");
         // Remaining events still come out in order.
         let mut last = SimTime(0);
         while let Some((t, _)) = cal.pop() {
@@ -310,7 +335,7 @@ mod tests {
                 0 | 1 => {
                     let t = r % 500;
                     let ph = [Phase::Completion, Phase::Timeout, Phase::Arrival][(r % 3) as usize];
-                    handles.push((cal.schedule(SimTime(t), ph, seq), (t, ph as u8, seq)));
+                    handles.push((cal.schedule_timer(SimTime(t), ph, seq), (t, ph as u8, seq)));
                     reference.push((t, ph as u8, seq));
                     seq += 1;
                 }

@@ -60,17 +60,29 @@ impl<E: Event> Ctx<'_, E> {
     }
     /// Schedules an event at an absolute time, which must not be in the past.
     #[inline]
-    pub fn schedule_at(&mut self, at: SimTime, event: E) -> TimerHandle {
+    pub fn schedule_at(&mut self, at: SimTime, event: E) {
         assert!(at >= self.now, "event scheduled in the past ({at} < {})", self.now);
         let phase = event.phase();
-        self.calendar.schedule(at, phase, event)
+        self.calendar.schedule(at, phase, event);
     }
     #[inline]
-    pub fn schedule_in(&mut self, delay: SimDuration, event: E) -> TimerHandle {
+    pub fn schedule_in(&mut self, delay: SimDuration, event: E) {
         let at = self.now + delay;
-        self.schedule_at(at, event)
+        self.schedule_at(at, event);
     }
-    /// Cancels a pending event; returns it if it had not fired yet.
+    /// Schedules an event that may be cancelled (a timeout) at an absolute time.
+    #[inline]
+    pub fn timer_at(&mut self, at: SimTime, event: E) -> TimerHandle {
+        assert!(at >= self.now, "timer set in the past ({at} < {})", self.now);
+        let phase = event.phase();
+        self.calendar.schedule_timer(at, phase, event)
+    }
+    #[inline]
+    pub fn timer_in(&mut self, delay: SimDuration, event: E) -> TimerHandle {
+        let at = self.now + delay;
+        self.timer_at(at, event)
+    }
+    /// Cancels a pending timer; returns its event if it had not fired yet.
     #[inline]
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<E> {
         self.calendar.cancel(handle)

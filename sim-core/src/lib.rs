@@ -11,7 +11,7 @@
 //!   sampling at bucket boundaries, runaway guards;
 //! * [`rng`] — named ChaCha streams and keyed per-request draws (common random numbers);
 //! * [`dist`] — distributions sampled with portable `libm` arithmetic;
-//! * [`metrics`] — counters, exact time-weighted gauges, DDSketch histograms, time series;
+//! * [`metrics`] — counters, exact time-weighted gauges, latency histograms (≤ 1% error), time series;
 //! * [`fingerprint`] — the 64-bit run fingerprint;
 //! * [`stats`] — confidence intervals across replications.
 //!

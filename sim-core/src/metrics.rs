@@ -1,5 +1,5 @@
-//! Metric primitives: counters, time-weighted gauges, latency histograms (DDSketch), and the
-//! bucketed time series sampled by the run loop.
+//! Metric primitives: counters, time-weighted gauges, latency histograms (HdrHistogram, 1%
+//! relative precision), and the bucketed time series sampled by the run loop.
 //!
 //! Architecture invariant: metrics are write-only for the model. Components update them
 //! through ids handed out at registration; no model decision reads a metric. The sampler
@@ -14,16 +14,49 @@
 //! has no accumulated rounding.
 
 use crate::time::{SimDuration, SimTime};
-use sketches_ddsketch::{Config, DDSketch};
+use hdrhistogram::Histogram;
 
-/// Relative accuracy of every quantile sketch: ≤ 1% relative error on any quantile.
-pub const SKETCH_RELATIVE_ACCURACY: f64 = 0.01;
-/// Bins per sketch: covers 1 ns … 10⁶ s at 1% accuracy with room to spare.
-const SKETCH_MAX_BINS: u32 = 4096;
+/// Significant decimal digits kept by every latency histogram: 2 ⇒ any quantile is within
+/// 1% (relative) of the exact value.
+pub const HISTOGRAM_SIGNIFICANT_DIGITS: u8 = 2;
+/// Largest trackable value: 10⁶ s in ns (larger values are clamped to it).
+const HISTOGRAM_MAX_NS: u64 = 1_000_000 * 1_000_000_000;
 
-/// A fresh quantile sketch with the project's accuracy.
-pub fn new_sketch() -> DDSketch {
-    DDSketch::new(Config::new(SKETCH_RELATIVE_ACCURACY, SKETCH_MAX_BINS, 1.0))
+/// A latency histogram in nanoseconds with ≤ 1% relative error on every quantile.
+///
+/// Built on `hdrhistogram` (log-linear buckets chosen from the value's bits: recording
+/// costs a few ns and no logarithm, which matters at one record per request).
+#[derive(Clone)]
+pub struct Quantiles(Histogram<u64>);
+
+impl Default for Quantiles {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Quantiles {
+    pub fn new() -> Self {
+        Quantiles(
+            Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, HISTOGRAM_SIGNIFICANT_DIGITS)
+                .expect("valid static histogram bounds"),
+        )
+    }
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        self.0.saturating_record(ns.clamp(1, HISTOGRAM_MAX_NS));
+    }
+    pub fn count(&self) -> u64 {
+        self.0.len()
+    }
+    /// The `q`-quantile in ns (`None` when empty). Reports the upper edge of the value's
+    /// bucket, so the error is at most 1%, upwards.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        (!self.0.is_empty()).then(|| self.0.value_at_quantile(q) as f64)
+    }
+    pub fn reset(&mut self) {
+        self.0.reset();
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -57,7 +90,7 @@ impl Gauge {
 
 struct Hist {
     path: String,
-    bucket: Option<DDSketch>,
+    bucket: Option<Quantiles>,
 }
 
 /// One row of the long-format time series.
@@ -106,7 +139,7 @@ impl Metrics {
     }
     pub fn histogram(&mut self, path: &str) -> HistId {
         self.claim(path);
-        let bucket = self.sampling.then(new_sketch);
+        let bucket = self.sampling.then(Quantiles::new);
         self.hists.push(Hist { path: path.into(), bucket });
         HistId((self.hists.len() - 1) as u32)
     }
@@ -126,34 +159,34 @@ impl Metrics {
     #[inline]
     pub fn set(&mut self, id: GaugeId, now: SimTime, value: i64) {
         let g = &mut self.gauges[id.0 as usize];
-        debug_assert!(now >= g.since, "gauge {} updated in the past", g.path);
-        g.integral = g.integral_at(now);
-        g.since = now;
+        if self.sampling {
+            // Integration serves only the time series; skip it when nobody samples.
+            debug_assert!(now >= g.since, "gauge {} updated in the past", g.path);
+            g.integral = g.integral_at(now);
+            g.since = now;
+            g.max_in_bucket = g.max_in_bucket.max(value);
+        }
         g.value = value;
-        g.max_in_bucket = g.max_in_bucket.max(value);
     }
     pub fn gauge_value(&self, id: GaugeId) -> i64 {
         self.gauges[id.0 as usize].value
-    }
-    /// Time-weighted mean of the gauge over [from, to], given its integral at `from`.
-    pub fn gauge_integral(&self, id: GaugeId, at: SimTime) -> i128 {
-        self.gauges[id.0 as usize].integral_at(at)
     }
 
     #[inline]
     pub fn record(&mut self, id: HistId, value_ns: u64) {
         if let Some(s) = &mut self.hists[id.0 as usize].bucket {
-            s.add(value_ns.max(1) as f64);
+            s.record(value_ns);
         }
     }
 
     /// Turns on per-bucket sampling state. Must be called before histograms are registered
     /// (the run loop does it when sampling is configured).
     pub(crate) fn enable_sampling(&mut self) {
+        assert!(
+            self.counters.is_empty() && self.gauges.is_empty() && self.hists.is_empty(),
+            "sampling is enabled before any metric is registered"
+        );
         self.sampling = true;
-        for h in &mut self.hists {
-            h.bucket.get_or_insert_with(new_sketch);
-        }
     }
 
     /// Closes the bucket `[start, end)` and appends its rows.
@@ -182,11 +215,11 @@ impl Metrics {
             out.push(row(format!("{}.count", h.path), n as f64));
             if n > 0 {
                 for (q, name) in [(0.5, "p50"), (0.95, "p95"), (0.99, "p99")] {
-                    let v = s.quantile(q).ok().flatten().unwrap_or(f64::NAN);
+                    let v = s.quantile(q).unwrap_or(f64::NAN);
                     out.push(row(format!("{}.{name}_ms", h.path), v / 1e6));
                 }
             }
-            *s = new_sketch();
+            s.reset();
         }
     }
 }
@@ -226,16 +259,22 @@ mod tests {
     }
 
     #[test]
-    fn sketch_quantiles_within_one_percent() {
-        let mut s = new_sketch();
-        for i in 1..=100_000u64 {
-            s.add((i * 1_000) as f64);
+    fn quantiles_within_one_percent() {
+        // Values spanning 1 µs … 100 s, log-spaced; exact quantiles from the sorted list.
+        let mut s = Quantiles::new();
+        let mut xs: Vec<u64> =
+            (0..200_000u64).map(|i| (1_000.0 * 1e8f64.powf(i as f64 / 200_000.0)) as u64).collect();
+        for &x in &xs {
+            s.record(x);
         }
-        for q in [0.5, 0.95, 0.99] {
-            let exact = q * 100_000.0 * 1_000.0;
-            let got = s.quantile(q).unwrap().unwrap();
-            assert!((got - exact).abs() / exact <= 0.0101, "q{q}: {got} vs {exact}");
+        xs.sort_unstable();
+        for q in [0.01, 0.5, 0.9, 0.95, 0.99, 0.999] {
+            let exact = xs[((q * xs.len() as f64).ceil() as usize).saturating_sub(1)] as f64;
+            let got = s.quantile(q).unwrap();
+            assert!((got - exact).abs() / exact <= 0.01, "q{q}: {got} vs {exact}");
         }
+        assert_eq!(s.count(), 200_000);
+        assert_eq!(Quantiles::new().quantile(0.5), None);
     }
 
     #[test]

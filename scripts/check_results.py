@@ -28,6 +28,16 @@ def main() -> int:
     assert set(ts["run_id"].unique()) == set(runs["run_id"])
     timings = pl.scan_parquet(f"{folder}/timings.parquet").collect()
     assert timings.columns == ["run_id", "wall_seconds", "events", "events_per_second"], timings.columns
+    requests_file = f"{folder}/requests.parquet"
+    import os
+    if os.path.exists(requests_file):
+        req = pl.scan_parquet(requests_file).collect()
+        measured = req.filter(pl.col("measured")).group_by("run_id", "source").len()
+        for row in measured.iter_rows(named=True):
+            offered = runs.filter(pl.col("run_id") == row["run_id"])[f"source.{row['source']}.offered"][0]
+            assert row["len"] == offered, f"requests.parquet has {row['len']} measured rows, runs says {offered}"
+        assert req.select("run_id", "request_id").is_duplicated().sum() == 0, "a request appears twice"
+        print(f"requests.parquet: {req.height} rows, consistent with runs.parquet")
     print(f"python polars {pl.__version__}: {runs.height} runs, {runs.width} run columns, "
           f"{ts.height} time-series rows: ok")
     return 0

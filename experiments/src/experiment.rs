@@ -32,6 +32,18 @@ struct ExperimentFile {
     sample_every: SimDuration,
     #[serde(default)]
     seeds: Seeds,
+    #[serde(default)]
+    outputs: Outputs,
+}
+
+/// Optional result files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Outputs")]
+pub struct Outputs {
+    /// Write `requests.parquet`: one row per request (large: memory and disk grow with the
+    /// number of requests).
+    #[serde(default)]
+    pub requests: bool,
 }
 
 fn default_sample_every() -> SimDuration {
@@ -76,6 +88,7 @@ pub struct RunDefaults {
     pub warmup: SimDuration,
     pub sample_every: SimDuration,
     pub seeds: Seeds,
+    pub outputs: Outputs,
 }
 
 impl Default for RunDefaults {
@@ -85,6 +98,7 @@ impl Default for RunDefaults {
             warmup: SimDuration::ZERO,
             sample_every: SimDuration::from_secs(1),
             seeds: Seeds::Range(0, 1),
+            outputs: Outputs::default(),
         }
     }
 }
@@ -101,6 +115,7 @@ pub struct Experiment {
     /// `None` when `sample_every` is `"0s"` (no time series).
     pub sample_every: Option<SimDuration>,
     pub seeds: Vec<u64>,
+    pub outputs: Outputs,
 }
 
 /// One run of an experiment.
@@ -193,6 +208,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 warmup: defaults.warmup,
                 sample_every: Some(defaults.sample_every).filter(|d| d.0 > 0),
                 seeds: defaults.seeds.to_vec(),
+                outputs: defaults.outputs,
             };
             check_settings(&src, &exp, "")?;
             Ok(exp)
@@ -222,6 +238,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 warmup: f.warmup,
                 sample_every: Some(f.sample_every).filter(|d| d.0 > 0),
                 seeds: f.seeds.to_vec(),
+                outputs: Outputs { requests: f.outputs.requests || defaults.outputs.requests },
             };
             check_settings(&src, &exp, "")?;
             Ok(exp)
@@ -315,6 +332,7 @@ impl Experiment {
             warmup: self.warmup,
             sample_every: self.sample_every,
             limits: sim_core::Limits::default(),
+            record_requests: self.outputs.requests,
         }
     }
 }

@@ -39,6 +39,9 @@ struct RunArgs {
     /// Time-series bucket for a bare scenario file (`0s` = none).
     #[arg(long)]
     sample_every: Option<String>,
+    /// Also write requests.parquet (one row per request).
+    #[arg(long)]
+    requests: bool,
 }
 
 #[derive(Subcommand)]
@@ -100,6 +103,7 @@ fn load(args: &RunArgs) -> Result<Experiment, String> {
         warmup: parse_dur("warmup", &args.warmup, d.warmup)?,
         sample_every: parse_dur("sample-every", &args.sample_every, d.sample_every)?,
         seeds: args.seeds.as_deref().map(parse_seeds).transpose()?.unwrap_or(d.seeds),
+        outputs: experiments::experiment::Outputs { requests: args.requests },
     };
     let path = Path::new(&args.file);
     let (shown, text) = if path.exists() {
@@ -144,6 +148,7 @@ fn main() -> ExitCode {
                     duration: None,
                     warmup: None,
                     sample_every: None,
+                    requests: false,
                 };
                 match load(&args) {
                     Ok(e) => println!(

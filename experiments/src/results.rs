@@ -164,6 +164,51 @@ pub fn timeseries_frame(records: &[RunRecord]) -> PolarsResult<DataFrame> {
     )
 }
 
+/// One row per request of every run (`requests.parquet`).
+pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataFrame> {
+    let rows: usize = records.iter().map(|r| r.requests.len()).sum();
+    let mut run_id = Vec::with_capacity(rows);
+    let mut request_id = Vec::with_capacity(rows);
+    let mut source = Vec::with_capacity(rows);
+    let mut seq = Vec::with_capacity(rows);
+    let mut arrival = Vec::with_capacity(rows);
+    let mut start = Vec::with_capacity(rows);
+    let mut end = Vec::with_capacity(rows);
+    let mut outcome = Vec::with_capacity(rows);
+    let mut reason = Vec::with_capacity(rows);
+    let warmup = exp.warmup.0;
+    let mut measured = Vec::with_capacity(rows);
+    for r in records {
+        for q in &r.requests {
+            run_id.push(r.run_id.as_str());
+            request_id.push(q.request_id);
+            source.push(exp.scenario.sources[q.source as usize].name.as_str());
+            seq.push(q.seq);
+            arrival.push(q.arrival.0);
+            start.push(q.start.map(|t| t.0));
+            end.push(q.end.map(|t| t.0));
+            outcome.push(q.outcome.map_or("in_flight", |o| o.kind_name()));
+            reason.push(q.outcome.and_then(|o| o.reason()).map(|r| r.name()));
+            measured.push(q.arrival.0 >= warmup);
+        }
+    }
+    DataFrame::new(
+        rows,
+        vec![
+            Column::new("run_id".into(), run_id),
+            Column::new("request_id".into(), request_id),
+            Column::new("source".into(), source),
+            Column::new("seq".into(), seq),
+            Column::new("arrival_ns".into(), arrival),
+            Column::new("start_ns".into(), start),
+            Column::new("end_ns".into(), end),
+            Column::new("outcome".into(), outcome),
+            Column::new("reason".into(), reason),
+            Column::new("measured".into(), measured),
+        ],
+    )
+}
+
 /// Writes all result files of an experiment; returns the folder.
 pub fn write_all(
     out_root: &Path,
@@ -174,6 +219,9 @@ pub fn write_all(
     write_parquet(&dir, "runs.parquet", &mut runs_frame(exp, records)?)?;
     write_parquet(&dir, "timeseries.parquet", &mut timeseries_frame(records)?)?;
     write_parquet(&dir, "timings.parquet", &mut timings_frame(records)?)?;
+    if exp.outputs.requests {
+        write_parquet(&dir, "requests.parquet", &mut requests_frame(exp, records)?)?;
+    }
     Ok(dir)
 }
 

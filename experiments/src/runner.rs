@@ -3,6 +3,7 @@
 
 use crate::experiment::{Experiment, PlannedRun};
 use models::summary::Summary;
+use models::world::RequestRecord;
 use sim_core::metrics::SeriesRow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
@@ -25,6 +26,8 @@ pub struct RunRecord {
     pub events: u64,
     pub summary: Summary,
     pub series: Vec<SeriesRow>,
+    /// Per-request records (empty unless the experiment asks for them).
+    pub requests: Vec<RequestRecord>,
     /// Wall-clock seconds (the only non-deterministic figure; goes to timings.parquet).
     pub wall_seconds: f64,
 }
@@ -52,6 +55,7 @@ pub fn run_one(exp: &Experiment, run: &PlannedRun) -> RunRecord {
                 events: out.events,
                 summary: out.summary,
                 series: out.series,
+                requests: out.requests,
                 wall_seconds,
             }
         }
@@ -69,6 +73,7 @@ pub fn run_one(exp: &Experiment, run: &PlannedRun) -> RunRecord {
                 events: 0,
                 summary: Summary::default(),
                 series: Vec::new(),
+                requests: Vec::new(),
                 wall_seconds,
             }
         }

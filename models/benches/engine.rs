@@ -106,6 +106,7 @@ fn run_stormglass(m: &Model, sc: &Scenario, customers: u64) -> Outcome {
         warmup: SimDuration::ZERO,
         sample_every: None,
         limits: Limits::default(),
+        record_requests: false,
     };
     let r = models::run(sc, &cfg);
     assert!(r.error.is_none(), "{:?}", r.error);

@@ -3,7 +3,7 @@
 
 use crate::scenario::Scenario;
 use crate::summary::{Summary, Value};
-use crate::world::{QueueingWorld, RunSettings};
+use crate::world::{QueueingWorld, RequestRecord, RunSettings};
 use sim_core::metrics::SeriesRow;
 use sim_core::{Fingerprint, Limits, SimDuration, SimError, SimTime, Simulation};
 
@@ -18,6 +18,22 @@ pub struct RunConfig {
     /// Time-series bucket width; `None` records no time series.
     pub sample_every: Option<SimDuration>,
     pub limits: Limits,
+    /// Keep a record of every request (`requests.parquet`); off by default (memory).
+    pub record_requests: bool,
+}
+
+impl RunConfig {
+    /// A run of `duration` with no warm-up, no time series, default limits, no records.
+    pub fn new(seed: u64, duration: SimDuration) -> Self {
+        RunConfig {
+            seed,
+            duration,
+            warmup: SimDuration::ZERO,
+            sample_every: None,
+            limits: Limits::default(),
+            record_requests: false,
+        }
+    }
 }
 
 /// Everything a run produces (model results only; wall-clock timing is the caller's).
@@ -30,11 +46,14 @@ pub struct RunOutput {
     pub error: Option<SimError>,
     /// Invariant violations found after the run (always empty unless there is a bug).
     pub violations: Vec<String>,
+    /// Per-request records (empty unless `record_requests`).
+    pub requests: Vec<RequestRecord>,
 }
 
 /// Builds the simulation of a checked scenario, with its timeline scheduled.
 pub fn simulation(sc: &Scenario, cfg: &RunConfig) -> Simulation<QueueingWorld> {
-    let settings = RunSettings { seed: cfg.seed, warmup: cfg.warmup };
+    let settings =
+        RunSettings { seed: cfg.seed, warmup: cfg.warmup, record_requests: cfg.record_requests };
     let mut sim = Simulation::new(cfg.limits, cfg.sample_every, |ctx| {
         QueueingWorld::build(sc, settings, ctx)
     });
@@ -57,7 +76,7 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> RunOutput {
 /// A simulation stepped past `end` is summarised at its own clock.
 pub fn finish(sim: Simulation<QueueingWorld>, end: SimTime, error: Option<SimError>) -> RunOutput {
     let end = end.max(sim.now());
-    let done = sim.finish(end);
+    let mut done = sim.finish(end);
     let summary = done.world.summary(end);
     let mut fingerprint = done.fingerprint;
     fold_summary(&mut fingerprint, &summary);
@@ -68,6 +87,7 @@ pub fn finish(sim: Simulation<QueueingWorld>, end: SimTime, error: Option<SimErr
         series: done.series,
         events: done.events,
         error: error.or(done.error),
+        requests: done.world.take_records(),
     }
 }
 

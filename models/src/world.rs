@@ -71,6 +71,7 @@ struct Req {
     seq: u64,
     site: u16,
     arrival: SimTime,
+    start: Option<SimTime>,
     /// Where it is parked, and the deadline timer.
     parked_at: Option<usize>,
     on_deadline: Reason,
@@ -117,6 +118,25 @@ struct StationRt {
 pub struct RunSettings {
     pub seed: u64,
     pub warmup: SimDuration,
+    /// Keep one [`RequestRecord`] per request (memory grows with the run).
+    pub record_requests: bool,
+}
+
+/// What happened to one request (kept when `record_requests` is on).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestRecord {
+    pub request_id: u64,
+    /// Index into the scenario's sources.
+    pub source: u16,
+    /// Sequence number within its source (the key of its random numbers).
+    pub seq: u64,
+    pub arrival: SimTime,
+    /// When service started (`None` if it never did).
+    pub start: Option<SimTime>,
+    /// When it ended (`None`: still in the system at the end of the run).
+    pub end: Option<SimTime>,
+    /// `None`: still in the system at the end of the run.
+    pub outcome: Option<Outcome>,
 }
 
 pub struct QueueingWorld {
@@ -133,6 +153,7 @@ pub struct QueueingWorld {
     live: u64,
     next_request: u64,
     woken: std::collections::VecDeque<Woken>,
+    records: Option<Vec<RequestRecord>>,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -221,6 +242,7 @@ impl QueueingWorld {
             live: 0,
             next_request: 0,
             woken: Default::default(),
+            records: run.record_requests.then(Vec::new),
         }
     }
 
@@ -267,6 +289,7 @@ impl QueueingWorld {
             seq,
             site,
             arrival: now,
+            start: None,
             parked_at: None,
             on_deadline: Reason::Timeout,
             timer: None,
@@ -343,7 +366,8 @@ impl QueueingWorld {
 
     fn start_service(&mut self, st: u16, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let r = self.reqs[slot as usize].as_ref().expect("live");
+        let r = self.reqs[slot as usize].as_mut().expect("live");
+        r.start = Some(now);
         let src = &mut self.sources[r.source as usize];
         if r.arrival >= self.warmup {
             src.stats.record_start(now - r.arrival);
@@ -430,6 +454,17 @@ impl QueueingWorld {
         self.generations[slot as usize] = self.generations[slot as usize].wrapping_add(1);
         self.free.push(slot);
         self.live -= 1;
+        if let Some(recs) = &mut self.records {
+            recs.push(RequestRecord {
+                request_id: r.id.0,
+                source: r.source,
+                seq: r.seq,
+                arrival: r.arrival,
+                start: r.start,
+                end: Some(now),
+                outcome: Some(outcome),
+            });
+        }
         let measured = r.arrival >= self.warmup;
         let src = &mut self.sources[r.source as usize];
         let latency = now - r.arrival;
@@ -574,6 +609,24 @@ impl QueueingWorld {
             }
         }
         v
+    }
+
+    /// The per-request records (empty unless `record_requests`), in the order requests
+    /// ended, followed by the requests still in the system, by id.
+    pub fn take_records(&mut self) -> Vec<RequestRecord> {
+        let Some(mut out) = self.records.take() else { return Vec::new() };
+        let mut open: Vec<&Req> = self.reqs.iter().flatten().collect();
+        open.sort_by_key(|r| r.id);
+        out.extend(open.into_iter().map(|r| RequestRecord {
+            request_id: r.id.0,
+            source: r.source,
+            seq: r.seq,
+            arrival: r.arrival,
+            start: r.start,
+            end: None,
+            outcome: None,
+        }));
+        out
     }
 
     /// Requests in the system now.

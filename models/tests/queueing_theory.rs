@@ -37,6 +37,7 @@ fn replicate(sc: &Scenario, duration_s: u64, columns: &[&str]) -> Vec<Vec<f64>> 
             warmup: SimDuration::from_secs(duration_s / 10),
             sample_every: None,
             limits: Limits::default(),
+            record_requests: false,
         };
         let r = models::run(sc, &cfg);
         assert!(r.error.is_none(), "{:?}", r.error);

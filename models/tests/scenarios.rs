@@ -19,6 +19,7 @@ fn cfg(seed: u64, secs: u64, sample: Option<u64>) -> RunConfig {
         warmup: SimDuration::ZERO,
         sample_every: sample.map(SimDuration::from_secs),
         limits: Limits::default(),
+        record_requests: false,
     }
 }
 
@@ -179,4 +180,38 @@ fn stepping_the_world_in_chunks_equals_one_go() {
 fn the_world_is_send() {
     fn is_send<T: Send>() {}
     is_send::<sim_core::Simulation<models::world::QueueingWorld>>();
+}
+
+/// Per-request records agree with the summary, request by request, and cost nothing to the
+/// run itself (same fingerprint with and without them).
+#[test]
+fn request_records_match_the_summary() {
+    let sc = load(GATED);
+    let mut c = cfg(2, 30, None);
+    c.warmup = SimDuration::from_secs(5);
+    let plain = models::run(&sc, &c);
+    c.record_requests = true;
+    let r = models::run(&sc, &c);
+    assert_eq!(plain.fingerprint, r.fingerprint);
+    assert!(plain.requests.is_empty());
+    let measured: Vec<_> = r.requests.iter().filter(|q| q.arrival.0 >= 5_000_000_000).collect();
+    let count = |f: &dyn Fn(&models::world::RequestRecord) -> bool| {
+        measured.iter().filter(|q| f(q)).count() as f64
+    };
+    let s = &r.summary;
+    assert_eq!(measured.len() as f64, s.get("source.chat.offered").unwrap());
+    assert_eq!(
+        count(&|q| q.outcome == Some(models::Outcome::Success)),
+        s.get("source.chat.success").unwrap()
+    );
+    assert_eq!(
+        count(&|q| q.outcome == Some(models::Outcome::Rejected(models::Reason::GateFull))),
+        s.get("source.chat.rejected_gate_full").unwrap()
+    );
+    assert_eq!(count(&|q| q.outcome.is_none()), s.get("source.chat.in_flight_end").unwrap());
+    // Every request appears once.
+    let mut ids: Vec<u64> = r.requests.iter().map(|q| q.request_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), r.requests.len());
 }

@@ -5,6 +5,10 @@
 //! [`RunDefaults`] (the CLI can override them).
 
 use crate::ronfile::{InputError, Source};
+use crate::sweep::{
+    self, Constraint, ConstraintFile, Dimension, SweepFile, Variant, VariantFile,
+    resolve_constraints, resolve_sweep, resolve_variants,
+};
 use models::Scenario;
 use models::params::ParamValue;
 use models::scenario::{ScenarioSpec, SetParam};
@@ -34,6 +38,15 @@ struct ExperimentFile {
     seeds: Seeds,
     #[serde(default)]
     outputs: Outputs,
+    /// Named overlays; the sweep runs within each.
+    #[serde(default)]
+    variants: Vec<VariantFile>,
+    /// Sweep dimensions (Cartesian product).
+    #[serde(default)]
+    sweep: Vec<SweepFile>,
+    /// Combinations to drop.
+    #[serde(default)]
+    constraints: Vec<ConstraintFile>,
 }
 
 /// Optional result files.
@@ -116,14 +129,27 @@ pub struct Experiment {
     pub sample_every: Option<SimDuration>,
     pub seeds: Vec<u64>,
     pub outputs: Outputs,
+    pub variants: Vec<Variant>,
+    pub sweep: Vec<Dimension>,
+    pub constraints: Vec<Constraint>,
+    /// Every parameter a variant or the sweep sets, in first-mention order (one
+    /// `param.<path>` column each in `runs.parquet`).
+    pub swept: Vec<String>,
+    /// The runs: variants × sweep points (constraints applied) × seeds.
+    pub runs: Vec<PlannedRun>,
 }
 
 /// One run of an experiment.
 #[derive(Clone, Debug)]
 pub struct PlannedRun {
-    /// A hash of the run's resolved scenario, run settings and seed (16 hex digits):
-    /// editing an experiment never renumbers the runs that did not change.
+    /// A hash of the run's resolved scenario, run settings, variant and seed (16 hex
+    /// digits): editing an experiment never renumbers the runs that did not change.
     pub run_id: String,
+    pub variant: String,
+    /// Index of the sweep point (within the variant, after constraints).
+    pub point: usize,
+    /// Values of the swept parameters in this run, in `Experiment::swept` order.
+    pub params: Vec<ParamValue>,
     pub seed: u64,
     pub scenario: Arc<Scenario>,
 }
@@ -209,9 +235,14 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 sample_every: Some(defaults.sample_every).filter(|d| d.0 > 0),
                 seeds: defaults.seeds.to_vec(),
                 outputs: defaults.outputs,
+                variants: vec![Variant { name: "default".into(), set: vec![] }],
+                sweep: vec![],
+                constraints: vec![],
+                swept: vec![],
+                runs: vec![],
             };
             check_settings(&src, &exp, "")?;
-            Ok(exp)
+            finish_plan(&src, exp)
         }
         "Experiment" => {
             let f: ExperimentFile = src.parse()?;
@@ -239,9 +270,21 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 sample_every: Some(f.sample_every).filter(|d| d.0 > 0),
                 seeds: f.seeds.to_vec(),
                 outputs: Outputs { requests: f.outputs.requests || defaults.outputs.requests },
+                variants: vec![],
+                sweep: vec![],
+                constraints: vec![],
+                swept: vec![],
+                runs: vec![],
+            };
+            let reg = exp.scenario.registry();
+            let exp = Experiment {
+                variants: resolve_variants(&src, &reg, &f.variants)?,
+                sweep: resolve_sweep(&src, &reg, &f.sweep)?,
+                constraints: resolve_constraints(&src, &reg, &f.constraints)?,
+                ..exp
             };
             check_settings(&src, &exp, "")?;
-            Ok(exp)
+            finish_plan(&src, exp)
         }
         other => {
             let (line, col) = crate::locate::line_col(text, off);
@@ -304,24 +347,77 @@ fn check_settings(src: &Source<'_>, e: &Experiment, prefix: &str) -> Result<(), 
     Ok(())
 }
 
+/// Plans the runs and checks the plan (constraints must leave something; a run limit).
+fn finish_plan(src: &Source<'_>, mut exp: Experiment) -> Result<Experiment, LoadError> {
+    let mut swept: Vec<String> = Vec::new();
+    let sets =
+        exp.variants.iter().flat_map(|v| v.set.iter()).chain(exp.sweep.iter().flatten().flatten());
+    for a in sets {
+        if !swept.contains(&a.path) {
+            swept.push(a.path.clone());
+        }
+    }
+    exp.swept = swept;
+    let combos = exp.variants.len().saturating_mul(sweep::points(&exp.sweep).len());
+    if combos.saturating_mul(exp.seeds.len()) > MAX_RUNS {
+        return Err(src
+            .error_at("sweep", format!("the experiment plans more than {MAX_RUNS} runs; split it"))
+            .into());
+    }
+    exp.runs = exp.plan_runs();
+    if exp.runs.is_empty() {
+        return Err(src
+            .error_at("constraints", "the constraints exclude every combination".into())
+            .into());
+    }
+    Ok(exp)
+}
+
 impl Experiment {
-    /// The runs, in seed order as listed.
+    /// The runs, in order: variant, then sweep point, then seed as listed.
     pub fn plan(&self) -> Vec<PlannedRun> {
-        let canon = ron::to_string(&*self.scenario).expect("scenarios serialize");
-        let base = mix64(
-            name_id(&canon)
-                ^ mix64(self.duration.0)
+        self.runs.clone()
+    }
+
+    fn plan_runs(&self) -> Vec<PlannedRun> {
+        let settings = mix64(
+            mix64(self.duration.0)
                 ^ mix64(self.warmup.0.rotate_left(21))
                 ^ mix64(self.sample_every.map(|d| d.0).unwrap_or(0).rotate_left(42)),
         );
-        self.seeds
-            .iter()
-            .map(|&seed| PlannedRun {
-                run_id: format!("{:016x}", mix64(base ^ mix64(seed ^ 0x5EED))),
-                seed,
-                scenario: self.scenario.clone(),
-            })
-            .collect()
+        let points = sweep::points(&self.sweep);
+        let mut runs = Vec::new();
+        for v in &self.variants {
+            let mut point = 0;
+            for p in &points {
+                let mut sc = (*self.scenario).clone();
+                for a in v.set.iter().chain(p.iter()) {
+                    sc.set_param(&a.path, a.value.clone()).expect("values were checked at load");
+                }
+                let reg = sc.registry();
+                let get = |path: &str| reg.get(path).expect("checked path").value.clone();
+                if !self.constraints.iter().all(|c| c.holds(&get)) {
+                    continue;
+                }
+                let params: Vec<ParamValue> = self.swept.iter().map(|p| get(p)).collect();
+                let canon = ron::to_string(&sc).expect("scenarios serialize");
+                let base =
+                    mix64(name_id(&canon) ^ settings ^ mix64(name_id(&v.name).rotate_left(7)));
+                let sc = Arc::new(sc);
+                for &seed in &self.seeds {
+                    runs.push(PlannedRun {
+                        run_id: format!("{:016x}", mix64(base ^ mix64(seed ^ 0x5EED))),
+                        variant: v.name.clone(),
+                        point,
+                        params: params.clone(),
+                        seed,
+                        scenario: sc.clone(),
+                    });
+                }
+                point += 1;
+            }
+        }
+        runs
     }
 
     /// The model's run configuration for a seed.

@@ -12,8 +12,10 @@
 
 pub mod experiment;
 pub mod locate;
+pub mod provenance;
 pub mod results;
 pub mod ronfile;
 pub mod runner;
+pub mod sweep;
 
 pub use experiment::{Experiment, LoadError, RunDefaults, load};

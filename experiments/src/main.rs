@@ -4,10 +4,10 @@ use clap::{Parser, Subcommand};
 use experiments::experiment::{Experiment, RunDefaults, Seeds, load_text};
 use experiments::runner::{RunRecord, Status, run_all};
 use sim_core::SimDuration;
-use sim_core::stats::Replications;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Scenarios shipped inside the binary: `stormglass run quickstart` works anywhere.
 const BUNDLED: &[(&str, &str)] = &[("quickstart", include_str!("../quickstart.ron"))];
@@ -56,9 +56,20 @@ enum Cmd {
         /// Runs in parallel (each run is single-threaded). Default: number of cores.
         #[arg(long)]
         jobs: Option<usize>,
-        /// Progress reporting: `log` (a line per run on stderr) or `none`.
-        #[arg(long, default_value = "log", value_parser = ["log", "none"])]
+        /// Progress: `bar` (a progress bar), `log` (a line per run, for batch logs), `none`;
+        /// `auto` = bar on a terminal, log otherwise.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "bar", "log", "none"])]
         progress: String,
+        /// Run only shard I of N (0-based), for cluster job arrays; `auto/N` reads
+        /// JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID − SLURM_ARRAY_TASK_MIN.
+        #[arg(long, default_value = "0/1")]
+        shard: String,
+        /// Skip runs whose results already exist (after an interruption or failure).
+        #[arg(long, conflicts_with = "overwrite")]
+        resume: bool,
+        /// Delete existing results of this shard's runs and run them again.
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Check files without running them.
     Validate { files: Vec<String> },
@@ -125,6 +136,9 @@ fn load(args: &RunArgs) -> Result<Experiment, String> {
 }
 
 fn main() -> ExitCode {
+    // polars runs single-threaded inside our rayon workers (parallelism is across runs).
+    // SAFETY: set before any other thread exists.
+    unsafe { std::env::set_var("POLARS_MAX_THREADS", "1") };
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::List => {
@@ -174,7 +188,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Cmd::Run { args, out, jobs, progress } => {
+        Cmd::Run { args, out, jobs, progress, shard, resume, overwrite } => {
             let exp = match load(&args) {
                 Ok(e) => e,
                 Err(e) => {
@@ -182,45 +196,228 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            let shard = match parse_shard(&shard, |k| std::env::var(k).ok()) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("--shard: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             let jobs = jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
             });
-            let plan = exp.plan();
-            let total = plan.len();
-            let finished = AtomicUsize::new(0);
-            let log = progress == "log";
-            if log {
-                eprintln!("{}: {total} runs of {} simulated, {jobs} jobs", exp.name, exp.duration);
-            }
-            let report = |r: &RunRecord| {
-                let k = finished.fetch_add(1, Ordering::Relaxed) + 1;
-                if log {
-                    let status = match &r.status {
-                        Status::Ok => "ok".to_string(),
-                        Status::Error(e) => format!("ERROR {e}"),
-                    };
-                    eprintln!(
-                        "[{k}/{total}] run {} seed {} {status} ({:.2}s, {} events)",
-                        r.run_id, r.seed, r.wall_seconds, r.events
+            run(&exp, &out, jobs, &progress, shard, resume, overwrite)
+        }
+    }
+}
+
+/// Parses `I/N` or `auto/N`; `env` reads environment variables (injectable for tests).
+fn parse_shard(s: &str, env: impl Fn(&str) -> Option<String>) -> Result<(u32, u32), String> {
+    let (i, n) = s.split_once('/').ok_or_else(|| format!("expected I/N or auto/N, found `{s}`"))?;
+    let n: u32 = n.parse().map_err(|_| format!("`{n}` is not a whole number of shards"))?;
+    if n == 0 {
+        return Err("the number of shards must be ≥ 1".into());
+    }
+    let i: u32 = if i == "auto" {
+        if let Some(k) = env("JOB_COMPLETION_INDEX") {
+            k.trim()
+                .parse()
+                .map_err(|_| format!("JOB_COMPLETION_INDEX=`{k}` is not a whole number"))?
+        } else if let Some(id) = env("SLURM_ARRAY_TASK_ID") {
+            let id: i64 = id
+                .trim()
+                .parse()
+                .map_err(|_| format!("SLURM_ARRAY_TASK_ID=`{id}` is not a whole number"))?;
+            let min: i64 = match env("SLURM_ARRAY_TASK_MIN") {
+                Some(m) => m
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("SLURM_ARRAY_TASK_MIN=`{m}` is not a whole number"))?,
+                None => 0,
+            };
+            u32::try_from(id - min).map_err(|_| {
+                format!("SLURM_ARRAY_TASK_ID {id} − SLURM_ARRAY_TASK_MIN {min} is negative")
+            })?
+        } else {
+            return Err("auto needs JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm --array)".into());
+        }
+    } else {
+        i.parse().map_err(|_| format!("`{i}` is not a whole number"))?
+    };
+    if i >= n {
+        return Err(format!(
+            "shard index {i} is out of range for {n} shards (0-based: 0..{})",
+            n - 1
+        ));
+    }
+    Ok((i, n))
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+fn run(
+    exp: &Experiment,
+    out: &Path,
+    jobs: usize,
+    progress: &str,
+    (shard, shards): (u32, u32),
+    resume: bool,
+    overwrite: bool,
+) -> ExitCode {
+    use experiments::results;
+    let root = out.join(&exp.name);
+    if let Err(e) = results::remove_temporaries(&root) {
+        eprintln!("{}: {e}", root.display());
+        return ExitCode::FAILURE;
+    }
+    let mine: Vec<usize> =
+        (0..exp.runs.len()).filter(|&i| results::shard_of(i, shards) == shard).collect();
+    let done_before = match results::completed_runs(&root) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{}: {e}", root.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let mine_done = mine.iter().filter(|&&i| done_before.contains(&exp.runs[i].run_id)).count();
+    if mine_done > 0 && !resume && !overwrite {
+        eprintln!(
+            "{}: results of {mine_done} of this shard's {} runs exist already; add --resume to run only the missing ones, or --overwrite to run them all again",
+            root.display(),
+            mine.len()
+        );
+        return ExitCode::from(2);
+    }
+    if overwrite {
+        for &i in &mine {
+            for table in ["runs", "timeseries", "events", "timings", "requests"] {
+                for s in 0..shards.max(64) {
+                    let _ = std::fs::remove_file(
+                        root.join(table)
+                            .join(format!("shard={s}"))
+                            .join(format!("{}.parquet", exp.runs[i].run_id)),
                     );
                 }
-            };
-            let records = run_all(&exp, &plan, jobs, &report);
-            let dir = match experiments::results::write_all(&out, &exp, &records) {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("writing results under {}: {e}", out.display());
-                    return ExitCode::FAILURE;
-                }
-            };
-            print_summary(&exp, &records);
-            println!("results: {}", dir.display());
-            if records.iter().all(|r| r.status == Status::Ok) {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
             }
         }
+    }
+    let todo: Vec<usize> = mine
+        .iter()
+        .copied()
+        .filter(|&i| overwrite || !done_before.contains(&exp.runs[i].run_id))
+        .collect();
+    if let Err(e) = experiments::provenance::write(&root, exp, shards) {
+        eprintln!("{}: cannot write the manifest: {e}", root.display());
+        return ExitCode::FAILURE;
+    }
+    let _ = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::SeqCst) {
+            eprintln!(
+                "\ninterrupted twice: exiting now (finished runs are saved; rerun with --resume)"
+            );
+            std::process::exit(130);
+        }
+        eprintln!(
+            "\ninterrupt: finishing the runs in progress, starting no new ones (Ctrl-C again to quit now)"
+        );
+    });
+    let mode = match progress {
+        "auto" if std::io::stderr().is_terminal() => "bar",
+        "auto" => "log",
+        m => m,
+    };
+    eprintln!(
+        "{}: {} runs planned; shard {shard}/{shards} has {}, {} to run ({} done before); {jobs} jobs",
+        exp.name,
+        exp.runs.len(),
+        mine.len(),
+        todo.len(),
+        mine.len() - todo.len()
+    );
+    let bar = (mode == "bar").then(|| {
+        let b = indicatif::ProgressBar::new(todo.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} runs  {elapsed} elapsed, ~{eta} left  {msg}",
+            )
+            .expect("static template"),
+        );
+        b
+    });
+    let mut finished = 0usize;
+    let mut errors = Vec::<String>::new();
+    let total = todo.len();
+    let mut report = |r: &RunRecord| {
+        if let Err(e) = results::write_run(&root, exp, shard, r) {
+            errors.push(format!("run {}: {e}", r.run_id));
+        }
+        finished += 1;
+        let k = finished;
+        let status = match &r.status {
+            Status::Ok => "ok".to_string(),
+            Status::Error(e) => format!("ERROR {e}"),
+        };
+        match (&bar, mode) {
+            (Some(b), _) => {
+                if r.status != Status::Ok {
+                    b.println(format!("run {} seed {}: {status}", r.run_id, r.seed));
+                }
+                b.inc(1);
+            }
+            (None, "log") => eprintln!(
+                "[{k}/{total}] run {} {} point {} seed {} {status} ({:.2}s, {} events)",
+                r.run_id, r.variant, r.point, r.seed, r.wall_seconds, r.events
+            ),
+            _ => {}
+        }
+    };
+    let records = run_all(exp, &todo, jobs, &STOP, &mut report);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("writing results: {e}");
+        }
+        return ExitCode::FAILURE;
+    }
+    if STOP.load(Ordering::SeqCst) {
+        eprintln!(
+            "interrupted: {} of {} runs of this shard finished and saved; rerun the same command with --resume",
+            records.len() + (mine.len() - todo.len()),
+            mine.len()
+        );
+        return ExitCode::from(130);
+    }
+    let failed = records.iter().filter(|r| r.status != Status::Ok).count();
+    let all_done = results::completed_runs(&root)
+        .map(|d| exp.runs.iter().all(|r| d.contains(&r.run_id)))
+        .unwrap_or(false);
+    if all_done {
+        match results::load(&root).and_then(|df| results::summarize(&df)) {
+            Ok(mut summary) => {
+                if let Err(e) = results::write_parquet(&root, "summary.parquet", &mut summary) {
+                    eprintln!("writing summary.parquet: {e}");
+                    return ExitCode::FAILURE;
+                }
+                print_summary(exp, &summary);
+            }
+            Err(e) => {
+                eprintln!("summarising {}: {e}", root.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        println!(
+            "shard {shard}/{shards} done; the summary is written when every shard's runs are in"
+        );
+    }
+    println!("results: {}", root.display());
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("{failed} runs ended with an error (see the `error` column of runs)");
+        ExitCode::FAILURE
     }
 }
 
@@ -260,35 +457,60 @@ fn explain(e: &Experiment) {
     }
 }
 
-/// Across-seed means with 95% confidence intervals of the headline figures per source.
-fn print_summary(exp: &Experiment, records: &[RunRecord]) {
-    let ok: Vec<&RunRecord> = records.iter().filter(|r| r.status == Status::Ok).collect();
-    println!("{}: {}/{} runs ok", exp.name, ok.len(), records.len());
-    if ok.is_empty() {
-        return;
-    }
+/// Across-seed means with 95% confidence intervals of the headline figures, per variant
+/// and sweep point (from `summary.parquet`).
+fn print_summary(exp: &Experiment, summary: &polars::prelude::DataFrame) {
     let measured_s = (exp.duration.0 - exp.warmup.0) as f64 / 1e9;
-    for s in &exp.scenario.sources {
-        println!("source {} (mean over {} seeds, ± 95% CI):", s.name, ok.len());
-        for (label, col, scale) in [
-            ("completed/s", "completed", 1.0 / measured_s),
-            ("rejected/s", "rejected", 1.0 / measured_s),
-            ("latency p50 ms", "latency_ms_p50", 1.0),
-            ("latency p99 ms", "latency_ms_p99", 1.0),
-            ("queue wait ms", "wait_ms_mean", 1.0),
-        ] {
-            let xs: Vec<f64> = ok
-                .iter()
-                .filter_map(|r| r.summary.get(&format!("source.{}.{col}", s.name)))
-                .map(|x| x * scale)
-                .collect();
-            match Replications::of(&xs) {
-                Some(r) => match r.ci_half_width(0.95) {
-                    Some(h) => println!("  {label:<16} {:>12.3} ± {h:.3}", r.mean),
-                    None => println!("  {label:<16} {:>12.3}", r.mean),
-                },
-                None => println!("  {label:<16} {:>12}", "n/a"),
+    let get = |col: &str, row: usize| -> Option<f64> {
+        summary
+            .column(col)
+            .ok()?
+            .cast(&polars::prelude::DataType::Float64)
+            .ok()?
+            .f64()
+            .ok()?
+            .get(row)
+    };
+    let params: Vec<String> = summary
+        .get_column_names()
+        .iter()
+        .map(|s| s.to_string())
+        .filter(|n| n.starts_with("param."))
+        .collect();
+    for row in 0..summary.height() {
+        let variant = summary
+            .column("variant")
+            .ok()
+            .and_then(|c| c.str().ok()?.get(row).map(|s| s.to_string()))
+            .unwrap_or_default();
+        let runs = get("runs", row).unwrap_or(0.0);
+        let mut label = variant.clone();
+        for p in &params {
+            if let Ok(c) = summary.column(p) {
+                let v = c.get(row).map(|v| v.to_string()).unwrap_or_default();
+                label.push_str(&format!("  {}={v}", p.trim_start_matches("param.")));
             }
+        }
+        println!("{label}  ({runs} runs; mean ± 95% CI)");
+        for s in &exp.scenario.sources {
+            let f = |m: &str, scale: f64| -> String {
+                let mean = get(&format!("source.{}.{m}.mean", s.name), row);
+                let ci = get(&format!("source.{}.{m}.ci95", s.name), row);
+                match (mean, ci) {
+                    (Some(m), Some(c)) => format!("{:.2} ± {:.2}", m * scale, c * scale),
+                    (Some(m), None) => format!("{:.2}", m * scale),
+                    _ => "n/a".into(),
+                }
+            };
+            println!(
+                "  {}: completed/s {}  rejected/s {}  p50 {} ms  p99 {} ms  wait {} ms",
+                s.name,
+                f("completed", 1.0 / measured_s),
+                f("rejected", 1.0 / measured_s),
+                f("latency_ms_p50", 1.0),
+                f("latency_ms_p99", 1.0),
+                f("wait_ms_mean", 1.0)
+            );
         }
     }
 }

@@ -1,23 +1,38 @@
-//! The results contract: Parquet files in one folder per experiment (columns documented in
+//! The results contract: Parquet tables in one folder per experiment (columns documented in
 //! `docs/results.md`).
 //!
-//! * `runs.parquet` — one row per run: model results only, so identical runs give
-//!   identical bytes;
-//! * `timings.parquet` — wall-clock seconds and events per run (non-deterministic);
-//! * `timeseries.parquet` — long format: run × bucket × metric → value.
+//! ```text
+//! results/<experiment>/
+//!   manifest.ron                       code version, scenario hash, every planned run
+//!   experiment.ron                     the resolved experiment (provenance)
+//!   runs/shard=<i>/<run_id>.parquet    one row per run: model results only
+//!   timeseries/shard=<i>/<run_id>.parquet
+//!   events/shard=<i>/<run_id>.parquet
+//!   timings/shard=<i>/<run_id>.parquet wall clock (the only non-deterministic table)
+//!   requests/shard=<i>/<run_id>.parquet  (optional)
+//!   summary.parquet                    across-seed means and 95% CIs, once every run is in
+//! ```
 //!
-//! Files are written to a temporary name and renamed, so a reader never sees a partial file.
+//! One part per run, written as the run finishes: a killed batch loses at most the runs in
+//! progress, and `--resume` skips every run whose `runs` part exists. Each file is written
+//! to a temporary name and renamed, and the `runs` part is written last, so a run's part
+//! exists only when all of its tables do. Hive-style `shard=<i>` folders let
+//! `pl.scan_parquet("results/<exp>/runs/")` read a whole split batch, with a `shard` column.
 
 use crate::experiment::Experiment;
 use crate::runner::{RunRecord, Status};
+use models::params::ParamValue;
 use models::summary::Value;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
 
 /// Fixed leading columns of `runs.parquet`, before the model's summary columns.
-pub const RUN_COLUMNS: [&str; 10] = [
+pub const RUN_COLUMNS: [&str; 13] = [
     "run_id",
+    "run_index",
     "experiment",
+    "variant",
+    "point",
     "seed",
     "status",
     "error",
@@ -28,7 +43,7 @@ pub const RUN_COLUMNS: [&str; 10] = [
     "scenario",
 ];
 
-/// Writes `df` to `dir/name` atomically.
+/// Writes `df` to `dir/name` atomically (temporary name, then rename).
 pub fn write_parquet(dir: &Path, name: &str, df: &mut DataFrame) -> PolarsResult<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let target = dir.join(name);
@@ -41,12 +56,104 @@ pub fn write_parquet(dir: &Path, name: &str, df: &mut DataFrame) -> PolarsResult
     Ok(target)
 }
 
+/// Writes a text file atomically.
+pub fn write_text(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The shard a run belongs to: round-robin over the plan, so every shard gets a similar
+/// mix of sweep points.
+pub fn shard_of(run_index: usize, shards: u32) -> u32 {
+    (run_index % shards as usize) as u32
+}
+
+fn part_dir(root: &Path, table: &str, shard: u32) -> PathBuf {
+    root.join(table).join(format!("shard={shard}"))
+}
+
+/// Writes every table of one finished run into the experiment folder `root`.
+pub fn write_run(root: &Path, exp: &Experiment, shard: u32, rec: &RunRecord) -> PolarsResult<()> {
+    let one = std::slice::from_ref(rec);
+    let name = format!("{}.parquet", rec.run_id);
+    write_parquet(&part_dir(root, "timeseries", shard), &name, &mut timeseries_frame(one)?)?;
+    write_parquet(&part_dir(root, "events", shard), &name, &mut events_frame(one)?)?;
+    write_parquet(&part_dir(root, "timings", shard), &name, &mut timings_frame(one)?)?;
+    if exp.outputs.requests {
+        write_parquet(&part_dir(root, "requests", shard), &name, &mut requests_frame(exp, one)?)?;
+    }
+    // Last: its presence marks the run complete.
+    write_parquet(&part_dir(root, "runs", shard), &name, &mut runs_frame(exp, one)?)?;
+    Ok(())
+}
+
+/// Run ids whose `runs` part exists (in any shard folder).
+pub fn completed_runs(root: &Path) -> std::io::Result<std::collections::BTreeSet<String>> {
+    let mut out = std::collections::BTreeSet::new();
+    let runs = root.join("runs");
+    if !runs.is_dir() {
+        return Ok(out);
+    }
+    for shard in std::fs::read_dir(&runs)? {
+        let shard = shard?;
+        if !shard.file_type()?.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(shard.path())? {
+            let name = f?.file_name().into_string().unwrap_or_default();
+            if let Some(id) = name.strip_suffix(".parquet")
+                && !name.starts_with('.')
+            {
+                out.insert(id.to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Removes temporary files a killed writer may have left (never visible as results).
+pub fn remove_temporaries(root: &Path) -> std::io::Result<()> {
+    if !root.is_dir() {
+        return Ok(());
+    }
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let name = e.file_name().into_string().unwrap_or_default();
+            if e.file_type()?.is_dir() {
+                stack.push(e.path());
+            } else if name.starts_with('.') && name.contains(".tmp-") {
+                std::fs::remove_file(e.path())?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The runs table.
 pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataFrame> {
     let n = records.len();
     let mut cols: Vec<Column> = vec![
         Column::new("run_id".into(), records.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>()),
+        Column::new(
+            "run_index".into(),
+            records.iter().map(|r| r.run_index as u64).collect::<Vec<_>>(),
+        ),
         Column::new("experiment".into(), vec![exp.name.as_str(); n]),
+        Column::new(
+            "variant".into(),
+            records.iter().map(|r| r.variant.as_str()).collect::<Vec<_>>(),
+        ),
+        Column::new("point".into(), records.iter().map(|r| r.point as u64).collect::<Vec<_>>()),
         Column::new("seed".into(), records.iter().map(|r| r.seed).collect::<Vec<_>>()),
         Column::new(
             "status".into(),
@@ -74,9 +181,21 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
         Column::new("warmup_s".into(), vec![exp.warmup.as_s_f64(); n]),
         Column::new("scenario".into(), vec![exp.scenario.name.as_str(); n]),
     ];
+    // One column per swept parameter, typed by the parameter.
+    for (k, path) in exp.swept.iter().enumerate() {
+        let vals: Vec<&ParamValue> = records.iter().map(|r| &r.params[k]).collect();
+        cols.push(param_column(path, &vals));
+    }
     // Summary columns: the union over runs, in first-seen order (runs that failed have
     // nulls). All ok runs of one scenario share one column list.
     let mut names: Vec<(&str, bool)> = Vec::new(); // (name, is_u64)
+    let template = records
+        .iter()
+        .any(|r| r.summary.values.is_empty())
+        .then(|| models::run::summary_template(&exp.scenario));
+    for (name, v) in template.iter().flat_map(|t| t.values.iter()) {
+        names.push((name, matches!(v, Value::U64(_))));
+    }
     for r in records {
         for (name, v) in &r.summary.values {
             if !names.iter().any(|(n, _)| n == name) {
@@ -104,6 +223,69 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
         cols.push(col);
     }
     DataFrame::new(n, cols)
+}
+
+/// The column of a swept parameter: `param.<path>`; counts as u64 (null = unbounded),
+/// numbers as f64, durations as f64 milliseconds (`param.<path>_ms`), distributions as text.
+fn param_column(path: &str, vals: &[&ParamValue]) -> Column {
+    match vals.first() {
+        Some(ParamValue::Count(_)) | Some(ParamValue::OptCount(_)) => Column::new(
+            format!("param.{path}").into(),
+            vals.iter()
+                .map(|v| match v {
+                    ParamValue::Count(n) => Some(*n),
+                    ParamValue::OptCount(n) => *n,
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Some(ParamValue::Duration(_)) => Column::new(
+            format!("param.{path}_ms").into(),
+            vals.iter()
+                .map(|v| if let ParamValue::Duration(d) = v { Some(d.as_ms_f64()) } else { None })
+                .collect::<Vec<_>>(),
+        ),
+        Some(ParamValue::Float(_)) => Column::new(
+            format!("param.{path}").into(),
+            vals.iter()
+                .map(|v| if let ParamValue::Float(x) = v { Some(*x) } else { None })
+                .collect::<Vec<_>>(),
+        ),
+        _ => Column::new(
+            format!("param.{path}").into(),
+            vals.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+        ),
+    }
+}
+
+/// The events table: state changes (run-time configuration changes, later breaker
+/// transitions and outages) with time, component, from and to.
+pub fn events_frame(records: &[RunRecord]) -> PolarsResult<DataFrame> {
+    let rows: usize = records.iter().map(|r| r.state_events.len()).sum();
+    let mut run_id = Vec::with_capacity(rows);
+    let (mut time, mut component, mut kind, mut from, mut to) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in records {
+        for e in &r.state_events {
+            run_id.push(r.run_id.as_str());
+            time.push(e.time.as_s_f64());
+            component.push(e.component.as_str());
+            kind.push(e.kind);
+            from.push(e.from.as_str());
+            to.push(e.to.as_str());
+        }
+    }
+    DataFrame::new(
+        rows,
+        vec![
+            Column::new("run_id".into(), run_id),
+            Column::new("time_s".into(), time),
+            Column::new("component".into(), component),
+            Column::new("kind".into(), kind),
+            Column::new("from".into(), from),
+            Column::new("to".into(), to),
+        ],
+    )
 }
 
 /// The timings table.
@@ -209,31 +391,73 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
     )
 }
 
-/// Writes all result files of an experiment; returns the folder.
-pub fn write_all(
-    out_root: &Path,
-    exp: &Experiment,
-    records: &[RunRecord],
-) -> PolarsResult<PathBuf> {
-    let dir = out_root.join(&exp.name);
-    write_parquet(&dir, "runs.parquet", &mut runs_frame(exp, records)?)?;
-    write_parquet(&dir, "timeseries.parquet", &mut timeseries_frame(records)?)?;
-    write_parquet(&dir, "timings.parquet", &mut timings_frame(records)?)?;
-    if exp.outputs.requests {
-        write_parquet(&dir, "requests.parquet", &mut requests_frame(exp, records)?)?;
-    }
-    Ok(dir)
-}
-
-/// Reads `runs.parquet` of a results folder.
+/// Reads the runs table of a results folder (all shards), in plan order.
 pub fn load(dir: impl AsRef<Path>) -> PolarsResult<DataFrame> {
-    scan(dir, "runs.parquet")?.collect()
+    scan(dir, "runs")?.sort(["run_index"], Default::default()).collect()
 }
 
-/// Lazily scans one table (`runs.parquet`, `timeseries.parquet`, `timings.parquet`).
+/// Lazily scans one table of a results folder (`runs`, `timeseries`, `events`, `timings`,
+/// `requests`), all shards, with a `shard` column from the folder names.
 pub fn scan(dir: impl AsRef<Path>, table: &str) -> PolarsResult<LazyFrame> {
     let p = dir.as_ref().join(table);
+    if !p.is_dir() {
+        polars_bail!(ComputeError: "no table `{table}` in {} (expected a folder {})", dir.as_ref().display(), p.display());
+    }
     let path =
         p.to_str().ok_or_else(|| polars_err!(ComputeError: "non-UTF-8 path {}", p.display()))?;
-    LazyFrame::scan_parquet(PlRefPath::new(path), ScanArgsParquet::default())
+    // Parts written by an older version may lack newer columns: read them as nulls.
+    let args = ScanArgsParquet { allow_missing_columns: true, ..Default::default() };
+    LazyFrame::scan_parquet(PlRefPath::new(format!("{path}/")), args)
+}
+
+/// Across-seed statistics of every summary metric, per variant × sweep point: `runs` (seeds
+/// that ended ok), `<metric>.mean` and `<metric>.ci95` (half-width of the 95% Student-t
+/// interval; null with fewer than two runs). Rows in plan order.
+pub fn summarize(runs: &DataFrame) -> PolarsResult<DataFrame> {
+    let names: Vec<String> = runs.get_column_names().iter().map(|s| s.to_string()).collect();
+    let mut keys: Vec<String> = vec!["variant".into(), "point".into()];
+    keys.extend(names.iter().filter(|n| n.starts_with("param.")).cloned());
+    let metrics: Vec<String> = names
+        .iter()
+        .filter(|n| n.starts_with("source.") || n.starts_with("station."))
+        .filter(|n| runs.column(n).map(|c| c.dtype().is_primitive_numeric()).unwrap_or(false))
+        .cloned()
+        .collect();
+    let mut aggs = vec![col("run_index").min().alias("first_run"), len().alias("runs")];
+    for m in &metrics {
+        aggs.push(col(m.as_str()).cast(DataType::Float64).mean().alias(format!("{m}.mean")));
+        aggs.push(col(m.as_str()).cast(DataType::Float64).std(1).alias(format!("{m}.ci95")));
+    }
+    let key_exprs: Vec<Expr> = keys.iter().map(|k| col(k.as_str())).collect();
+    let mut df = runs
+        .clone()
+        .lazy()
+        .filter(col("status").eq(lit("ok")))
+        .group_by(key_exprs)
+        .agg(aggs)
+        .sort(["first_run"], Default::default())
+        .collect()?;
+    let n: Vec<u64> =
+        df.column("runs")?.cast(&DataType::UInt64)?.u64()?.into_no_null_iter().collect();
+    let factor: Vec<Option<f64>> = n
+        .iter()
+        .map(|&n| {
+            sim_core::stats::Replications {
+                n: n as usize,
+                mean: 0.0,
+                std_dev: 1.0,
+                std_err: 1.0 / (n as f64).sqrt(),
+            }
+            .ci_half_width(0.95)
+        })
+        .collect();
+    for m in &metrics {
+        let name = format!("{m}.ci95");
+        let sd: Vec<Option<f64>> = df.column(&name)?.f64()?.iter().collect();
+        let ci: Vec<Option<f64>> =
+            sd.iter().zip(&factor).map(|(s, f)| Some((*s)? * (*f)?)).collect();
+        df.replace(&name, Column::new(name.as_str().into(), ci))?;
+    }
+    df.drop_in_place("first_run")?;
+    Ok(df)
 }

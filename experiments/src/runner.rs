@@ -3,9 +3,10 @@
 
 use crate::experiment::{Experiment, PlannedRun};
 use models::summary::Summary;
-use models::world::RequestRecord;
+use models::world::{ModelEvent, RequestRecord};
 use sim_core::metrics::SeriesRow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// How a run ended.
@@ -19,6 +20,11 @@ pub enum Status {
 #[derive(Clone, Debug)]
 pub struct RunRecord {
     pub run_id: String,
+    /// Position in the experiment's plan (rows are sorted by it when read back).
+    pub run_index: usize,
+    pub variant: String,
+    pub point: usize,
+    pub params: Vec<models::params::ParamValue>,
     pub seed: u64,
     pub status: Status,
     /// 16 hex digits; `None` when the run panicked.
@@ -28,15 +34,30 @@ pub struct RunRecord {
     pub series: Vec<SeriesRow>,
     /// Per-request records (empty unless the experiment asks for them).
     pub requests: Vec<RequestRecord>,
+    /// State changes during the run.
+    pub state_events: Vec<ModelEvent>,
     /// Wall-clock seconds (the only non-deterministic figure; goes to timings.parquet).
     pub wall_seconds: f64,
 }
 
+/// Test-only fault injection: `STORMGLASS_TEST_PANIC_SEED=<seed>` makes runs with that seed
+/// panic, to test that a panic is recorded as the run's error and the batch goes on.
+fn injected_panic(seed: u64) {
+    if std::env::var("STORMGLASS_TEST_PANIC_SEED").ok().and_then(|v| v.parse::<u64>().ok())
+        == Some(seed)
+    {
+        panic!("injected test fault (STORMGLASS_TEST_PANIC_SEED={seed})");
+    }
+}
+
 /// Runs one planned run, catching panics.
-pub fn run_one(exp: &Experiment, run: &PlannedRun) -> RunRecord {
+pub fn run_one(exp: &Experiment, index: usize, run: &PlannedRun) -> RunRecord {
     let cfg = exp.run_config(run.seed);
     let started = Instant::now();
-    let result = catch_unwind(AssertUnwindSafe(|| models::run(&run.scenario, &cfg)));
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        injected_panic(run.seed);
+        models::run(&run.scenario, &cfg)
+    }));
     let wall_seconds = started.elapsed().as_secs_f64();
     match result {
         Ok(out) => {
@@ -49,6 +70,10 @@ pub fn run_one(exp: &Experiment, run: &PlannedRun) -> RunRecord {
             };
             RunRecord {
                 run_id: run.run_id.clone(),
+                run_index: index,
+                variant: run.variant.clone(),
+                point: run.point,
+                params: run.params.clone(),
                 seed: run.seed,
                 status,
                 fingerprint: Some(out.fingerprint.hex()),
@@ -56,6 +81,7 @@ pub fn run_one(exp: &Experiment, run: &PlannedRun) -> RunRecord {
                 summary: out.summary,
                 series: out.series,
                 requests: out.requests,
+                state_events: out.state_events,
                 wall_seconds,
             }
         }
@@ -67,6 +93,10 @@ pub fn run_one(exp: &Experiment, run: &PlannedRun) -> RunRecord {
                 .unwrap_or_else(|| "panic with a non-string payload".into());
             RunRecord {
                 run_id: run.run_id.clone(),
+                run_index: index,
+                variant: run.variant.clone(),
+                point: run.point,
+                params: run.params.clone(),
                 seed: run.seed,
                 status: Status::Error(format!("panicked: {msg}")),
                 fingerprint: None,
@@ -74,32 +104,52 @@ pub fn run_one(exp: &Experiment, run: &PlannedRun) -> RunRecord {
                 summary: Summary::default(),
                 series: Vec::new(),
                 requests: Vec::new(),
+                state_events: Vec::new(),
                 wall_seconds,
             }
         }
     }
 }
 
-/// Runs all `runs` on `jobs` threads; `done` is called after each run (in completion
-/// order). Records come back in plan order, whatever the thread count.
+/// Runs the planned runs whose indices are listed, on `jobs` threads (rayon). `done` is
+/// called on the caller's thread after each run, in completion order (it writes the run's
+/// files and reports progress): writing never happens inside a rayon worker, where a
+/// blocking call into polars' own pool would let the worker steal and start further runs.
+/// Runs not yet started when `stop` becomes true are skipped. Records come back in the
+/// order of `indices`, whatever the thread count.
 pub fn run_all(
     exp: &Experiment,
-    runs: &[PlannedRun],
+    indices: &[usize],
     jobs: usize,
-    done: &(dyn Fn(&RunRecord) + Sync),
+    stop: &AtomicBool,
+    done: &mut dyn FnMut(&RunRecord),
 ) -> Vec<RunRecord> {
     use rayon::prelude::*;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()
         .expect("a thread pool of a few threads can be built");
-    pool.install(|| {
-        runs.par_iter()
-            .map(|r| {
-                let rec = run_one(exp, r);
-                done(&rec);
-                rec
-            })
-            .collect()
-    })
+    let (tx, rx) = std::sync::mpsc::channel::<RunRecord>();
+    let mut out = std::thread::scope(|s| {
+        s.spawn(move || {
+            pool.install(|| {
+                indices.par_iter().with_max_len(1).for_each_with(tx, |tx, &i| {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    // The receiver lives until every sender is gone.
+                    let _ = tx.send(run_one(exp, i, &exp.runs[i]));
+                });
+            });
+        });
+        let mut out = Vec::with_capacity(indices.len());
+        for rec in rx {
+            done(&rec);
+            out.push(rec);
+        }
+        out
+    });
+    let pos = |r: &RunRecord| indices.iter().position(|&i| i == r.run_index).unwrap_or(usize::MAX);
+    out.sort_by_key(pos);
+    out
 }

@@ -1,6 +1,53 @@
 //! The `stormglass` binary end to end: the README's run command and error exits.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Temporary files anywhere below `root` (none may survive a run).
+fn leftovers(root: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if e.file_name().to_string_lossy().starts_with('.') {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("stormglass-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// A 12-run batch whose runs take a noticeable time each (for interruption tests).
+fn slow_batch(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let f = dir.join("slow.ron");
+    std::fs::write(
+        &f,
+        r#"Experiment(
+    name: "slow",
+    scenario: Inline(Scenario(
+        name: "mm8",
+        sources: [(name: "in", interarrival: Exponential(mean: "1ms"), target: "site")],
+        call_sites: [(name: "site", upstream: "st")],
+        stations: [(name: "st", servers: 8, service: Exponential(mean: "7ms"))],
+    )),
+    duration: "3m",
+    sample_every: "1s",
+    seeds: Range(0, 12),
+)"#,
+    )
+    .unwrap();
+    f
+}
 
 fn stormglass() -> Command {
     Command::new(env!("CARGO_BIN_EXE_stormglass"))
@@ -8,8 +55,7 @@ fn stormglass() -> Command {
 
 #[test]
 fn quickstart_runs_and_writes_results() {
-    let out = std::env::temp_dir().join(format!("stormglass-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let out = tmp("quickstart");
     let o = stormglass()
         .args(["run", "quickstart", "--progress", "none", "--out"])
         .arg(&out)
@@ -17,17 +63,16 @@ fn quickstart_runs_and_writes_results() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
-    assert!(stdout.contains("quickstart: 5/5 runs ok"), "{stdout}");
-    for f in ["runs.parquet", "timings.parquet", "timeseries.parquet"] {
-        assert!(out.join("quickstart").join(f).is_file(), "{f} written");
+    assert!(stdout.contains("default  (5 runs; mean ± 95% CI)"), "{stdout}");
+    let root = out.join("quickstart");
+    for t in ["runs", "timings", "timeseries", "events"] {
+        let n = std::fs::read_dir(root.join(t).join("shard=0")).unwrap().count();
+        assert_eq!(n, 5, "{t}: one part per run");
     }
-    // No temporary files are left behind.
-    let leftovers: Vec<_> = std::fs::read_dir(out.join("quickstart"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.starts_with('.'))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+    for f in ["manifest.ron", "experiment.ron", "summary.parquet"] {
+        assert!(root.join(f).is_file(), "{f} written");
+    }
+    assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
     std::fs::remove_dir_all(&out).unwrap();
 }
 
@@ -58,4 +103,120 @@ fn explain_lists_parameters_and_runs() {
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(s.contains("station.provider.servers"), "{s}");
     assert!(s.contains("runs (5):"), "{s}");
+}
+
+/// A run that panics becomes an error row; the other runs finish; the exit code says so.
+#[test]
+fn a_panicking_run_is_recorded_and_the_batch_goes_on() {
+    let out = tmp("panic");
+    let o = stormglass()
+        .args(["run", "quickstart", "--progress", "log", "--out"])
+        .arg(&out)
+        .env("STORMGLASS_TEST_PANIC_SEED", "2")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = experiments::results::load(out.join("quickstart")).unwrap();
+    assert_eq!(runs.height(), 5);
+    let status: Vec<String> = runs
+        .column("status")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|s| s.unwrap().to_string())
+        .collect();
+    assert_eq!(status, ["ok", "ok", "error", "ok", "ok"]);
+    let err = runs.column("error").unwrap().str().unwrap().get(2).unwrap().to_string();
+    assert!(err.contains("panicked: injected test fault"), "{err}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// SIGINT mid-batch leaves only complete files; `--resume` finishes the batch, and the
+/// result equals an uninterrupted batch.
+#[test]
+fn interrupted_batch_resumes_to_the_same_results() {
+    let dir = tmp("resume");
+    let file = slow_batch(&dir);
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let run = |out: &Path, extra: &[&str]| {
+        stormglass()
+            .arg("run")
+            .arg(&file)
+            .args(["--jobs", "1", "--progress", "none", "--out"])
+            .arg(out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert!(run(&a, &[]).status.success());
+    // Interrupted batch: start, wait for the first runs, send SIGINT.
+    let child = stormglass()
+        .arg("run")
+        .arg(&file)
+        .args(["--jobs", "1", "--progress", "none", "--out"])
+        .arg(&b)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let parts = b.join("slow/runs/shard=0");
+    let t0 = std::time::Instant::now();
+    while std::fs::read_dir(&parts).map(|d| d.count()).unwrap_or(0) < 2 {
+        assert!(t0.elapsed().as_secs() < 120, "no run finished in 2 minutes");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("rerun the same command with --resume"), "{err}");
+    let done = std::fs::read_dir(&parts).unwrap().count();
+    assert!(done < 12, "interrupted before the end ({done} runs)");
+    assert!(leftovers(&b).is_empty(), "{:?}", leftovers(&b));
+    // Without --resume the command refuses to mix old and new results.
+    let o = run(&b, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("add --resume"));
+    let o = run(&b, &["--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let la = experiments::results::load(a.join("slow")).unwrap();
+    let lb = experiments::results::load(b.join("slow")).unwrap();
+    assert!(la.equals_missing(&lb), "resumed batch differs from an uninterrupted one");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--shard auto/N` reads Slurm's 1-based array ids and Kubernetes' completion index.
+#[test]
+fn shard_auto_reads_slurm_and_kubernetes() {
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (&[("SLURM_ARRAY_TASK_ID", "1"), ("SLURM_ARRAY_TASK_MIN", "1")], "shard 0/2 has 3"),
+        (&[("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_MIN", "1")], "shard 1/2 has 2"),
+        (&[("JOB_COMPLETION_INDEX", "1")], "shard 1/2 has 2"),
+    ];
+    for (env, want) in cases {
+        let out = tmp("auto");
+        let mut c = stormglass();
+        c.args(["run", "quickstart", "--progress", "none", "--shard", "auto/2", "--out"]).arg(&out);
+        c.env_remove("SLURM_ARRAY_TASK_ID")
+            .env_remove("SLURM_ARRAY_TASK_MIN")
+            .env_remove("JOB_COMPLETION_INDEX");
+        for (k, v) in *env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{env:?}: {err}");
+        assert!(err.contains(want), "{env:?}: {err}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    let o = stormglass()
+        .args(["run", "quickstart", "--shard", "auto/2"])
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("auto needs JOB_COMPLETION_INDEX"));
 }

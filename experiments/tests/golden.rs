@@ -25,7 +25,8 @@ fn bundled_scenarios_keep_their_fingerprints() {
     for (file, want) in GOLDEN {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         let exp = load(&path, &RunDefaults::default()).unwrap();
-        let recs = run_all(&exp, &exp.plan(), 2, &|_| {});
+        let all: Vec<usize> = (0..exp.runs.len()).collect();
+        let recs = run_all(&exp, &all, 2, &std::sync::atomic::AtomicBool::new(false), &mut |_| {});
         let got: Vec<(u64, &str, u64)> = recs
             .iter()
             .map(|r| {

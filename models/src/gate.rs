@@ -73,6 +73,9 @@ impl Gate {
     pub fn permits(&self) -> u64 {
         self.permits
     }
+    pub fn acquire_timeout(&self) -> SimDuration {
+        self.acquire_timeout
+    }
 
     /// Run-time change of the permit count; raising it wakes waiters.
     pub fn set_permits(&mut self, permits: u64) {

@@ -3,7 +3,7 @@
 
 use crate::scenario::Scenario;
 use crate::summary::{Summary, Value};
-use crate::world::{QueueingWorld, RequestRecord, RunSettings};
+use crate::world::{ModelEvent, QueueingWorld, RequestRecord, RunSettings};
 use sim_core::metrics::SeriesRow;
 use sim_core::{Fingerprint, Limits, SimDuration, SimError, SimTime, Simulation};
 
@@ -48,6 +48,8 @@ pub struct RunOutput {
     pub violations: Vec<String>,
     /// Per-request records (empty unless `record_requests`).
     pub requests: Vec<RequestRecord>,
+    /// State changes (run-time configuration changes…), in time order.
+    pub state_events: Vec<ModelEvent>,
 }
 
 /// Builds the simulation of a checked scenario, with its timeline scheduled.
@@ -62,6 +64,14 @@ pub fn simulation(sc: &Scenario, cfg: &RunConfig) -> Simulation<QueueingWorld> {
             .expect("timeline stamps are ≥ 0 at the start of a run");
     }
     sim
+}
+
+/// The summary's columns (names and types) for a scenario, without running it: a run that
+/// failed before producing a summary gets these columns as nulls, so every run of an
+/// experiment has the same schema.
+pub fn summary_template(sc: &Scenario) -> Summary {
+    let sim = simulation(sc, &RunConfig::new(0, SimDuration::ZERO));
+    sim.world().summary(SimTime::ZERO)
 }
 
 /// Runs a checked scenario to `cfg.duration`.
@@ -88,6 +98,7 @@ pub fn finish(sim: Simulation<QueueingWorld>, end: SimTime, error: Option<SimErr
         events: done.events,
         error: error.or(done.error),
         requests: done.world.take_records(),
+        state_events: done.world.take_events(),
     }
 }
 

@@ -122,6 +122,19 @@ pub struct RunSettings {
     pub record_requests: bool,
 }
 
+/// A state change worth a row in `events.parquet`: a run-time configuration change now;
+/// breaker transitions and outages as those components arrive.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelEvent {
+    pub time: SimTime,
+    /// Component path, e.g. `gate.llm`.
+    pub component: String,
+    /// `config_change`, …
+    pub kind: &'static str,
+    pub from: String,
+    pub to: String,
+}
+
 /// What happened to one request (kept when `record_requests` is on).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestRecord {
@@ -154,6 +167,7 @@ pub struct QueueingWorld {
     next_request: u64,
     woken: std::collections::VecDeque<Woken>,
     records: Option<Vec<RequestRecord>>,
+    events: Vec<ModelEvent>,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -243,6 +257,7 @@ impl QueueingWorld {
             next_request: 0,
             woken: Default::default(),
             records: run.record_requests.then(Vec::new),
+            events: Vec::new(),
         }
     }
 
@@ -508,6 +523,14 @@ impl QueueingWorld {
     /// Applies a run-time parameter change (already checked against the registry).
     fn set(&mut self, p: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
         let (kind, name, param) = split_path(&p.path).expect("checked path");
+        let from = self.current(kind, name, param);
+        self.events.push(ModelEvent {
+            time: ctx.now(),
+            component: format!("{kind}.{name}"),
+            kind: "config_change",
+            from: format!("{param} = {from}"),
+            to: format!("{param} = {}", p.value),
+        });
         match (kind, param, p.value) {
             ("station", "servers", ParamValue::Count(n)) => {
                 let st = self.stations.iter().position(|s| s.name == name).expect("checked") as u16;
@@ -539,6 +562,39 @@ impl QueueingWorld {
             }
             (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
         }
+    }
+
+    /// The current value of a run-time changeable parameter, as text.
+    fn current(&self, kind: &str, name: &str, param: &str) -> String {
+        match (kind, param) {
+            ("station", "servers") => {
+                self.stations.iter().find(|s| s.name == name).map(|s| s.st.servers.to_string())
+            }
+            ("station", "service") => self
+                .stations
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| crate::params::dist_to_text(&s.st.service)),
+            ("source", "interarrival") => self
+                .sources
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| crate::params::dist_to_text(&s.interarrival)),
+            ("gate", p) => self.gates.iter().position(|g| g.name == name).map(|i| {
+                let GovernorKind::Gate(g) = &self.govs[i];
+                match p {
+                    "permits" => g.permits().to_string(),
+                    _ => format!("\"{}\"", g.acquire_timeout()),
+                }
+            }),
+            _ => None,
+        }
+        .unwrap_or_else(|| "?".into())
+    }
+
+    /// State changes recorded during the run, in time order.
+    pub fn take_events(&mut self) -> Vec<ModelEvent> {
+        std::mem::take(&mut self.events)
     }
 
     /// The model's results at `end`.

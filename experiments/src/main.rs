@@ -10,7 +10,10 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Scenarios shipped inside the binary: `stormglass run quickstart` works anywhere.
-const BUNDLED: &[(&str, &str)] = &[("quickstart", include_str!("../quickstart.ron"))];
+const BUNDLED: &[(&str, &str)] = &[
+    ("quickstart", include_str!("../quickstart.ron")),
+    ("gate-sizing", include_str!("../gate-sizing.ron")),
+];
 
 #[derive(Parser)]
 #[command(
@@ -450,10 +453,25 @@ fn explain(e: &Experiment) {
             println!("  at {:<10} {} = {}", t.at.to_string(), t.path, t.value);
         }
     }
-    let plan = e.plan();
-    println!("\nruns ({}):", plan.len());
-    for r in &plan {
-        println!("  {}  seed {}", r.run_id, r.seed);
+    if !e.swept.is_empty() || e.variants.len() > 1 {
+        println!(
+            "\nvariants: {}",
+            e.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        println!("swept: {}", e.swept.join(", "));
+    }
+    println!("\nruns ({}):", e.runs.len());
+    for r in &e.runs {
+        let params: Vec<String> =
+            e.swept.iter().zip(&r.params).map(|(p, v)| format!("{p}={v}")).collect();
+        println!(
+            "  {}  {} point {} seed {}  {}",
+            r.run_id,
+            r.variant,
+            r.point,
+            r.seed,
+            params.join("  ")
+        );
     }
 }
 

@@ -18,6 +18,7 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize)]
+#[serde(rename = "Sweep")]
 pub(crate) enum SweepFile {
     Grid { path: String, values: Vec<IgnoredAny> },
     Zip(Vec<AxisFile>),
@@ -48,14 +49,21 @@ pub(crate) struct VariantFile {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename = "Constraint")]
 pub(crate) struct ConstraintFile {
     left: String,
     op: Op,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     right: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     value: Option<IgnoredAny>,
+}
+
+/// An optional field written without `Some(...)`: present means `Some`.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// A comparison operator.

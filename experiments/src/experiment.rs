@@ -86,6 +86,13 @@ impl Default for Seeds {
 }
 
 impl Seeds {
+    /// How many seeds, without listing them (a range can be astronomically long).
+    pub fn count(&self) -> u64 {
+        match self {
+            Seeds::Range(a, b) => b.saturating_sub(*a),
+            Seeds::List(v) => v.len() as u64,
+        }
+    }
     pub fn to_vec(&self) -> Vec<u64> {
         match self {
             Seeds::Range(a, b) => (*a..*b).collect(),
@@ -225,6 +232,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
         "Scenario" => {
             let spec: ScenarioSpec<IgnoredAny> = src.parse()?;
             let scenario = resolve_scenario(&src, spec, "")?;
+            check_seed_count(&src, &defaults.seeds)?;
             let exp = Experiment {
                 name: scenario.name.clone(),
                 description: scenario.description.clone(),
@@ -246,6 +254,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
         }
         "Experiment" => {
             let f: ExperimentFile = src.parse()?;
+            check_seed_count(&src, &f.seeds)?;
             let scenario = match f.scenario {
                 ScenarioRef::Inline(spec) => resolve_scenario(&src, spec, "scenario")?,
                 ScenarioRef::File(rel) => {
@@ -306,6 +315,17 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
     }
 }
 
+fn check_seed_count(src: &Source<'_>, seeds: &Seeds) -> Result<(), InputError> {
+    let n = seeds.count();
+    if n > MAX_RUNS as u64 {
+        return Err(src.error_at("seeds", format!("expected at most {MAX_RUNS} seeds, found {n}")));
+    }
+    Ok(())
+}
+
+/// Most time-series buckets one run may have (memory: rows per bucket × buckets).
+pub const MAX_BUCKETS: u64 = 1_000_000;
+
 fn check_settings(src: &Source<'_>, e: &Experiment, prefix: &str) -> Result<(), InputError> {
     let at = |f: &str, m: String| src.error_at(&join(prefix, f), m);
     if e.duration.0 == 0 {
@@ -319,6 +339,18 @@ fn check_settings(src: &Source<'_>, e: &Experiment, prefix: &str) -> Result<(), 
                 e.duration, e.warmup
             ),
         ));
+    }
+    if let Some(every) = e.sample_every {
+        let buckets = e.duration.0.div_ceil(every.0);
+        if buckets > MAX_BUCKETS {
+            return Err(at(
+                "sample_every",
+                format!(
+                    "expected at most {MAX_BUCKETS} time-series buckets per run, found {buckets} (\"{}\" ÷ \"{every}\"); sample less often, or \"0s\" for none",
+                    e.duration
+                ),
+            ));
+        }
     }
     if e.seeds.is_empty() {
         return Err(at("seeds", "expected at least one seed, found none".into()));
@@ -334,12 +366,14 @@ fn check_settings(src: &Source<'_>, e: &Experiment, prefix: &str) -> Result<(), 
     if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
         return Err(at("seeds", format!("seed {} is listed twice", w[0])));
     }
-    if e.name.is_empty() || !e.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    if e.name.is_empty()
+        || e.name.starts_with('.')
+        || !e.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
     {
         return Err(at(
             "name",
             format!(
-                "expected a name of letters, digits, '_', '-' or '.', found \"{}\" (it names the results folder)",
+                "expected a name of letters, digits, '_', '-' or '.', not starting with '.', found \"{}\" (it names the results folder)",
                 e.name
             ),
         ));

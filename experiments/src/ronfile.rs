@@ -34,6 +34,7 @@ impl std::error::Error for InputError {}
 fn polish(msg: String) -> String {
     msg.replace("Unexpected missing field named", "missing field")
         .replace("Unexpected variant named", "unknown variant")
+        .replace("Unexpected duplicate field named", "duplicate field")
         .replace("Unexpected field named", "unknown field")
         .replace("Expected", "expected")
 }

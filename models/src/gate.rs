@@ -23,8 +23,10 @@ use std::collections::VecDeque;
 #[serde(rename = "Gate")]
 pub struct GateSpec {
     /// Name; the gate's parameters live under `gate.<name>.*`.
+    #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Maximum concurrent calls past the gate (≥ 1).
+    #[serde(deserialize_with = "crate::validate::at_least_one")]
     pub permits: u64,
     /// How long a call waits for a permit; `"0s"` fails fast.
     #[serde(default)]

@@ -102,6 +102,30 @@ impl<V> ScenarioSpec<V> {
         unique("gates", self.gates.iter().map(|s| s.name.as_str()))?;
         unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;
         unique("stations", self.stations.iter().map(|s| s.name.as_str()))?;
+        // Every value against its registry type and range, with the field path.
+        fn ranges<P: Params>(list: &str, v: &[P]) -> Result<(), SpecError> {
+            for (i, c) in v.iter().enumerate() {
+                for d in P::decls() {
+                    let value = c.get(d.name).expect("declared parameters are readable");
+                    d.ty.check(&value).map_err(|message| SpecError {
+                        path: format!("{list}[{i}].{}", d.name),
+                        message,
+                    })?;
+                }
+            }
+            Ok(())
+        }
+        ranges("sources", &self.sources)?;
+        ranges("gates", &self.gates)?;
+        ranges("stations", &self.stations)?;
+        for (i, s) in self.sources.iter().enumerate() {
+            if s.interarrival.mean().is_some_and(|m| m <= 0.0) {
+                return Err(SpecError {
+                    path: format!("sources[{i}].interarrival"),
+                    message: "expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate)".into(),
+                });
+            }
+        }
         let names = |v: Vec<&str>| v.join(", ");
         for (i, s) in self.sources.iter().enumerate() {
             if !self.call_sites.iter().any(|c| c.name == s.target) {

@@ -108,6 +108,8 @@ struct StationRt {
     st: Station<u32>,
     in_system: TimeAverage,
     busy: TimeAverage,
+    /// Servers can change at run time: utilisation is ∫busy ÷ ∫servers.
+    servers: TimeAverage,
     depth: GaugeId,
     busy_gauge: GaugeId,
     completed: CounterId,
@@ -215,6 +217,11 @@ impl QueueingWorld {
                 st: Station::new(s),
                 in_system: TimeAverage::default(),
                 busy: TimeAverage::default(),
+                servers: {
+                    let mut a = TimeAverage::default();
+                    a.set(SimTime::ZERO, s.servers as i64);
+                    a
+                },
                 depth: ctx.metrics.gauge(&format!("station.{}.queue_depth", s.name)),
                 busy_gauge: ctx.metrics.gauge(&format!("station.{}.busy", s.name)),
                 completed: ctx.metrics.counter(&format!("station.{}.completed", s.name)),
@@ -516,6 +523,7 @@ impl QueueingWorld {
         for s in &mut self.stations {
             s.in_system.restart(now);
             s.busy.restart(now);
+            s.servers.restart(now);
             s.st.peak_queue = s.st.queue_len();
         }
     }
@@ -535,6 +543,7 @@ impl QueueingWorld {
             ("station", "servers", ParamValue::Count(n)) => {
                 let st = self.stations.iter().position(|s| s.name == name).expect("checked") as u16;
                 self.stations[st as usize].st.servers = n;
+                self.stations[st as usize].servers.set(ctx.now(), n as i64);
                 while let Some((slot, _)) = self.stations[st as usize].st.start_next() {
                     self.start_service(st, slot, ctx);
                 }
@@ -615,7 +624,7 @@ impl QueueingWorld {
         for s in &self.stations {
             let p = format!("station.{}", s.name);
             out.push_f64(format!("{p}.mean_in_system"), s.in_system.mean(end));
-            out.push_f64(format!("{p}.utilization"), s.busy.mean(end) / s.st.servers as f64);
+            out.push_f64(format!("{p}.utilization"), s.busy.mean(end) / s.servers.mean(end));
             out.push_u64(format!("{p}.peak_queue"), s.st.peak_queue);
         }
         out

@@ -65,6 +65,9 @@ fn runs_replay_exactly_and_observers_do_not_change_them() {
     let b = models::run(&sc, &cfg(3, 30, None));
     let c = models::run(&sc, &cfg(3, 30, Some(1)));
     let d = models::run(&sc, &cfg(4, 30, None));
+    for r in [&a, &b, &c, &d] {
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+    }
     assert_eq!(a.fingerprint, b.fingerprint);
     assert_eq!(a.summary, b.summary);
     assert_eq!(a.fingerprint, c.fingerprint, "sampling must not change the run");
@@ -171,6 +174,7 @@ fn stepping_the_world_in_chunks_equals_one_go() {
         sim.run_until(sim_core::SimTime(t).max(sim.now())).unwrap();
     }
     let chunked = models::run::finish(sim, end, None);
+    assert!(one.violations.is_empty() && chunked.violations.is_empty());
     assert_eq!(one.fingerprint, chunked.fingerprint);
     assert_eq!(one.summary, chunked.summary);
     assert_eq!(one.series, chunked.series);

@@ -294,8 +294,9 @@ fn gamma(shape: f64, u: &mut impl UniformSource) -> f64 {
             return d * v;
         }
     }
-    // Unreachable in practice (probability < 1e-80); the mean keeps the run going and exact.
-    d
+    // Unreachable in practice (probability < 1e-80): the mean of Gamma(shape, 1) keeps the
+    // run going, deterministically.
+    shape
 }
 
 #[cfg(test)]

@@ -147,6 +147,8 @@ pub struct Simulation<W: World> {
     limits: Limits,
     instant: SimTime,
     events_at_instant: u64,
+    /// The same-instant limit, fixed at the first event of the instant.
+    instant_limit: u64,
     changes: BTreeMap<(SimTime, u64), W::Change>,
     change_seq: u64,
     sampling: Option<SamplingState>,
@@ -189,6 +191,7 @@ impl<W: World> Simulation<W> {
             limits,
             instant: SimTime::ZERO,
             events_at_instant: 0,
+            instant_limit: u64::MAX,
             changes: BTreeMap::new(),
             change_seq: 0,
             sampling,
@@ -290,10 +293,15 @@ impl<W: World> Simulation<W> {
     }
 
     /// Processes the next event (after any changes and bucket boundaries due before it).
-    /// Returns `Ok(false)` when there is nothing left to do.
+    /// Returns `Ok(false)` when no event is left; changes stamped later stay pending (for
+    /// `run_until` to apply when the clock gets there), so stepping to idle never moves the
+    /// clock past the last event.
     pub fn step(&mut self) -> Result<bool, SimError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
+        }
+        if self.calendar.is_empty() {
+            return Ok(false);
         }
         loop {
             match self.next_item() {
@@ -310,9 +318,16 @@ impl<W: World> Simulation<W> {
     fn process_event(&mut self) -> Result<(), SimError> {
         let (t, event) = self.calendar.pop().expect("event pending");
         debug_assert!(t >= self.now, "calendar went backwards");
-        if t != self.instant {
+        if t != self.instant || self.events == 0 {
             self.instant = t;
             self.events_at_instant = 0;
+            // Fixed for the whole instant: a loop that creates entities as it spins must
+            // not raise its own limit.
+            let entities = self.world.live_entities().max(self.calendar.len() as u64 + 1);
+            self.instant_limit = self
+                .limits
+                .same_instant_base
+                .saturating_add(self.limits.same_instant_per_entity.saturating_mul(entities));
         }
         self.now = t;
         self.events += 1;
@@ -324,17 +339,13 @@ impl<W: World> Simulation<W> {
                 component: self.world.component_of(&event),
             }));
         }
-        if self.events_at_instant > self.limits.same_instant_base {
-            let limit = self.limits.same_instant_base
-                + self.limits.same_instant_per_entity.saturating_mul(self.world.live_entities());
-            if self.events_at_instant > limit {
-                return Err(self.fail(SimError::ZeroTimeLoop {
-                    time: t,
-                    events: self.events_at_instant,
-                    limit,
-                    component: self.world.component_of(&event),
-                }));
-            }
+        if self.events_at_instant > self.instant_limit {
+            return Err(self.fail(SimError::ZeroTimeLoop {
+                time: t,
+                events: self.events_at_instant,
+                limit: self.instant_limit,
+                component: self.world.component_of(&event),
+            }));
         }
         self.fingerprint.fold_event(t.0, event.kind_id(), event.entity_id());
         let mut ctx = Ctx { now: t, calendar: &mut self.calendar, metrics: &mut self.metrics };

@@ -92,6 +92,9 @@ impl World for Toy {
             }
             Ev::Loop => {
                 if self.selfloop {
+                    // A loop that also creates an entity every turn: the same-instant limit
+                    // must not grow with it (it is fixed at the start of the instant).
+                    self.queue += 1;
                     ctx.schedule_in(SimDuration::ZERO, Ev::Loop);
                 }
             }

@@ -59,31 +59,37 @@ pub fn run_one(exp: &Experiment, index: usize, run: &PlannedRun) -> RunRecord {
         models::run(&run.scenario, &cfg)
     }));
     let wall_seconds = started.elapsed().as_secs_f64();
+    let mut rec = RunRecord {
+        run_id: run.run_id.clone(),
+        run_index: index,
+        variant: run.variant.clone(),
+        point: run.point,
+        params: run.params.clone(),
+        seed: run.seed,
+        status: Status::Ok,
+        fingerprint: None,
+        events: 0,
+        summary: Summary::default(),
+        series: Vec::new(),
+        requests: Vec::new(),
+        state_events: Vec::new(),
+        wall_seconds,
+    };
     match result {
         Ok(out) => {
-            let status = match (&out.error, out.violations.is_empty()) {
+            rec.status = match (&out.error, out.violations.is_empty()) {
                 (Some(e), _) => Status::Error(e.to_string()),
                 (None, false) => {
                     Status::Error(format!("invariant violated: {}", out.violations.join("; ")))
                 }
                 (None, true) => Status::Ok,
             };
-            RunRecord {
-                run_id: run.run_id.clone(),
-                run_index: index,
-                variant: run.variant.clone(),
-                point: run.point,
-                params: run.params.clone(),
-                seed: run.seed,
-                status,
-                fingerprint: Some(out.fingerprint.hex()),
-                events: out.events,
-                summary: out.summary,
-                series: out.series,
-                requests: out.requests,
-                state_events: out.state_events,
-                wall_seconds,
-            }
+            rec.fingerprint = Some(out.fingerprint.hex());
+            rec.events = out.events;
+            rec.summary = out.summary;
+            rec.series = out.series;
+            rec.requests = out.requests;
+            rec.state_events = out.state_events;
         }
         Err(panic) => {
             let msg = panic
@@ -91,24 +97,10 @@ pub fn run_one(exp: &Experiment, index: usize, run: &PlannedRun) -> RunRecord {
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "panic with a non-string payload".into());
-            RunRecord {
-                run_id: run.run_id.clone(),
-                run_index: index,
-                variant: run.variant.clone(),
-                point: run.point,
-                params: run.params.clone(),
-                seed: run.seed,
-                status: Status::Error(format!("panicked: {msg}")),
-                fingerprint: None,
-                events: 0,
-                summary: Summary::default(),
-                series: Vec::new(),
-                requests: Vec::new(),
-                state_events: Vec::new(),
-                wall_seconds,
-            }
+            rec.status = Status::Error(format!("panicked: {msg}"));
         }
     }
+    rec
 }
 
 /// Runs the planned runs whose indices are listed, on `jobs` threads (rayon). `done` is

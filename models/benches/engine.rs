@@ -24,7 +24,7 @@ use models::scenario::ScenarioSpec;
 use models::world::attr;
 use models::{RunConfig, Scenario};
 use sim_core::rng::{DrawKey, Stream, name_id};
-use sim_core::{Dist, Limits, SimDuration};
+use sim_core::{Dist, SimDuration};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::hint::black_box;
@@ -100,14 +100,7 @@ fn run_stormglass(m: &Model, sc: &Scenario, customers: u64) -> Outcome {
     // Long enough for every customer to arrive and finish: the run stops by itself when
     // the calendar is empty, so the slack costs nothing.
     let secs = (customers as f64 / m.lambda() * 1.2) as u64 + 3_600;
-    let cfg = RunConfig {
-        seed: SEED,
-        duration: SimDuration::from_secs(secs),
-        warmup: SimDuration::ZERO,
-        sample_every: None,
-        limits: Limits::default(),
-        record_requests: false,
-    };
+    let cfg = RunConfig::new(SEED, SimDuration::from_secs(secs));
     let r = models::run(sc, &cfg);
     assert!(r.error.is_none(), "{:?}", r.error);
     assert!(r.violations.is_empty(), "{:?}", r.violations);

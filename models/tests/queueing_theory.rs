@@ -7,8 +7,8 @@
 
 use models::scenario::ScenarioSpec;
 use models::{RunConfig, Scenario};
+use sim_core::SimDuration;
 use sim_core::stats::Replications;
-use sim_core::{Limits, SimDuration};
 
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=10;
 
@@ -32,12 +32,8 @@ fn replicate(sc: &Scenario, duration_s: u64, columns: &[&str]) -> Vec<Vec<f64>> 
     let mut out = vec![Vec::new(); columns.len()];
     for seed in SEEDS {
         let cfg = RunConfig {
-            seed,
-            duration: SimDuration::from_secs(duration_s),
             warmup: SimDuration::from_secs(duration_s / 10),
-            sample_every: None,
-            limits: Limits::default(),
-            record_requests: false,
+            ..RunConfig::new(seed, SimDuration::from_secs(duration_s))
         };
         let r = models::run(sc, &cfg);
         assert!(r.error.is_none(), "{:?}", r.error);

@@ -3,7 +3,7 @@
 use models::params::ParamValue;
 use models::scenario::{ScenarioSpec, SetParam};
 use models::{RunConfig, Scenario};
-use sim_core::{Limits, SimDuration};
+use sim_core::SimDuration;
 
 fn load(text: &str) -> Scenario {
     let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
@@ -14,12 +14,8 @@ fn load(text: &str) -> Scenario {
 
 fn cfg(seed: u64, secs: u64, sample: Option<u64>) -> RunConfig {
     RunConfig {
-        seed,
-        duration: SimDuration::from_secs(secs),
-        warmup: SimDuration::ZERO,
         sample_every: sample.map(SimDuration::from_secs),
-        limits: Limits::default(),
-        record_requests: false,
+        ..RunConfig::new(seed, SimDuration::from_secs(secs))
     }
 }
 

@@ -119,11 +119,9 @@ impl World for Toy {
     }
 }
 
-fn toy(seed: u64, sample: Option<SimDuration>, limits: Limits) -> Simulation<Toy> {
-    Simulation::new(limits, sample, |ctx| {
-        let depth = ctx.metrics.gauge("toy.depth");
-        let done = ctx.metrics.counter("toy.done");
-        ctx.schedule_at(SimTime(0), Ev::Arrive(0));
+impl Toy {
+    /// An idle toy world with its metrics registered.
+    fn new(seed: u64, ctx: &mut Ctx<'_, Ev>) -> Toy {
         Toy {
             arrivals: Stream::new(seed, "arrivals"),
             services: Stream::new(seed, "services"),
@@ -134,10 +132,18 @@ fn toy(seed: u64, sample: Option<SimDuration>, limits: Limits) -> Simulation<Toy
             next_id: 0,
             log: vec![],
             logging: true,
-            depth,
-            done,
+            depth: ctx.metrics.gauge("toy.depth"),
+            done: ctx.metrics.counter("toy.done"),
             selfloop: false,
         }
+    }
+}
+
+/// The toy as an M/M/1 queue (arrivals every 10 ms, service 8 ms on average).
+fn toy(seed: u64, sample: Option<SimDuration>, limits: Limits) -> Simulation<Toy> {
+    Simulation::new(limits, sample, |ctx| {
+        ctx.schedule_at(SimTime(0), Ev::Arrive(0));
+        Toy::new(seed, ctx)
     })
 }
 
@@ -210,22 +216,7 @@ fn changes_apply_at_instant_boundaries() {
         for (t, m) in [(10, "e10a"), (10, "e10b"), (11, "e11"), (9, "e9")] {
             ctx.schedule_at(SimTime(t), Ev::Mark(m));
         }
-        let depth = ctx.metrics.gauge("toy.depth");
-        let done = ctx.metrics.counter("toy.done");
-        Toy {
-            arrivals: Stream::new(0, "a"),
-            services: Stream::new(0, "s"),
-            iat: Dist::exponential(SimDuration(1)),
-            svc: Dist::exponential(SimDuration(1)),
-            queue: 0,
-            busy: false,
-            next_id: 0,
-            log: vec![],
-            logging: true,
-            depth,
-            done,
-            selfloop: false,
-        }
+        Toy::new(0, ctx)
     });
     sim.schedule_change(SimTime(10), Change::Log("change10")).unwrap();
     sim.schedule_change(SimTime(10), Change::MarkNow("mark-from-change10")).unwrap();

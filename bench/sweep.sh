@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Sweep throughput: the same 16-run batch (bench/sweep/mid.ron) with --jobs 1 and --jobs 2,
+# and the share of wall time spent outside the runs themselves (loading, writing every
+# result part, the summary). Prints a table; targets: speed-up ≥ 1.8 on 2 cores, overhead
+# < 5% of run time.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cargo build --release --quiet -p experiments
+bin=target/release/stormglass
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+measure() { # jobs → wall seconds
+    local out="$work/j$1"
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$bin" run bench/sweep/mid.ron --jobs "$1" --out "$out" --progress none > /dev/null 2>&1
+    t1=$(date +%s.%N)
+    python3 -c "print($t1 - $t0)"
+}
+python3 -c "import polars" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "polars>=1.0"
+w1=$(measure 1)
+w2=$(measure 2)
+python3 - "$work" "$w1" "$w2" <<'PY'
+import sys, os
+import polars as pl
+work, w1, w2 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+t = pl.scan_parquet(f"{work}/j1/bench-sweep/timings/").collect()
+runs_s = t["wall_seconds"].sum()
+events = t["events"].sum()
+print(f"batch: {t.height} runs, {events:,} events in all, {runs_s:.2f} s of simulation (sum over runs, --jobs 1)")
+print(f"{'jobs':>4} {'wall s':>8} {'runs/s':>8} {'speed-up':>9}")
+print(f"{1:>4} {w1:>8.2f} {t.height / w1:>8.2f} {1.0:>8.2f}x")
+print(f"{2:>4} {w2:>8.2f} {t.height / w2:>8.2f} {w1 / w2:>8.2f}x")
+overhead = (w1 - runs_s) / runs_s
+print(f"outside the runs (process start, load, writing {t.height} × 4 parts, summary): "
+      f"{w1 - runs_s:.3f} s = {100 * overhead:.1f}% of run time (--jobs 1)")
+print(f"targets: speed-up ≥ 1.8 ({'met' if w1 / w2 >= 1.8 else 'MISSED'}); "
+      f"overhead < 5% ({'met' if overhead < 0.05 else 'MISSED'})")
+print(f"machine: nproc {os.cpu_count()}")
+PY

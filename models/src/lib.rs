@@ -19,6 +19,7 @@ pub mod governor;
 pub mod ids;
 pub mod outcome;
 pub mod params;
+pub mod profile;
 pub mod run;
 pub mod scenario;
 pub mod source;

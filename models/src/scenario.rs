@@ -119,10 +119,10 @@ impl<V> ScenarioSpec<V> {
         ranges("gates", &self.gates)?;
         ranges("stations", &self.stations)?;
         for (i, s) in self.sources.iter().enumerate() {
-            if s.interarrival.mean().is_some_and(|m| m <= 0.0) {
+            if s.limit.is_none() && s.interarrival.mean().is_some_and(|m| m <= 0.0) {
                 return Err(SpecError {
                     path: format!("sources[{i}].interarrival"),
-                    message: "expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate)".into(),
+                    message: "expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate; for a batch flood set a `limit`)".into(),
                 });
             }
         }

@@ -1,10 +1,13 @@
 //! An open-loop traffic source: a renewal process of arrivals.
 //!
 //! Inter-arrival times come from the source's own ChaCha stream (`arrivals/<name>`), so the
-//! arrival times do not depend on anything else in the run. Per-request attributes are
+//! arrival times do not depend on anything else in the run. A [`Profile`] warps the gaps
+//! through a time-varying rate multiplier (exactly, by inversion). The first arrival is at
+//! `start`. Per-request attributes are
 //! keyed by `(seed, source, sequence)`, never drawn from this stream.
 
 use crate::params::{ParamDecl, ParamType, ParamValue, Params};
+use crate::profile::Profile;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, SimDuration};
@@ -22,9 +25,15 @@ pub struct SourceSpec {
     /// First arrival at this time (default 0).
     #[serde(default)]
     pub start: SimDuration,
-    /// Stop generating after this many requests (default: no limit).
+    /// Stop generating after this many requests (default: no limit). With a finite limit
+    /// a zero gap is allowed: `interarrival: Constant("0s"), limit: Some(20000)` is a batch
+    /// flood of 20,000 requests at `start`; `Constant("5ms")` spreads them.
     #[serde(default, deserialize_with = "validate::opt_at_least_one")]
     pub limit: Option<u64>,
+    /// Time-varying load: a rate multiplier that warps the arrival process (diurnal cycles,
+    /// surges, on/off). `None`: constant.
+    #[serde(default)]
+    pub profile: Option<Profile>,
 }
 
 impl Params for SourceSpec {

@@ -84,6 +84,7 @@ struct SourceRt {
     key: u64,
     stream: Stream,
     interarrival: sim_core::Dist<SimDuration>,
+    profile: Option<crate::profile::Profile>,
     limit: Option<u64>,
     issued: u64,
     site: u16,
@@ -235,6 +236,7 @@ impl QueueingWorld {
                 key: name_id(&s.name),
                 stream: Stream::new(run.seed, &format!("arrivals/{}", s.name)),
                 interarrival: s.interarrival.clone(),
+                profile: s.profile.clone(),
                 limit: s.limit,
                 issued: 0,
                 site: find_site(&s.target),
@@ -300,7 +302,14 @@ impl QueueingWorld {
         ctx.metrics.incr(src.arrivals);
         if src.limit.is_none_or(|l| src.issued < l) {
             let gap = src.interarrival.sample(&mut src.stream);
-            ctx.schedule_in(gap, Ev::Arrival { source });
+            let next = match &src.profile {
+                None => Some(now + gap),
+                // `None`: the profile stays at zero for ever; the source is done.
+                Some(p) => p.advance(now, gap.0 as f64),
+            };
+            if let Some(at) = next {
+                ctx.schedule_at(at, Ev::Arrival { source });
+            }
         }
         let site = src.site;
         let id = RequestId(self.next_request);
@@ -716,9 +725,14 @@ impl sim_core::World for QueueingWorld {
         self.set(change, ctx);
     }
     fn live_entities(&self) -> u64 {
+        // Requests a limited source has still to send count too: a batch flood of 20,000
+        // requests at one instant is legitimate, not a zero-time loop.
+        let pending: u64 =
+            self.sources.iter().filter_map(|s| s.limit.map(|l| l.saturating_sub(s.issued))).sum();
         self.live
-            + self.sources.len() as u64
-            + self.stations.iter().map(|s| s.st.servers).sum::<u64>()
+            .saturating_add(pending)
+            .saturating_add(self.sources.len() as u64)
+            .saturating_add(self.stations.iter().map(|s| s.st.servers).sum::<u64>())
     }
     fn component_of(&self, ev: &Ev) -> String {
         match *ev {

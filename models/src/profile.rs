@@ -1,0 +1,261 @@
+//! Time-varying load: a rate multiplier over time that warps a source's arrival process.
+//!
+//! A source's inter-arrival distribution defines a renewal process in *operational time*;
+//! the profile maps operational time to real time through the cumulative multiplier
+//! `U(t) = ∫₀ᵗ m(s) ds`. With exponential gaps this is exactly a non-homogeneous Poisson
+//! process of rate `λ·m(t)`; with bursty (gamma) gaps the burstiness is kept while the mean
+//! rate follows the profile. This expresses diurnal cycles, a promotion surge (×10 ramped
+//! over minutes), on/off traffic (multiplier 0 while off) — by inversion, exactly, with no
+//! rejected draws, so arrivals stay a deterministic function of the source's stream.
+//!
+//! Points `(at, multiplier)` are joined by `Linear` ramps or held as `Step`s; before the
+//! first point the first multiplier holds, after the last point the last one. With a
+//! `period`, the profile repeats (points must then lie in `[0, period)`).
+
+use serde::{Deserialize, Serialize};
+use sim_core::{SimDuration, SimTime};
+
+/// How points are joined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Shape {
+    /// The multiplier holds until the next point.
+    Step,
+    /// The multiplier ramps linearly to the next point.
+    Linear,
+}
+
+/// A rate-multiplier profile, as written in scenarios.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Profile", try_from = "ProfileSpec")]
+pub struct Profile {
+    points: Vec<(SimDuration, f64)>,
+    shape: Shape,
+    period: Option<SimDuration>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename = "Profile")]
+struct ProfileSpec {
+    points: Vec<(SimDuration, f64)>,
+    shape: Shape,
+    #[serde(default)]
+    period: Option<SimDuration>,
+}
+
+/// Most points in one profile (TigerStyle bound; a day at one-minute resolution fits).
+pub const MAX_POINTS: usize = 10_000;
+
+impl TryFrom<ProfileSpec> for Profile {
+    type Error = String;
+    fn try_from(p: ProfileSpec) -> Result<Self, String> {
+        Profile::new(p.points, p.shape, p.period)
+    }
+}
+
+impl Profile {
+    pub fn new(
+        points: Vec<(SimDuration, f64)>,
+        shape: Shape,
+        period: Option<SimDuration>,
+    ) -> Result<Self, String> {
+        if points.is_empty() || points.len() > MAX_POINTS {
+            return Err(format!("expected 1 to {MAX_POINTS} points, found {}", points.len()));
+        }
+        for (i, w) in points.windows(2).enumerate() {
+            if w[1].0 <= w[0].0 {
+                return Err(format!(
+                    "point times must increase: point {} at \"{}\" is not after point {i} at \"{}\"",
+                    i + 1,
+                    w[1].0,
+                    w[0].0
+                ));
+            }
+        }
+        for (i, (_, m)) in points.iter().enumerate() {
+            if !m.is_finite() || *m < 0.0 || *m > 1e6 {
+                return Err(format!("multiplier of point {i} must be in [0, 1e6], found {m}"));
+            }
+        }
+        if let Some(p) = period {
+            if p.0 == 0 {
+                return Err("period must be > 0".into());
+            }
+            if points.last().is_some_and(|l| l.0 >= p) {
+                return Err(format!("with a period of \"{p}\", every point must lie before it"));
+            }
+        }
+        let any_positive = points.iter().any(|(_, m)| *m > 0.0);
+        if !any_positive {
+            return Err("at least one multiplier must be > 0 (the source would never send)".into());
+        }
+        Ok(Profile { points, shape, period })
+    }
+
+    /// Multiplier at time `t` (within one period if periodic).
+    pub fn multiplier(&self, t: SimTime) -> f64 {
+        let t = self.fold(t.0);
+        let p = &self.points;
+        let i = p.partition_point(|(at, _)| at.0 <= t);
+        if i == 0 {
+            return match (self.period, self.shape) {
+                // Periodic linear profiles wrap: ramp from the last point to the first.
+                (Some(per), Shape::Linear) => {
+                    let (a, ma) = (p[p.len() - 1].0.0 as f64 - per.0 as f64, p[p.len() - 1].1);
+                    let (b, mb) = (p[0].0.0 as f64, p[0].1);
+                    lerp(a, ma, b, mb, t as f64)
+                }
+                (Some(_), Shape::Step) => p[p.len() - 1].1,
+                (None, _) => p[0].1,
+            };
+        }
+        let (a, ma) = p[i - 1];
+        match (self.shape, p.get(i)) {
+            (Shape::Linear, Some(&(b, mb))) => lerp(a.0 as f64, ma, b.0 as f64, mb, t as f64),
+            (Shape::Linear, None) => match self.period {
+                Some(per) => lerp(a.0 as f64, ma, per.0 as f64 + p[0].0.0 as f64, p[0].1, t as f64),
+                None => ma,
+            },
+            (Shape::Step, _) => ma,
+        }
+    }
+
+    fn fold(&self, t: u64) -> u64 {
+        self.period.map_or(t, |p| t % p.0)
+    }
+
+    /// The breakpoints of the multiplier after `t` (exclusive), in absolute time: the next
+    /// instant at which the piecewise-linear form changes.
+    fn next_break(&self, t: u64) -> u64 {
+        let p = &self.points;
+        match self.period {
+            None => p.iter().map(|(at, _)| at.0).find(|&at| at > t).unwrap_or(u64::MAX),
+            Some(per) => {
+                let base = t - t % per.0;
+                let local = t % per.0;
+                match p.iter().map(|(at, _)| at.0).find(|&at| at > local) {
+                    Some(at) => base + at,
+                    None => base + per.0 + p[0].0.0.min(per.0),
+                }
+                .max(t + 1)
+            }
+        }
+    }
+
+    /// Advances by `work` units of operational time (ns × multiplier) from real time
+    /// `from`; returns the real time at which that much work has accumulated, or `None` if
+    /// the multiplier stays 0 for ever after.
+    pub fn advance(&self, from: SimTime, work: f64) -> Option<SimTime> {
+        debug_assert!(work >= 0.0);
+        let mut t = from.0;
+        let mut left = work;
+        // Bounded: each step crosses a breakpoint; a periodic profile with positive mass
+        // accumulates work every period.
+        for _ in 0..(4 * MAX_POINTS as u64 + 1_000_000) {
+            let next = self.next_break(t);
+            let m0 = self.multiplier(SimTime(t));
+            if next == u64::MAX {
+                // Constant for ever.
+                if m0 <= 0.0 {
+                    return None;
+                }
+                return Some(SimTime(t.saturating_add((left / m0).ceil() as u64)));
+            }
+            // Linear profiles are continuous (periodic ones wrap with a ramp), so the value
+            // at the next breakpoint is the end of this segment's ramp.
+            let m1 = match self.shape {
+                Shape::Step => m0,
+                Shape::Linear => self.multiplier(SimTime(next)),
+            };
+            let dt = (next - t) as f64;
+            let area = (m0 + m1) / 2.0 * dt;
+            if area >= left && area > 0.0 {
+                // Solve ∫₀ˣ (m0 + (m1 − m0)s/dt) ds = left for x ∈ (0, dt].
+                let slope = (m1 - m0) / dt;
+                let x = if slope.abs() < 1e-18 {
+                    left / m0
+                } else {
+                    let disc = m0 * m0 + 2.0 * slope * left;
+                    (disc.max(0.0).sqrt() - m0) / slope // sqrt is correctly rounded (IEEE 754) everywhere
+                };
+                return Some(SimTime(t + (x.ceil() as u64).clamp(0, next - t)));
+            }
+            left -= area;
+            t = next;
+        }
+        None
+    }
+
+    /// The profile's points.
+    pub fn points(&self) -> &[(SimDuration, f64)] {
+        &self.points
+    }
+}
+
+fn lerp(a: f64, ma: f64, b: f64, mb: f64, t: f64) -> f64 {
+    if b <= a { mb } else { ma + (mb - ma) * (t - a) / (b - a) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: u64) -> SimDuration {
+        SimDuration::from_secs(x)
+    }
+
+    #[test]
+    fn multiplier_table() {
+        let lin = Profile::new(vec![(s(10), 1.0), (s(20), 11.0)], Shape::Linear, None).unwrap();
+        let step = Profile::new(vec![(s(10), 1.0), (s(20), 11.0)], Shape::Step, None).unwrap();
+        let per = Profile::new(vec![(s(0), 0.0), (s(5), 2.0)], Shape::Step, Some(s(10))).unwrap();
+        let cases: &[(&Profile, u64, f64)] = &[
+            (&lin, 0, 1.0),
+            (&lin, 15, 6.0),
+            (&lin, 20, 11.0),
+            (&lin, 99, 11.0),
+            (&step, 15, 1.0),
+            (&step, 25, 11.0),
+            (&per, 3, 0.0),
+            (&per, 7, 2.0),
+            (&per, 13, 0.0),
+            (&per, 17, 2.0),
+        ];
+        for (p, t, m) in cases {
+            assert_eq!(p.multiplier(SimTime::ZERO + s(*t)), *m, "t={t}");
+        }
+    }
+
+    #[test]
+    fn advance_inverts_the_cumulative_rate() {
+        // Ramp 1 → 11 over [10 s, 20 s]: area 60 s. From 0: 10 s of work at ×1 ends at 10 s;
+        // 70 s of work ends at 20 s; 81 s ends at 21 s (×11 after).
+        let lin = Profile::new(vec![(s(10), 1.0), (s(20), 11.0)], Shape::Linear, None).unwrap();
+        let ns = |x: f64| x * 1e9;
+        let at = |w: f64| lin.advance(SimTime::ZERO, ns(w)).unwrap().as_s_f64();
+        assert!((at(10.0) - 10.0).abs() < 1e-6);
+        assert!((at(70.0) - 20.0).abs() < 1e-6);
+        assert!((at(81.0) - 21.0).abs() < 1e-6);
+        // Half of the ramp's area (30 s) is reached at x with x + x²/2 = 30 → x = 6.937 s.
+        let x = -1.0 + (1.0f64 + 60.0).sqrt();
+        assert!((at(40.0) - (10.0 + x)).abs() < 1e-6, "{}", at(40.0));
+        // On/off: work only accumulates while on.
+        let per = Profile::new(vec![(s(0), 0.0), (s(5), 2.0)], Shape::Step, Some(s(10))).unwrap();
+        // 12 units: 10 during [5 s, 10 s) at ×2, the other 2 at ×2 from 15 s → 16 s.
+        let t = per.advance(SimTime::ZERO, ns(12.0)).unwrap().as_s_f64();
+        assert!((t - 16.0).abs() < 1e-6, "{t}");
+        // A profile that ends at zero never sends again.
+        let off = Profile::new(vec![(s(0), 1.0), (s(5), 0.0)], Shape::Step, None).unwrap();
+        assert_eq!(off.advance(SimTime::ZERO + s(6), 1.0), None);
+    }
+
+    #[test]
+    fn validation() {
+        let e =
+            |pts: Vec<(SimDuration, f64)>, per| Profile::new(pts, Shape::Step, per).unwrap_err();
+        assert!(e(vec![], None).contains("expected 1 to"));
+        assert!(e(vec![(s(5), 1.0), (s(5), 2.0)], None).contains("must increase"));
+        assert!(e(vec![(s(0), -1.0)], None).contains("must be in [0, 1e6]"));
+        assert!(e(vec![(s(0), 0.0)], None).contains("at least one multiplier must be > 0"));
+        assert!(e(vec![(s(10), 1.0)], Some(s(10))).contains("must lie before it"));
+    }
+}

@@ -197,9 +197,10 @@ fn top_level_name(text: &str) -> (&str, usize) {
 /// `prefix` is the scenario's field path inside `src` (`"scenario"` when inline).
 pub fn resolve_scenario(
     src: &Source<'_>,
-    spec: ScenarioSpec<IgnoredAny>,
+    mut spec: ScenarioSpec<IgnoredAny>,
     prefix: &str,
 ) -> Result<Scenario, InputError> {
+    load_traces(src, &mut spec, prefix)?;
     spec.check().map_err(|e| src.error_at(&join(prefix, &e.path), e.message))?;
     let registry = spec.registry();
     let sc = spec.map_timeline(|i, s: SetParam<IgnoredAny>| {
@@ -212,6 +213,27 @@ pub fn resolve_scenario(
     })?;
     sc.check_timeline().map_err(|e| src.error_at(&join(prefix, &e.path), e.message))?;
     Ok(sc)
+}
+
+/// Reads every trace file a source names (relative to the file that names it).
+fn load_traces(
+    src: &Source<'_>,
+    spec: &mut ScenarioSpec<IgnoredAny>,
+    prefix: &str,
+) -> Result<(), InputError> {
+    let dir = src.file.parent().unwrap_or(Path::new("."));
+    for (i, s) in spec.sources.iter_mut().enumerate() {
+        let Some(t) = s.trace.as_mut() else { continue };
+        let field = join(prefix, &format!("sources[{i}].trace.file"));
+        let path = dir.join(&t.file);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            src.error_at(&field, format!("cannot read trace {}: {e}", path.display()))
+        })?;
+        let data = models::trace::TraceData::parse_csv(&text, t)
+            .map_err(|e| src.error_at(&field, format!("{}: {e}", path.display())))?;
+        t.data = Some(Arc::new(data));
+    }
+    Ok(())
 }
 
 fn read(path: &Path) -> Result<String, LoadError> {

@@ -360,6 +360,8 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
     let mut reason = Vec::with_capacity(rows);
     let warmup = exp.warmup.0;
     let mut measured = Vec::with_capacity(rows);
+    let mut prompt = Vec::with_capacity(rows);
+    let mut output = Vec::with_capacity(rows);
     for r in records {
         for q in &r.requests {
             run_id.push(r.run_id.as_str());
@@ -372,6 +374,8 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
             outcome.push(q.outcome.map_or("in_flight", |o| o.kind_name()));
             reason.push(q.outcome.and_then(|o| o.reason()).map(|r| r.name()));
             measured.push(q.arrival.0 >= warmup);
+            prompt.push(q.tokens.prompt);
+            output.push(q.tokens.output);
         }
     }
     DataFrame::new(
@@ -387,6 +391,8 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
             Column::new("outcome".into(), outcome),
             Column::new("reason".into(), reason),
             Column::new("measured".into(), measured),
+            Column::new("prompt_tokens".into(), prompt),
+            Column::new("output_tokens".into(), output),
         ],
     )
 }

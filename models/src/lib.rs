@@ -25,6 +25,7 @@ pub mod scenario;
 pub mod source;
 pub mod station;
 pub mod summary;
+pub mod trace;
 mod validate;
 pub mod world;
 

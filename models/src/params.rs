@@ -187,7 +187,13 @@ pub trait Params {
     const KIND: &'static str;
     fn instance_name(&self) -> &str;
     fn decls() -> Vec<ParamDecl>;
+    /// `None` when the parameter is unknown or this instance does not have it.
     fn get(&self, param: &str) -> Option<ParamValue>;
+    /// The field path (relative to the component in the scenario file) that holds a
+    /// parameter, for error messages; by default the parameter's own name.
+    fn field_of(param: &str) -> String {
+        param.to_string()
+    }
     /// Writes a value already checked against the declared type.
     fn set(&mut self, param: &str, value: ParamValue) -> Result<(), String>;
 }
@@ -202,7 +208,9 @@ impl Registry {
     pub fn add_component<P: Params>(&mut self, c: &P) {
         for d in P::decls() {
             let path = format!("{}.{}.{}", P::KIND, c.instance_name(), d.name);
-            let value = c.get(d.name).expect("declared parameters are readable");
+            // A declared parameter this instance does not have (a trace source has no
+            // inter-arrival distribution) is not listed.
+            let Some(value) = c.get(d.name) else { continue };
             let prev = self.specs.insert(
                 path.clone(),
                 ParamSpec { path, ty: d.ty, unit: d.unit, value, runtime: d.runtime, doc: d.doc },

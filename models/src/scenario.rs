@@ -106,26 +106,45 @@ impl<V> ScenarioSpec<V> {
         fn ranges<P: Params>(list: &str, v: &[P]) -> Result<(), SpecError> {
             for (i, c) in v.iter().enumerate() {
                 for d in P::decls() {
-                    let value = c.get(d.name).expect("declared parameters are readable");
+                    let Some(value) = c.get(d.name) else { continue };
                     d.ty.check(&value).map_err(|message| SpecError {
-                        path: format!("{list}[{i}].{}", d.name),
+                        path: format!("{list}[{i}].{}", P::field_of(d.name)),
                         message,
                     })?;
                 }
             }
             Ok(())
         }
-        ranges("sources", &self.sources)?;
-        ranges("gates", &self.gates)?;
-        ranges("stations", &self.stations)?;
         for (i, s) in self.sources.iter().enumerate() {
-            if s.limit.is_none() && s.interarrival.mean().is_some_and(|m| m <= 0.0) {
+            let at =
+                |f: &str, message: String| SpecError { path: format!("sources[{i}].{f}"), message };
+            match (&s.interarrival, &s.trace) {
+                (Some(_), Some(_)) | (None, None) => {
+                    return Err(at(
+                        "interarrival",
+                        "expected exactly one of `interarrival: <distribution>` and `trace: Trace(...)`".into(),
+                    ));
+                }
+                (None, Some(t)) => {
+                    t.check().map_err(|m| at("trace", m))?;
+                    if s.profile.is_some() {
+                        return Err(at("profile", "a trace source replays its own times: use the trace's `rate_scale` instead of a profile".into()));
+                    }
+                }
+                (Some(_), None) => {}
+            }
+            if s.limit.is_none()
+                && s.interarrival.as_ref().is_some_and(|d| d.mean().is_some_and(|m| m <= 0.0))
+            {
                 return Err(SpecError {
                     path: format!("sources[{i}].interarrival"),
                     message: "expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate; for a batch flood set a `limit`)".into(),
                 });
             }
         }
+        ranges("sources", &self.sources)?;
+        ranges("gates", &self.gates)?;
+        ranges("stations", &self.stations)?;
         let names = |v: Vec<&str>| v.join(", ");
         for (i, s) in self.sources.iter().enumerate() {
             if !self.call_sites.iter().any(|c| c.name == s.target) {

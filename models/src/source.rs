@@ -8,6 +8,7 @@
 
 use crate::params::{ParamDecl, ParamType, ParamValue, Params};
 use crate::profile::Profile;
+use crate::trace::TraceSpec;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, SimDuration};
@@ -18,8 +19,23 @@ use sim_core::{Dist, SimDuration};
 pub struct SourceSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,
-    /// Inter-arrival time distribution (`Exponential` = Poisson arrivals).
-    pub interarrival: Dist<SimDuration>,
+    /// Inter-arrival time distribution (`Exponential` = Poisson arrivals). Exactly one of
+    /// `interarrival` and `trace`.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub interarrival: Option<Dist<SimDuration>>,
+    /// Replay of a recorded trace (arrival times, prompt and output tokens).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub trace: Option<TraceSpec>,
     /// The call site its requests enter.
     pub target: String,
     /// First arrival at this time (default 0).
@@ -48,7 +64,7 @@ impl Params for SourceSpec {
                 ty: ParamType::DurationDist,
                 unit: "ns",
                 runtime: true,
-                doc: "time between arrivals (takes effect from the next arrival)",
+                doc: "time between arrivals (takes effect from the next arrival; renewal sources only)",
             },
             ParamDecl {
                 name: "start",
@@ -64,11 +80,25 @@ impl Params for SourceSpec {
                 runtime: false,
                 doc: "stop after this many requests (None = unlimited)",
             },
+            ParamDecl {
+                name: "trace_rate_scale",
+                ty: ParamType::Float { min: 1e-6, max: 1e6 },
+                unit: "×",
+                runtime: false,
+                doc: "replay speed of a trace source (2 = twice the recorded rate)",
+            },
         ]
+    }
+    fn field_of(param: &str) -> String {
+        match param {
+            "trace_rate_scale" => "trace.rate_scale".into(),
+            p => p.into(),
+        }
     }
     fn get(&self, p: &str) -> Option<ParamValue> {
         Some(match p {
-            "interarrival" => ParamValue::DurationDist(self.interarrival.clone()),
+            "interarrival" => ParamValue::DurationDist(self.interarrival.clone()?),
+            "trace_rate_scale" => ParamValue::Float(self.trace.as_ref()?.rate_scale),
             "start" => ParamValue::Duration(self.start),
             "limit" => ParamValue::OptCount(self.limit),
             _ => return None,
@@ -76,7 +106,10 @@ impl Params for SourceSpec {
     }
     fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
         match (p, v) {
-            ("interarrival", ParamValue::DurationDist(d)) => self.interarrival = d,
+            ("interarrival", ParamValue::DurationDist(d)) => self.interarrival = Some(d),
+            ("trace_rate_scale", ParamValue::Float(x)) if self.trace.is_some() => {
+                self.trace.as_mut().expect("checked").rate_scale = x;
+            }
             ("start", ParamValue::Duration(d)) => self.start = d,
             ("limit", ParamValue::OptCount(n)) => self.limit = n,
             (p, v) => return Err(format!("source has no parameter `{p}` of type {v:?}")),

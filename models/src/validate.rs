@@ -30,3 +30,22 @@ pub fn name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     }
     Ok(s)
 }
+
+/// An optional field written without `Some(...)`: present means `Some`.
+pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// Writes an optional field the way [`present`] reads it (use with
+/// `skip_serializing_if = "Option::is_none"`).
+pub fn ser_present<S: serde::Serializer, T: serde::Serialize>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) => x.serialize(s),
+        None => s.serialize_none(),
+    }
+}

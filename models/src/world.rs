@@ -72,6 +72,7 @@ struct Req {
     site: u16,
     arrival: SimTime,
     start: Option<SimTime>,
+    tokens: Tokens,
     /// Where it is parked, and the deadline timer.
     parked_at: Option<usize>,
     on_deadline: Reason,
@@ -83,7 +84,10 @@ struct SourceRt {
     name: String,
     key: u64,
     stream: Stream,
-    interarrival: sim_core::Dist<SimDuration>,
+    /// `None` for a trace source.
+    interarrival: Option<sim_core::Dist<SimDuration>>,
+    trace: Option<crate::trace::TraceSpec>,
+    start: SimTime,
     profile: Option<crate::profile::Profile>,
     limit: Option<u64>,
     issued: u64,
@@ -138,6 +142,13 @@ pub struct ModelEvent {
     pub to: String,
 }
 
+/// Token counts a request carries (from a trace; `None` where unknown).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub prompt: Option<u32>,
+    pub output: Option<u32>,
+}
+
 /// What happened to one request (kept when `record_requests` is on).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestRecord {
@@ -153,6 +164,7 @@ pub struct RequestRecord {
     pub end: Option<SimTime>,
     /// `None`: still in the system at the end of the run.
     pub outcome: Option<Outcome>,
+    pub tokens: Tokens,
 }
 
 pub struct QueueingWorld {
@@ -236,6 +248,8 @@ impl QueueingWorld {
                 key: name_id(&s.name),
                 stream: Stream::new(run.seed, &format!("arrivals/{}", s.name)),
                 interarrival: s.interarrival.clone(),
+                trace: s.trace.clone(),
+                start: SimTime::ZERO + s.start,
                 profile: s.profile.clone(),
                 limit: s.limit,
                 issued: 0,
@@ -301,17 +315,33 @@ impl QueueingWorld {
         }
         ctx.metrics.incr(src.arrivals);
         if src.limit.is_none_or(|l| src.issued < l) {
-            let gap = src.interarrival.sample(&mut src.stream);
-            let next = match &src.profile {
-                None => Some(now + gap),
-                // `None`: the profile stays at zero for ever; the source is done.
-                Some(p) => p.advance(now, gap.0 as f64),
+            let next = match (&src.trace, &src.interarrival) {
+                // A trace source: the next row's time, until the rows run out.
+                (Some(t), _) => t.offset(src.issued as usize).map(|off| src.start + off),
+                (None, Some(dist)) => {
+                    let gap = dist.sample(&mut src.stream);
+                    match &src.profile {
+                        None => Some(now + gap),
+                        // `None`: the profile stays at zero for ever; the source is done.
+                        Some(p) => p.advance(now, gap.0 as f64),
+                    }
+                }
+                (None, None) => unreachable!("checked: a source has a trace or an inter-arrival"),
             };
             if let Some(at) = next {
                 ctx.schedule_at(at, Ev::Arrival { source });
             }
         }
         let site = src.site;
+        let tokens = src
+            .trace
+            .as_ref()
+            .and_then(|t| t.data.as_ref())
+            .map(|d| Tokens {
+                prompt: d.prompt_tokens.get(seq as usize).copied().flatten(),
+                output: d.output_tokens.get(seq as usize).copied().flatten(),
+            })
+            .unwrap_or_default();
         let id = RequestId(self.next_request);
         self.next_request += 1;
         let slot = self.alloc(Req {
@@ -321,6 +351,7 @@ impl QueueingWorld {
             site,
             arrival: now,
             start: None,
+            tokens,
             parked_at: None,
             on_deadline: Reason::Timeout,
             timer: None,
@@ -494,6 +525,7 @@ impl QueueingWorld {
                 start: r.start,
                 end: Some(now),
                 outcome: Some(outcome),
+                tokens: r.tokens,
             });
         }
         let measured = r.arrival >= self.warmup;
@@ -562,7 +594,8 @@ impl QueueingWorld {
                 self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.service = d;
             }
             ("source", "interarrival", ParamValue::DurationDist(d)) => {
-                self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival = d;
+                self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival =
+                    Some(d);
             }
             ("gate", param, v) => {
                 let i = self.gates.iter().position(|g| g.name == name).expect("checked");
@@ -597,7 +630,7 @@ impl QueueingWorld {
                 .sources
                 .iter()
                 .find(|s| s.name == name)
-                .map(|s| crate::params::dist_to_text(&s.interarrival)),
+                .and_then(|s| s.interarrival.as_ref().map(crate::params::dist_to_text)),
             ("gate", p) => self.gates.iter().position(|g| g.name == name).map(|i| {
                 let GovernorKind::Gate(g) = &self.govs[i];
                 match p {
@@ -699,6 +732,7 @@ impl QueueingWorld {
             start: r.start,
             end: None,
             outcome: None,
+            tokens: r.tokens,
         }));
         out
     }

@@ -1,0 +1,239 @@
+//! Trace replay: arrivals (and token counts) read from a recorded request log.
+//!
+//! A trace is CSV with a header; columns are mapped by name, so the bundled Azure LLM
+//! traces (`arrived_at`, `num_prefill_tokens`, `num_decode_tokens`) and other logs are read
+//! as they are. `rate_scale` compresses time (2.0 = twice the rate) to stress a scenario
+//! with a real arrival pattern.
+//!
+//! This module parses text; reading the file is the file layer's job (`experiments`), which
+//! stores the parsed rows in [`TraceSpec::data`] before the scenario is checked.
+
+use serde::{Deserialize, Serialize};
+use sim_core::SimDuration;
+use std::sync::Arc;
+
+/// Parsed trace rows, in file order (arrival times must not decrease).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceData {
+    /// Arrival offsets in ns from the first row's time (which becomes 0).
+    pub arrival_ns: Vec<u64>,
+    pub prompt_tokens: Vec<Option<u32>>,
+    pub output_tokens: Vec<Option<u32>>,
+}
+
+/// Column names of a trace file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Columns")]
+pub struct TraceColumns {
+    #[serde(default = "default_arrival")]
+    pub arrival: String,
+    /// `None`: the trace has no prompt-token column.
+    #[serde(default = "default_prompt")]
+    pub prompt_tokens: Option<String>,
+    #[serde(default = "default_output")]
+    pub output_tokens: Option<String>,
+}
+
+fn default_arrival() -> String {
+    "arrived_at".into()
+}
+fn default_prompt() -> Option<String> {
+    Some("num_prefill_tokens".into())
+}
+fn default_output() -> Option<String> {
+    Some("num_decode_tokens".into())
+}
+
+impl Default for TraceColumns {
+    fn default() -> Self {
+        TraceColumns {
+            arrival: default_arrival(),
+            prompt_tokens: default_prompt(),
+            output_tokens: default_output(),
+        }
+    }
+}
+
+/// A trace source's settings, as written in scenarios.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Trace")]
+pub struct TraceSpec {
+    /// CSV file, relative to the scenario file.
+    pub file: String,
+    /// Column names (default: the Azure LLM trace's).
+    #[serde(default)]
+    pub columns: TraceColumns,
+    /// Unit of the arrival column (`"1s"` for seconds, `"1ms"` for milliseconds).
+    #[serde(default = "one_second")]
+    pub time_unit: SimDuration,
+    /// Replay speed: 2.0 replays at twice the recorded rate.
+    #[serde(default = "one")]
+    pub rate_scale: f64,
+    /// The parsed rows (filled by the file layer; not part of the scenario's text).
+    #[serde(skip)]
+    pub data: Option<Arc<TraceData>>,
+}
+
+fn one_second() -> SimDuration {
+    SimDuration::from_secs(1)
+}
+fn one() -> f64 {
+    1.0
+}
+
+/// Most rows a trace may have (memory: ~24 bytes a row).
+pub const MAX_ROWS: usize = 50_000_000;
+
+impl TraceData {
+    /// Parses CSV text. Errors name the 1-based line and column and what was expected.
+    pub fn parse_csv(text: &str, spec: &TraceSpec) -> Result<TraceData, String> {
+        let mut lines = text.lines().enumerate();
+        let (_, header) = lines.next().ok_or("the trace is empty: expected a header line")?;
+        let names: Vec<&str> = header.split(',').map(|s| s.trim()).collect();
+        let find = |want: &str| {
+            names.iter().position(|n| *n == want).ok_or_else(|| {
+                format!("line 1: no column named `{want}`; the header has: {}", names.join(", "))
+            })
+        };
+        let a = find(&spec.columns.arrival)?;
+        let p = spec.columns.prompt_tokens.as_deref().map(find).transpose()?;
+        let o = spec.columns.output_tokens.as_deref().map(find).transpose()?;
+        let unit_ns = spec.time_unit.0 as f64;
+        let mut d = TraceData::default();
+        let mut first: Option<f64> = None;
+        let mut last = f64::NEG_INFINITY;
+        for (i, line) in lines {
+            let line_no = i + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            if d.arrival_ns.len() >= MAX_ROWS {
+                return Err(format!("line {line_no}: more than {MAX_ROWS} rows"));
+            }
+            let cells: Vec<&str> = line.split(',').map(|s| s.trim()).collect();
+            let cell = |c: usize, what: &str| {
+                cells.get(c).copied().ok_or_else(|| {
+                    format!(
+                        "line {line_no}: expected {} columns, found {} (no `{what}`)",
+                        names.len(),
+                        cells.len()
+                    )
+                })
+            };
+            let raw = cell(a, &spec.columns.arrival)?;
+            let t: f64 = raw.parse().ok().filter(|x: &f64| x.is_finite() && *x >= 0.0).ok_or_else(|| {
+                format!("line {line_no}: column `{}`: expected a non-negative number, found `{raw}`", spec.columns.arrival)
+            })?;
+            if t < last {
+                return Err(format!(
+                    "line {line_no}: column `{}`: arrival times must not decrease ({t} after {last})",
+                    spec.columns.arrival
+                ));
+            }
+            last = t;
+            let t0 = *first.get_or_insert(t);
+            d.arrival_ns.push(((t - t0) * unit_ns).round() as u64);
+            let tokens = |col: Option<usize>,
+                          name: &Option<String>|
+             -> Result<Option<u32>, String> {
+                let Some(c) = col else { return Ok(None) };
+                let raw = cell(c, name.as_deref().unwrap_or(""))?;
+                raw.parse::<u32>().map(Some).map_err(|_| {
+                    format!(
+                        "line {line_no}: column `{}`: expected a whole number of tokens, found `{raw}`",
+                        name.as_deref().unwrap_or("")
+                    )
+                })
+            };
+            d.prompt_tokens.push(tokens(p, &spec.columns.prompt_tokens)?);
+            d.output_tokens.push(tokens(o, &spec.columns.output_tokens)?);
+        }
+        if d.arrival_ns.is_empty() {
+            return Err("the trace has a header but no rows".into());
+        }
+        Ok(d)
+    }
+}
+
+impl TraceSpec {
+    /// Checks the settings (ranges) and that the rows were loaded.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.rate_scale.is_finite() && self.rate_scale > 0.0 && self.rate_scale <= 1e6) {
+            return Err(format!("rate_scale must be in (0, 1e6], found {}", self.rate_scale));
+        }
+        if self.time_unit.0 == 0 {
+            return Err("time_unit must be > 0".into());
+        }
+        if self.data.is_none() {
+            return Err(format!(
+                "trace \"{}\" was not loaded (the file layer reads it)",
+                self.file
+            ));
+        }
+        Ok(())
+    }
+
+    /// Arrival offset of row `i` at the configured replay speed.
+    pub fn offset(&self, i: usize) -> Option<SimDuration> {
+        let d = self.data.as_ref()?;
+        d.arrival_ns.get(i).map(|ns| SimDuration::from_ns_f64(*ns as f64 / self.rate_scale))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> TraceSpec {
+        TraceSpec {
+            file: "t.csv".into(),
+            columns: TraceColumns::default(),
+            time_unit: SimDuration::from_secs(1),
+            rate_scale: 1.0,
+            data: None,
+        }
+    }
+
+    #[test]
+    fn parses_by_column_name_in_any_order() {
+        let text =
+            "num_decode_tokens,arrived_at,num_prefill_tokens\n44,10.5,374\n109,14.814579,396\n";
+        let d = TraceData::parse_csv(text, &spec()).unwrap();
+        assert_eq!(d.arrival_ns, vec![0, 4_314_579_000]);
+        assert_eq!(d.prompt_tokens, vec![Some(374), Some(396)]);
+        assert_eq!(d.output_tokens, vec![Some(44), Some(109)]);
+        let mut s = spec();
+        s.rate_scale = 2.0;
+        s.data = Some(Arc::new(d));
+        assert_eq!(s.offset(1), Some(SimDuration(2_157_289_500)));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let cases = [
+            ("", "the trace is empty"),
+            ("time,a\n", "line 1: no column named `arrived_at`; the header has: time, a"),
+            ("arrived_at,num_prefill_tokens,num_decode_tokens\n", "no rows"),
+            (
+                "arrived_at,num_prefill_tokens,num_decode_tokens\n1,2,3\nx,2,3\n",
+                "line 3: column `arrived_at`: expected a non-negative number, found `x`",
+            ),
+            (
+                "arrived_at,num_prefill_tokens,num_decode_tokens\n1,2,3\n0.5,2,3\n",
+                "line 3: column `arrived_at`: arrival times must not decrease",
+            ),
+            (
+                "arrived_at,num_prefill_tokens,num_decode_tokens\n1,2.5,3\n",
+                "line 2: column `num_prefill_tokens`: expected a whole number of tokens, found `2.5`",
+            ),
+            (
+                "arrived_at,num_prefill_tokens,num_decode_tokens\n1,2\n",
+                "line 2: expected 3 columns, found 2",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = TraceData::parse_csv(text, &spec()).unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+}

@@ -11,6 +11,7 @@
 //! would lose enum names, and their errors still point at the right line and column.
 
 pub mod experiment;
+pub mod gpu_cli;
 pub mod locate;
 pub mod provenance;
 pub mod results;

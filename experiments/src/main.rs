@@ -83,6 +83,8 @@ enum Cmd {
     },
     /// List the bundled scenarios.
     List,
+    /// Step time of one GPU server step under the fitted model, and the fit's error.
+    GpuModel(experiments::gpu_cli::GpuModelArgs),
 }
 
 fn parse_seeds(s: &str) -> Result<Seeds, String> {
@@ -144,6 +146,7 @@ fn main() -> ExitCode {
     unsafe { std::env::set_var("POLARS_MAX_THREADS", "1") };
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::GpuModel(args) => experiments::gpu_cli::run(&args),
         Cmd::List => {
             for (name, text) in BUNDLED {
                 let first = text

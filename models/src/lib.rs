@@ -16,6 +16,7 @@
 pub mod callsite;
 pub mod gate;
 pub mod governor;
+pub mod gpu;
 pub mod ids;
 pub mod outcome;
 pub mod params;

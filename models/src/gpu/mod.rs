@@ -1,0 +1,31 @@
+//! # gpu — the step time of a GPU inference server
+//!
+//! An inference server runs in steps: each step is one forward pass over a batch made of
+//! running sequences (one decode token each) and prompt tokens being prefilled (whole prompts
+//! or chunks). [`StepModel::step_time`] prices one such step from a handful of physical
+//! terms, fitted by [`fit()`] to a measured profile (`../shared/data/gpu-profile-h200/e2e.csv`
+//! read with [`parse_profile_csv`]):
+//!
+//! ```text
+//! t = fixed                                  weight read + kernel launches, once per step
+//!   + token · T                              every token in the pass (T = decodes + prefill tokens)
+//!   + compute · max(0, T − ridge)            GEMMs turn compute-bound beyond the ridge
+//!   + kv · Σ context of the decodes          KV-cache read, 128 KiB per cached token
+//!   + attention · prefill query–key pairs    prefill attention, quadratic in the prompt
+//! ```
+//!
+//! A mixed step (chunked prefill plus decodes) is one pass: the fixed cost is paid once and
+//! the tokens share the GEMMs, so it costs less than the decode step and the prefill step run
+//! separately. The model and its fit errors are documented in `docs/gpu-model.md`.
+//!
+//! Shipped coefficients: [`H200_LLAMA3_8B`] (generated; `shipped.rs` says how).
+
+mod fit;
+mod profile;
+mod shipped;
+mod step;
+
+pub use fit::{ErrorSummary, FitError, FitReport, error_summary, fit, signed_error_pct};
+pub use profile::{MAX_PROFILE_ROWS, Phase, ProfileError, ProfileRow, parse_profile_csv};
+pub use shipped::{H200_LLAMA3_8B, H200_LLAMA3_8B_FIT};
+pub use step::{ShippedFit, StepBatch, StepModel, StepParts};

@@ -10,8 +10,9 @@
 //! * Metric sampling happens here, at bucket boundaries, not as calendar events: turning it
 //!   on or off cannot change the run. A bucket boundary `b` is closed before the first event
 //!   at or after `b`, after every change stamped before `b`.
-//! * Guards: an event budget and a same-instant limit (`base + per_entity × live entities`)
-//!   end the run with an error naming the component whose event tripped them.
+//! * Guards: an event budget and a same-instant limit (`base + per_entity × live entities`,
+//!   the entity count taken once when an instant first exceeds `base`) end the run with an
+//!   error naming the component whose event tripped them.
 //!
 //! API boundary: models implement [`World`] (a closed event enum plus handlers) and talk to
 //! the engine only through [`Ctx`].
@@ -147,8 +148,8 @@ pub struct Simulation<W: World> {
     limits: Limits,
     instant: SimTime,
     events_at_instant: u64,
-    /// The same-instant limit, fixed at the first event of the instant.
-    instant_limit: u64,
+    /// The same-instant limit, fixed when the instant first exceeds the base.
+    instant_limit: Option<u64>,
     changes: BTreeMap<(SimTime, u64), W::Change>,
     change_seq: u64,
     sampling: Option<SamplingState>,
@@ -191,7 +192,7 @@ impl<W: World> Simulation<W> {
             limits,
             instant: SimTime::ZERO,
             events_at_instant: 0,
-            instant_limit: u64::MAX,
+            instant_limit: None,
             changes: BTreeMap::new(),
             change_seq: 0,
             sampling,
@@ -321,13 +322,7 @@ impl<W: World> Simulation<W> {
         if t != self.instant || self.events == 0 {
             self.instant = t;
             self.events_at_instant = 0;
-            // Fixed for the whole instant: a loop that creates entities as it spins must
-            // not raise its own limit.
-            let entities = self.world.live_entities().max(self.calendar.len() as u64 + 1);
-            self.instant_limit = self
-                .limits
-                .same_instant_base
-                .saturating_add(self.limits.same_instant_per_entity.saturating_mul(entities));
+            self.instant_limit = None;
         }
         self.now = t;
         self.events += 1;
@@ -339,13 +334,24 @@ impl<W: World> Simulation<W> {
                 component: self.world.component_of(&event),
             }));
         }
-        if self.events_at_instant > self.instant_limit {
-            return Err(self.fail(SimError::ZeroTimeLoop {
-                time: t,
-                events: self.events_at_instant,
-                limit: self.instant_limit,
-                component: self.world.component_of(&event),
-            }));
+        if self.events_at_instant > self.limits.same_instant_base {
+            // Fixed once for the rest of the instant, when the base is first exceeded (off
+            // the hot path): a loop that creates entities as it spins cannot keep raising
+            // its own limit, so it is stopped after a bounded number of events.
+            let limit = *self.instant_limit.get_or_insert_with(|| {
+                let entities = self.world.live_entities().max(self.calendar.len() as u64);
+                self.limits
+                    .same_instant_base
+                    .saturating_add(self.limits.same_instant_per_entity.saturating_mul(entities))
+            });
+            if self.events_at_instant > limit {
+                return Err(self.fail(SimError::ZeroTimeLoop {
+                    time: t,
+                    events: self.events_at_instant,
+                    limit,
+                    component: self.world.component_of(&event),
+                }));
+            }
         }
         self.fingerprint.fold_event(t.0, event.kind_id(), event.entity_id());
         let mut ctx = Ctx { now: t, calendar: &mut self.calendar, metrics: &mut self.metrics };

@@ -19,12 +19,12 @@ impl Fingerprint {
     /// Folds one processed event.
     #[inline]
     pub fn fold_event(&mut self, time_ns: u64, kind_id: u16, entity_id: u64) {
-        // Each field is folded on its own, so no two distinct (time, kind, entity) triples
-        // can cancel out as they could with a combined XOR.
+        // Time and (kind, entity) are folded in two rounds, so a time difference can never
+        // cancel an entity difference as it could with one combined XOR. Kind and entity
+        // share a word: kinds occupy the top 16 bits, entity ids (< 2⁴⁸) the rest.
         const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut h = (self.0.rotate_left(23) ^ time_ns).wrapping_mul(K);
-        h = (h.rotate_left(23) ^ kind_id as u64).wrapping_mul(K);
-        self.0 = (h.rotate_left(23) ^ entity_id).wrapping_mul(K);
+        let h = (self.0.rotate_left(23) ^ time_ns).wrapping_mul(K);
+        self.0 = (h.rotate_left(23) ^ ((kind_id as u64) << 48) ^ entity_id).wrapping_mul(K);
     }
     /// Folds a value of the final summary (counts, sums, bit patterns of floats).
     pub fn fold(&mut self, value: u64) {

@@ -174,6 +174,21 @@ fn sweep_points_share_traffic() {
         let (a, b) = (arrivals(id_of(seed, 30)), arrivals(id_of(seed, 45)));
         assert!(a.height() > 3000);
         assert!(a.equals(&b), "seed {seed}: arrival times differ between sweep points");
+        // …and the same luck: a request served at both points has the same service time.
+        let service = |run: String| -> DataFrame {
+            req.clone()
+                .lazy()
+                .filter(col("run_id").eq(lit(run)).and(col("outcome").eq(lit("success"))))
+                .select([col("seq"), (col("end_ns") - col("start_ns")).alias("service_ns")])
+                .collect()
+                .unwrap()
+        };
+        let both = service(id_of(seed, 30))
+            .join(&service(id_of(seed, 45)), ["seq"], ["seq"], JoinArgs::new(JoinType::Inner), None)
+            .unwrap();
+        assert!(both.height() > 1000, "{} requests served at both points", both.height());
+        let (x, y) = (both.column("service_ns").unwrap(), both.column("service_ns_right").unwrap());
+        assert!(x.equals(y), "seed {seed}: service times differ between sweep points");
     }
     // …while the policy does change outcomes.
     let rejected: Vec<u64> =

@@ -28,6 +28,17 @@ pub struct StationSpec {
     pub queue_capacity: Option<u64>,
     /// Service time of one request.
     pub service: Dist<SimDuration>,
+    /// Probability that a call fails with a 5xx after its service time (failure injection;
+    /// an outage is a timeline setting it to 1.0 and back).
+    #[serde(default, deserialize_with = "validate::probability")]
+    pub error_rate: f64,
+    /// Factor on every service time started from now on (a provider slowdown).
+    #[serde(default = "one", deserialize_with = "validate::multiplier")]
+    pub latency_multiplier: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 const MAX_SERVERS: u64 = 1_000_000;
@@ -54,6 +65,20 @@ impl Params for StationSpec {
                 doc: "waiting places in front of the servers (None = unbounded)",
             },
             ParamDecl {
+                name: "error_rate",
+                ty: ParamType::Float { min: 0.0, max: 1.0 },
+                unit: "probability",
+                runtime: true,
+                doc: "share of calls answered 5xx (failure injection; 1.0 = outage)",
+            },
+            ParamDecl {
+                name: "latency_multiplier",
+                ty: ParamType::Float { min: 1e-3, max: 1e3 },
+                unit: "×",
+                runtime: true,
+                doc: "factor on service times started after a change (a slowdown)",
+            },
+            ParamDecl {
                 name: "service",
                 ty: ParamType::DurationDist,
                 unit: "ns",
@@ -67,6 +92,8 @@ impl Params for StationSpec {
             "servers" => ParamValue::Count(self.servers),
             "queue_capacity" => ParamValue::OptCount(self.queue_capacity),
             "service" => ParamValue::DurationDist(self.service.clone()),
+            "error_rate" => ParamValue::Float(self.error_rate),
+            "latency_multiplier" => ParamValue::Float(self.latency_multiplier),
             _ => return None,
         })
     }
@@ -75,6 +102,8 @@ impl Params for StationSpec {
             ("servers", ParamValue::Count(n)) => self.servers = n,
             ("queue_capacity", ParamValue::OptCount(n)) => self.queue_capacity = n,
             ("service", ParamValue::DurationDist(d)) => self.service = d,
+            ("error_rate", ParamValue::Float(x)) => self.error_rate = x,
+            ("latency_multiplier", ParamValue::Float(x)) => self.latency_multiplier = x,
             (p, v) => return Err(format!("station has no parameter `{p}` of type {v:?}")),
         }
         Ok(())
@@ -98,6 +127,8 @@ pub struct Station<T> {
     pub servers: u64,
     pub capacity: Option<u64>,
     pub service: Dist<SimDuration>,
+    pub error_rate: f64,
+    pub latency_multiplier: f64,
     busy: u64,
     queue: VecDeque<(T, SimTime)>,
     pub peak_queue: u64,
@@ -109,6 +140,8 @@ impl<T: Copy> Station<T> {
             servers: spec.servers,
             capacity: spec.queue_capacity,
             service: spec.service.clone(),
+            error_rate: spec.error_rate,
+            latency_multiplier: spec.latency_multiplier,
             busy: 0,
             queue: VecDeque::new(),
             peak_queue: 0,
@@ -171,6 +204,8 @@ mod tests {
             servers: 2,
             queue_capacity: Some(1),
             service: Dist::constant(SimDuration::from_ms(1)),
+            error_rate: 0.0,
+            latency_multiplier: 1.0,
         };
         let mut st = Station::new(&spec);
         let t = SimTime(0);

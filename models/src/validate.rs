@@ -49,3 +49,21 @@ pub fn ser_present<S: serde::Serializer, T: serde::Serialize>(
         None => s.serialize_none(),
     }
 }
+
+/// A probability in [0, 1].
+pub fn probability<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if !(0.0..=1.0).contains(&x) {
+        return Err(D::Error::custom(format!("expected a probability in [0, 1], found {x}")));
+    }
+    Ok(x)
+}
+
+/// A factor in [0.001, 1000].
+pub fn multiplier<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if !(1e-3..=1e3).contains(&x) {
+        return Err(D::Error::custom(format!("expected a factor in [0.001, 1000], found {x}")));
+    }
+    Ok(x)
+}

@@ -26,6 +26,8 @@ use sim_core::{Ctx, Phase, SimDuration, SimTime, TimerHandle};
 /// Keyed attribute ids (never renumber: they select the random numbers a request gets).
 pub mod attr {
     pub const SERVICE_TIME: u32 = 1;
+    /// Whether an upstream call meets an injected failure.
+    pub const UPSTREAM_FAILURE: u32 = 2;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -73,6 +75,8 @@ struct Req {
     arrival: SimTime,
     start: Option<SimTime>,
     tokens: Tokens,
+    /// The upstream will answer 5xx (failure injection, drawn at the start of service).
+    upstream_fails: bool,
     /// Where it is parked, and the deadline timer.
     parked_at: Option<usize>,
     on_deadline: Reason,
@@ -352,6 +356,7 @@ impl QueueingWorld {
             arrival: now,
             start: None,
             tokens,
+            upstream_fails: false,
             parked_at: None,
             on_deadline: Reason::Timeout,
             timer: None,
@@ -435,8 +440,14 @@ impl QueueingWorld {
             src.stats.record_start(now - r.arrival);
         }
         let key = DrawKey::request(self.seed, src.key, r.seq);
-        let service =
-            self.stations[st as usize].st.service.sample(&mut key.attribute(attr::SERVICE_TIME));
+        let station = &self.stations[st as usize].st;
+        let mut service = station.service.sample(&mut key.attribute(attr::SERVICE_TIME));
+        if station.latency_multiplier != 1.0 {
+            service = SimDuration::from_ns_f64(service.0 as f64 * station.latency_multiplier);
+        }
+        // A keyed draw: taking it or not never shifts any other random number.
+        r.upstream_fails =
+            station.error_rate > 0.0 && key.uniform(attr::UPSTREAM_FAILURE) < station.error_rate;
         let id = r.id.0;
         ctx.schedule_in(service, Ev::ServiceDone { station: st, slot, id });
     }
@@ -448,11 +459,14 @@ impl QueueingWorld {
             self.start_service(st, next, ctx);
         }
         self.update_station_gauges(st, ctx);
-        let site = self.reqs[slot as usize].as_ref().expect("live").site as usize;
+        let r = self.reqs[slot as usize].as_ref().expect("live");
+        let site = r.site as usize;
+        let outcome =
+            if r.upstream_fails { Outcome::Failed(Reason::Upstream5xx) } else { Outcome::Success };
         let below = self.sites[site].stack.len();
         if below == 0 {
             // Fast path: no governor to tell.
-            self.end(slot, Outcome::Success, ctx);
+            self.end(slot, outcome, ctx);
             return;
         }
         let info = self.info(slot);
@@ -461,7 +475,7 @@ impl QueueingWorld {
             &mut self.govs,
             &info,
             below,
-            Outcome::Success,
+            outcome,
             now,
             &mut self.woken,
         );
@@ -593,6 +607,15 @@ impl QueueingWorld {
             ("station", "service", ParamValue::DurationDist(d)) => {
                 self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.service = d;
             }
+            ("station", "error_rate", ParamValue::Float(x)) => {
+                self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.error_rate =
+                    x;
+            }
+            ("station", "latency_multiplier", ParamValue::Float(x)) => {
+                let st =
+                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
+                st.latency_multiplier = x;
+            }
             ("source", "interarrival", ParamValue::DurationDist(d)) => {
                 self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival =
                     Some(d);
@@ -626,6 +649,14 @@ impl QueueingWorld {
                 .iter()
                 .find(|s| s.name == name)
                 .map(|s| crate::params::dist_to_text(&s.st.service)),
+            ("station", "error_rate") => {
+                self.stations.iter().find(|s| s.name == name).map(|s| s.st.error_rate.to_string())
+            }
+            ("station", "latency_multiplier") => self
+                .stations
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| s.st.latency_multiplier.to_string()),
             ("source", "interarrival") => self
                 .sources
                 .iter()

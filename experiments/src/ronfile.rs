@@ -35,6 +35,10 @@ fn polish(msg: String) -> String {
     msg.replace("Unexpected missing field named", "missing field")
         .replace("Unexpected variant named", "unknown variant")
         .replace("Unexpected duplicate field named", "duplicate field")
+        .replace(
+            "Integer is out of bounds",
+            "expected a whole number in range (≥ 0 for counts), found one out of bounds",
+        )
         .replace("Unexpected field named", "unknown field")
         .replace("Expected", "expected")
 }

@@ -23,9 +23,14 @@ pub struct StationSpec {
     /// Identical servers (≥ 1).
     #[serde(deserialize_with = "validate::at_least_one")]
     pub servers: u64,
-    /// Waiting places; `None` = unbounded.
-    #[serde(default, deserialize_with = "validate::opt_at_least_one")]
+    /// Waiting places; `None` = unbounded; `Some(0)` = none (a pure loss system: a call
+    /// that finds every server busy is refused at once, Erlang B).
+    #[serde(default)]
     pub queue_capacity: Option<u64>,
+    /// How a full station answers: `QueueFull` (a local queue) or `Upstream429` (a
+    /// provider's concurrency quota).
+    #[serde(default)]
+    pub reject_as: RejectAs,
     /// Service time of one request.
     pub service: Dist<SimDuration>,
     /// Probability that a call fails with a 5xx after its service time (failure injection;
@@ -43,6 +48,25 @@ fn one() -> f64 {
 
 const MAX_SERVERS: u64 = 1_000_000;
 
+/// The answer of a full station.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RejectAs {
+    /// "System busy" from a local bounded queue (`rejected_queue_full`).
+    #[default]
+    QueueFull,
+    /// HTTP 429 from a provider over its concurrency quota (`rejected_upstream_429`).
+    Upstream429,
+}
+
+impl RejectAs {
+    pub fn reason(self) -> crate::outcome::Reason {
+        match self {
+            RejectAs::QueueFull => crate::outcome::Reason::QueueFull,
+            RejectAs::Upstream429 => crate::outcome::Reason::Upstream429,
+        }
+    }
+}
+
 impl Params for StationSpec {
     const KIND: &'static str = "station";
     fn instance_name(&self) -> &str {
@@ -59,10 +83,10 @@ impl Params for StationSpec {
             },
             ParamDecl {
                 name: "queue_capacity",
-                ty: ParamType::OptCount { min: 1, max: u64::MAX },
+                ty: ParamType::OptCount { min: 0, max: u64::MAX },
                 unit: "requests",
                 runtime: false,
-                doc: "waiting places in front of the servers (None = unbounded)",
+                doc: "waiting places in front of the servers (None = unbounded, Some(0) = none)",
             },
             ParamDecl {
                 name: "error_rate",
@@ -126,6 +150,7 @@ pub enum Admit {
 pub struct Station<T> {
     pub servers: u64,
     pub capacity: Option<u64>,
+    pub reject_as: RejectAs,
     pub service: Dist<SimDuration>,
     pub error_rate: f64,
     pub latency_multiplier: f64,
@@ -139,6 +164,7 @@ impl<T: Copy> Station<T> {
         Station {
             servers: spec.servers,
             capacity: spec.queue_capacity,
+            reject_as: spec.reject_as,
             service: spec.service.clone(),
             error_rate: spec.error_rate,
             latency_multiplier: spec.latency_multiplier,
@@ -203,6 +229,7 @@ mod tests {
             name: "s".into(),
             servers: 2,
             queue_capacity: Some(1),
+            reject_as: RejectAs::QueueFull,
             service: Dist::constant(SimDuration::from_ms(1)),
             error_rate: 0.0,
             latency_multiplier: 1.0,

@@ -421,7 +421,7 @@ impl QueueingWorld {
                     &mut self.govs,
                     &info,
                     below,
-                    Outcome::Rejected(Reason::QueueFull),
+                    Outcome::Rejected(self.stations[st as usize].st.reject_as.reason()),
                     now,
                     &mut self.woken,
                 );

@@ -99,3 +99,28 @@ fn failure_luck_is_common_across_rates() {
     assert!(low.len() > 100 && high.len() > 3 * low.len());
     assert!(low.iter().all(|s| high.binary_search(s).is_ok()), "failures at 5% ⊂ failures at 20%");
 }
+
+/// A provider's concurrency quota answers 429 beyond it and never below it.
+#[test]
+fn concurrency_quota_answers_429_only_beyond_it() {
+    let run = |rate_per_s: u64| {
+        let sc = load(&format!(
+            r#"Scenario(name: "quota",
+            sources: [(name: "chat", interarrival: Constant("{}us"), target: "c")],
+            call_sites: [(name: "c", upstream: "llm")],
+            stations: [(name: "llm", servers: 100, queue_capacity: Some(0), reject_as: Upstream429,
+                        service: Constant("1s"))],
+        )"#,
+            1_000_000 / rate_per_s
+        ));
+        let r = models::run(&sc, &RunConfig::new(1, SimDuration::from_secs(60)));
+        assert!(r.violations.is_empty());
+        let s = r.summary;
+        (s.get("source.chat.rejected_upstream_429").unwrap(), s.get("source.chat.offered").unwrap())
+    };
+    let (below, _) = run(80); // 80 concurrent calls against a quota of 100
+    assert_eq!(below, 0.0);
+    let (over, offered) = run(125); // 125 offered, 100 admitted per second
+    let share = over / offered;
+    assert!((share - 0.2).abs() < 0.01, "429 share {share}");
+}

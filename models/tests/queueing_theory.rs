@@ -142,3 +142,21 @@ fn md1_pollaczek_khinchine() {
     let v = replicate(&sc, 4_000, &["source.in.wait_ms_mean"]);
     assert_close("M/D/1 Wq (ms)", &v[0], 200.0);
 }
+
+#[test]
+fn mmcc_erlang_b_loss() {
+    // c = 10 servers and no waiting places, λ = 80/s, μ = 10/s: a = 8 Erlangs.
+    let (c, a) = (10u64, 8.0f64);
+    let mut term = 1.0f64;
+    let mut sum = 1.0f64;
+    for k in 1..=c {
+        term *= a / k as f64;
+        sum += term;
+    }
+    let erlang_b = term / sum;
+    let sc =
+        scenario(c, "Some(0)", r#"Exponential(mean: "12500us")"#, r#"Exponential(mean: "100ms")"#);
+    let v = replicate(&sc, 1_000, &["source.in.rejected_queue_full", "source.in.offered"]);
+    let ratio: Vec<f64> = v[0].iter().zip(&v[1]).map(|(r, o)| r / o).collect();
+    assert_close("M/M/10/10 blocking (Erlang B)", &ratio, erlang_b);
+}

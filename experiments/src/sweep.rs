@@ -119,7 +119,7 @@ pub fn numeric(v: &ParamValue) -> Option<f64> {
         ParamValue::OptCount(n) => Some(n.map_or(f64::INFINITY, |n| n as f64)),
         ParamValue::Duration(d) => Some(d.0 as f64),
         ParamValue::Float(x) => Some(*x),
-        ParamValue::DurationDist(_) => None,
+        ParamValue::DurationDist(_) | ParamValue::Bool(_) => None,
     }
 }
 
@@ -129,6 +129,7 @@ fn type_kind(t: &ParamType) -> &'static str {
         ParamType::Duration { .. } => "duration",
         ParamType::DurationDist => "distribution",
         ParamType::Float { .. } => "number",
+        ParamType::Bool => "boolean",
     }
 }
 
@@ -335,7 +336,7 @@ pub(crate) fn resolve_constraints(
             let left = reg
                 .get(&c.left)
                 .ok_or_else(|| src.error_at(&format!("{field}.left"), reg.unknown(&c.left)))?;
-            if left.ty == ParamType::DurationDist {
+            if matches!(left.ty, ParamType::DurationDist | ParamType::Bool) {
                 return Err(src.error_at(
                     &format!("{field}.left"),
                     format!(

@@ -33,6 +33,8 @@ pub enum ParamType {
     DurationDist,
     /// A real number in `[min, max]`.
     Float { min: f64, max: f64 },
+    /// `true` or `false`.
+    Bool,
 }
 
 /// A typed parameter value.
@@ -43,6 +45,7 @@ pub enum ParamValue {
     Duration(SimDuration),
     DurationDist(Dist<SimDuration>),
     Float(f64),
+    Bool(bool),
 }
 
 impl fmt::Display for ParamValue {
@@ -54,6 +57,7 @@ impl fmt::Display for ParamValue {
             ParamValue::Duration(d) => write!(f, "\"{d}\""),
             ParamValue::DurationDist(d) => write!(f, "{}", dist_to_text(d)),
             ParamValue::Float(x) => write!(f, "{x}"),
+            ParamValue::Bool(b) => write!(f, "{b}"),
         }
     }
 }
@@ -88,6 +92,7 @@ impl ParamType {
                 "a distribution of durations, e.g. Exponential(mean: \"100ms\")".into()
             }
             ParamType::Float { min, max } => format!("a number in [{min}, {max}]"),
+            ParamType::Bool => "true or false".into(),
         }
     }
 
@@ -131,6 +136,7 @@ impl ParamType {
                 }
                 ParamValue::Float(x)
             }
+            ParamType::Bool => ParamValue::Bool(bool::deserialize(d)?),
         })
     }
 
@@ -144,6 +150,7 @@ impl ParamType {
             (ParamType::Duration { min, max }, ParamValue::Duration(d)) => d >= min && d <= max,
             (ParamType::DurationDist, ParamValue::DurationDist(_)) => true,
             (ParamType::Float { min, max }, ParamValue::Float(x)) => x >= min && x <= max,
+            (ParamType::Bool, ParamValue::Bool(_)) => true,
             _ => false,
         };
         if ok { Ok(()) } else { Err(format!("expected {}, found {v}", self.describe())) }

@@ -50,6 +50,11 @@ pub struct CallSiteSpec {
     pub governors: Vec<GovernorRef>,
     /// The station the call ends at.
     pub upstream: String,
+    /// The client's timeout on the upstream call, from sending it until the answer
+    /// (provider-side queueing included); `"0s"` = none. A timed-out call fails with
+    /// `timeout`; whether the upstream keeps working on it is the station's `cancellation`.
+    #[serde(default)]
+    pub timeout: SimDuration,
 }
 
 /// A governor in a call-site stack, by the name it is declared under.

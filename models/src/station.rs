@@ -37,6 +37,11 @@ pub struct StationSpec {
     /// an outage is a timeline setting it to 1.0 and back).
     #[serde(default, deserialize_with = "validate::probability")]
     pub error_rate: f64,
+    /// Does the station drop the work of a call its client abandoned (timed out)? Without
+    /// cancellation (the default, like most LLM APIs) the abandoned call keeps its place in
+    /// the queue and its server until its service ends: the work is wasted but not freed.
+    #[serde(default)]
+    pub cancellation: bool,
     /// Factor on every service time started from now on (a provider slowdown).
     #[serde(default = "one", deserialize_with = "validate::multiplier")]
     pub latency_multiplier: f64,
@@ -89,6 +94,13 @@ impl Params for StationSpec {
                 doc: "waiting places in front of the servers (None = unbounded, Some(0) = none)",
             },
             ParamDecl {
+                name: "cancellation",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "drop the work of calls whose client timed out (false: it runs to the end)",
+            },
+            ParamDecl {
                 name: "error_rate",
                 ty: ParamType::Float { min: 0.0, max: 1.0 },
                 unit: "probability",
@@ -117,6 +129,7 @@ impl Params for StationSpec {
             "queue_capacity" => ParamValue::OptCount(self.queue_capacity),
             "service" => ParamValue::DurationDist(self.service.clone()),
             "error_rate" => ParamValue::Float(self.error_rate),
+            "cancellation" => ParamValue::Bool(self.cancellation),
             "latency_multiplier" => ParamValue::Float(self.latency_multiplier),
             _ => return None,
         })
@@ -127,6 +140,7 @@ impl Params for StationSpec {
             ("queue_capacity", ParamValue::OptCount(n)) => self.queue_capacity = n,
             ("service", ParamValue::DurationDist(d)) => self.service = d,
             ("error_rate", ParamValue::Float(x)) => self.error_rate = x,
+            ("cancellation", ParamValue::Bool(b)) => self.cancellation = b,
             ("latency_multiplier", ParamValue::Float(x)) => self.latency_multiplier = x,
             (p, v) => return Err(format!("station has no parameter `{p}` of type {v:?}")),
         }
@@ -153,6 +167,7 @@ pub struct Station<T> {
     pub reject_as: RejectAs,
     pub service: Dist<SimDuration>,
     pub error_rate: f64,
+    pub cancellation: bool,
     pub latency_multiplier: f64,
     busy: u64,
     queue: VecDeque<(T, SimTime)>,
@@ -167,6 +182,7 @@ impl<T: Copy> Station<T> {
             reject_as: spec.reject_as,
             service: spec.service.clone(),
             error_rate: spec.error_rate,
+            cancellation: spec.cancellation,
             latency_multiplier: spec.latency_multiplier,
             busy: 0,
             queue: VecDeque::new(),
@@ -213,6 +229,22 @@ impl<T: Copy> Station<T> {
         }
     }
 
+    /// Removes a waiting item (cancellation); `true` if it was waiting.
+    pub fn remove_waiting(&mut self, pred: impl Fn(&T) -> bool) -> bool {
+        match self.queue.iter().position(|(t, _)| pred(t)) {
+            Some(i) => {
+                self.queue.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Frees a server whose work was cancelled; returns the next item to start, if any.
+    pub fn cancel_service(&mut self) -> Option<(T, SimTime)> {
+        self.complete()
+    }
+
     /// Work conservation: no idle server beside a waiting request.
     pub fn is_work_conserving(&self) -> bool {
         self.queue.is_empty() || self.busy >= self.servers
@@ -232,6 +264,7 @@ mod tests {
             reject_as: RejectAs::QueueFull,
             service: Dist::constant(SimDuration::from_ms(1)),
             error_rate: 0.0,
+            cancellation: false,
             latency_multiplier: 1.0,
         };
         let mut st = Station::new(&spec);

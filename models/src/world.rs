@@ -33,10 +33,24 @@ pub mod attr {
 /// Events of the queueing world. Kind ids are written down, not derived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ev {
-    Arrival { source: u16 },
-    ServiceDone { station: u16, slot: u32, id: u64 },
-    WaitDeadline { slot: u32, id: u64 },
+    Arrival {
+        source: u16,
+    },
+    ServiceDone {
+        station: u16,
+        slot: u32,
+        id: u64,
+    },
+    WaitDeadline {
+        slot: u32,
+        id: u64,
+    },
     WarmupEnd,
+    /// The client's timeout on an upstream call.
+    UpstreamTimeout {
+        slot: u32,
+        id: u64,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -46,19 +60,22 @@ impl sim_core::Event for Ev {
             Ev::ServiceDone { .. } => 2,
             Ev::WaitDeadline { .. } => 3,
             Ev::WarmupEnd => 4,
+            Ev::UpstreamTimeout { .. } => 5,
         }
     }
     fn entity_id(&self) -> u64 {
         match *self {
             Ev::Arrival { source } => source as u64,
-            Ev::ServiceDone { id, .. } | Ev::WaitDeadline { id, .. } => id,
+            Ev::ServiceDone { id, .. }
+            | Ev::WaitDeadline { id, .. }
+            | Ev::UpstreamTimeout { id, .. } => id,
             Ev::WarmupEnd => 0,
         }
     }
     fn phase(&self) -> Phase {
         match self {
             Ev::ServiceDone { .. } => Phase::Completion,
-            Ev::WaitDeadline { .. } => Phase::Timeout,
+            Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } => Phase::Timeout,
             Ev::Arrival { .. } => Phase::Arrival,
             Ev::WarmupEnd => Phase::Dispatch,
         }
@@ -77,6 +94,12 @@ struct Req {
     tokens: Tokens,
     /// The upstream will answer 5xx (failure injection, drawn at the start of service).
     upstream_fails: bool,
+    /// In service at its station (else waiting there, or not sent yet).
+    in_service: bool,
+    /// The completion event, when the station may cancel it.
+    service_timer: Option<TimerHandle>,
+    /// The client's timeout on the upstream call.
+    upstream_timer: Option<TimerHandle>,
     /// Where it is parked, and the deadline timer.
     parked_at: Option<usize>,
     on_deadline: Reason,
@@ -102,8 +125,20 @@ struct SourceRt {
 }
 
 struct SiteRt {
+    name: String,
     stack: Vec<usize>,
     station: u16,
+    timeout: SimDuration,
+}
+
+/// A unit of work at a station: enough to serve it even after its client gave up (the
+/// request's slot may then hold another request; `id` tells them apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Job {
+    slot: u32,
+    id: u64,
+    source: u16,
+    seq: u64,
 }
 
 struct GateRt {
@@ -114,7 +149,7 @@ struct GateRt {
 
 struct StationRt {
     name: String,
-    st: Station<u32>,
+    st: Station<Job>,
     in_system: TimeAverage,
     busy: TimeAverage,
     /// Servers can change at run time: utilisation is ∫busy ÷ ∫servers.
@@ -122,6 +157,9 @@ struct StationRt {
     depth: GaugeId,
     busy_gauge: GaugeId,
     completed: CounterId,
+    /// Services finished for calls their client had abandoned.
+    wasted: CounterId,
+    abandoned_done: u64,
 }
 
 /// Run settings that are not part of the scenario.
@@ -224,6 +262,8 @@ impl QueueingWorld {
                     .collect(),
                 station: sc.stations.iter().position(|s| s.name == c.upstream).expect("checked")
                     as u16,
+                name: c.name.clone(),
+                timeout: c.timeout,
             })
             .collect();
         let stations = sc
@@ -242,6 +282,8 @@ impl QueueingWorld {
                 depth: ctx.metrics.gauge(&format!("station.{}.queue_depth", s.name)),
                 busy_gauge: ctx.metrics.gauge(&format!("station.{}.busy", s.name)),
                 completed: ctx.metrics.counter(&format!("station.{}.completed", s.name)),
+                wasted: ctx.metrics.counter(&format!("station.{}.abandoned_work", s.name)),
+                abandoned_done: 0,
             })
             .collect();
         let sources: Vec<SourceRt> = sc
@@ -357,6 +399,9 @@ impl QueueingWorld {
             start: None,
             tokens,
             upstream_fails: false,
+            in_service: false,
+            service_timer: None,
+            upstream_timer: None,
             parked_at: None,
             on_deadline: Reason::Timeout,
             timer: None,
@@ -408,10 +453,18 @@ impl QueueingWorld {
 
     fn send_to_station(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let site = self.reqs[slot as usize].as_ref().expect("live").site as usize;
+        let r = self.reqs[slot as usize].as_ref().expect("live");
+        let site = r.site as usize;
+        let job = Job { slot, id: r.id.0, source: r.source, seq: r.seq };
         let st = self.sites[site].station;
-        match self.stations[st as usize].st.admit(slot, now) {
-            Admit::Start => self.start_service(st, slot, ctx),
+        let admitted = self.stations[st as usize].st.admit(job, now);
+        let timeout = self.sites[site].timeout;
+        if admitted != Admit::Full && timeout > SimDuration::ZERO {
+            let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
+            self.reqs[slot as usize].as_mut().expect("live").upstream_timer = Some(h);
+        }
+        match admitted {
+            Admit::Start => self.start_service(st, job, ctx),
             Admit::Queued => {}
             Admit::Full => {
                 let info = self.info(slot);
@@ -431,34 +484,54 @@ impl QueueingWorld {
         self.update_station_gauges(st, ctx);
     }
 
-    fn start_service(&mut self, st: u16, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+    fn start_service(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let r = self.reqs[slot as usize].as_mut().expect("live");
-        r.start = Some(now);
-        let src = &mut self.sources[r.source as usize];
-        if r.arrival >= self.warmup {
-            src.stats.record_start(now - r.arrival);
-        }
-        let key = DrawKey::request(self.seed, src.key, r.seq);
+        let key = DrawKey::request(self.seed, self.sources[job.source as usize].key, job.seq);
         let station = &self.stations[st as usize].st;
         let mut service = station.service.sample(&mut key.attribute(attr::SERVICE_TIME));
         if station.latency_multiplier != 1.0 {
             service = SimDuration::from_ns_f64(service.0 as f64 * station.latency_multiplier);
         }
+        let (error_rate, cancellable) = (station.error_rate, station.cancellation);
+        let done = Ev::ServiceDone { station: st, slot: job.slot, id: job.id };
+        let Some(r) = self.reqs[job.slot as usize].as_mut().filter(|r| r.id.0 == job.id) else {
+            // Abandoned by its client while waiting, not cancelled: the work is done anyway.
+            ctx.schedule_in(service, done);
+            return;
+        };
+        r.start = Some(now);
+        r.in_service = true;
+        let src = &mut self.sources[job.source as usize];
+        if r.arrival >= self.warmup {
+            src.stats.record_start(now - r.arrival);
+        }
         // A keyed draw: taking it or not never shifts any other random number.
-        r.upstream_fails =
-            station.error_rate > 0.0 && key.uniform(attr::UPSTREAM_FAILURE) < station.error_rate;
-        let id = r.id.0;
-        ctx.schedule_in(service, Ev::ServiceDone { station: st, slot, id });
+        r.upstream_fails = error_rate > 0.0 && key.uniform(attr::UPSTREAM_FAILURE) < error_rate;
+        if cancellable {
+            r.service_timer = Some(ctx.timer_in(service, done));
+        } else {
+            ctx.schedule_in(service, done);
+        }
     }
 
-    fn on_service_done(&mut self, st: u16, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+    fn on_service_done(&mut self, st: u16, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         ctx.metrics.incr(self.stations[st as usize].completed);
         if let Some((next, _)) = self.stations[st as usize].st.complete() {
             self.start_service(st, next, ctx);
         }
         self.update_station_gauges(st, ctx);
+        let Some(r) = self.reqs[slot as usize].as_mut().filter(|r| r.id.0 == id) else {
+            // Abandoned work finished: nobody is waiting for it.
+            ctx.metrics.incr(self.stations[st as usize].wasted);
+            self.stations[st as usize].abandoned_done += 1;
+            return;
+        };
+        r.in_service = false;
+        r.service_timer = None;
+        if let Some(h) = r.upstream_timer.take() {
+            ctx.cancel(h);
+        }
         let r = self.reqs[slot as usize].as_ref().expect("live");
         let site = r.site as usize;
         let outcome =
@@ -476,6 +549,46 @@ impl QueueingWorld {
             &info,
             below,
             outcome,
+            now,
+            &mut self.woken,
+        );
+        self.act(slot, next, ctx);
+        self.resume_woken(ctx);
+    }
+
+    /// The client gives up on its upstream call: the call fails with `timeout`. With
+    /// cancellation the station drops the work (frees the server or the waiting place);
+    /// without, the work goes on and its server stays busy until it ends.
+    fn on_upstream_timeout(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let r =
+            self.reqs[slot as usize].as_mut().expect("the timer is cancelled when the call ends");
+        r.upstream_timer = None;
+        let (site, id, in_service) = (r.site as usize, r.id.0, r.in_service);
+        let service_timer = r.service_timer.take();
+        let st = self.sites[site].station;
+        if self.stations[st as usize].st.cancellation {
+            if in_service {
+                // A service started before cancellation was switched on runs to its end.
+                if let Some(h) = service_timer {
+                    ctx.cancel(h);
+                    if let Some((next, _)) = self.stations[st as usize].st.cancel_service() {
+                        self.start_service(st, next, ctx);
+                    }
+                }
+            } else {
+                self.stations[st as usize].st.remove_waiting(|j| j.id == id);
+            }
+            self.update_station_gauges(st, ctx);
+        }
+        let info = self.info(slot);
+        let below = self.sites[site].stack.len();
+        let next = callsite::ascend(
+            &self.sites[site].stack,
+            &mut self.govs,
+            &info,
+            below,
+            Outcome::Failed(Reason::Timeout),
             now,
             &mut self.woken,
         );
@@ -599,13 +712,21 @@ impl QueueingWorld {
                 let st = self.stations.iter().position(|s| s.name == name).expect("checked") as u16;
                 self.stations[st as usize].st.servers = n;
                 self.stations[st as usize].servers.set(ctx.now(), n as i64);
-                while let Some((slot, _)) = self.stations[st as usize].st.start_next() {
-                    self.start_service(st, slot, ctx);
+                while let Some((job, _)) = self.stations[st as usize].st.start_next() {
+                    self.start_service(st, job, ctx);
                 }
                 self.update_station_gauges(st, ctx);
             }
             ("station", "service", ParamValue::DurationDist(d)) => {
                 self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.service = d;
+            }
+            ("station", "cancellation", ParamValue::Bool(b)) => {
+                self.stations
+                    .iter_mut()
+                    .find(|s| s.name == name)
+                    .expect("checked")
+                    .st
+                    .cancellation = b;
             }
             ("station", "error_rate", ParamValue::Float(x)) => {
                 self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.error_rate =
@@ -649,6 +770,9 @@ impl QueueingWorld {
                 .iter()
                 .find(|s| s.name == name)
                 .map(|s| crate::params::dist_to_text(&s.st.service)),
+            ("station", "cancellation") => {
+                self.stations.iter().find(|s| s.name == name).map(|s| s.st.cancellation.to_string())
+            }
             ("station", "error_rate") => {
                 self.stations.iter().find(|s| s.name == name).map(|s| s.st.error_rate.to_string())
             }
@@ -699,6 +823,7 @@ impl QueueingWorld {
             out.push_f64(format!("{p}.mean_in_system"), s.in_system.mean(end));
             out.push_f64(format!("{p}.utilization"), s.busy.mean(end) / s.servers.mean(end));
             out.push_u64(format!("{p}.peak_queue"), s.st.peak_queue);
+            out.push_u64(format!("{p}.abandoned_work"), s.abandoned_done);
         }
         out
     }
@@ -781,7 +906,8 @@ impl sim_core::World for QueueingWorld {
     fn handle(&mut self, ev: Ev, ctx: &mut Ctx<'_, Ev>) {
         match ev {
             Ev::Arrival { source } => self.on_arrival(source, ctx),
-            Ev::ServiceDone { station, slot, .. } => self.on_service_done(station, slot, ctx),
+            Ev::ServiceDone { station, slot, id } => self.on_service_done(station, slot, id, ctx),
+            Ev::UpstreamTimeout { slot, .. } => self.on_upstream_timeout(slot, ctx),
             Ev::WaitDeadline { slot, .. } => self.on_deadline(slot, ctx),
             Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
         }
@@ -818,6 +944,12 @@ impl sim_core::World for QueueingWorld {
                 None => "request".into(),
             },
             Ev::WarmupEnd => "run.warmup".into(),
+            Ev::UpstreamTimeout { slot, .. } => {
+                match self.reqs.get(slot as usize).and_then(|r| r.as_ref()) {
+                    Some(r) => format!("call_site.{}", self.sites[r.site as usize].name),
+                    None => "request".into(),
+                }
+            }
         }
     }
 }

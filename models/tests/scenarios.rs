@@ -132,6 +132,7 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
             "source.chat.interarrival",
             "source.chat.limit",
             "source.chat.start",
+            "station.llm.cancellation",
             "station.llm.error_rate",
             "station.llm.latency_multiplier",
             "station.llm.queue_capacity",

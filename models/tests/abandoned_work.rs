@@ -1,0 +1,85 @@
+//! Abandoned work: a call whose client timed out keeps the upstream busy until it ends,
+//! unless the upstream supports cancellation — the mechanism behind retry-driven
+//! metastable collapse (SPEC §4).
+
+use models::params::ParamValue;
+use models::scenario::ScenarioSpec;
+use models::{Outcome, Reason, RunConfig, Scenario};
+use sim_core::{SimDuration, SimTime};
+
+fn scenario(cancellation: bool) -> Scenario {
+    // One server, calls of exactly 3 s, a client timeout of 1 s, a call every 2 s.
+    let text = format!(
+        r#"Scenario(name: "abandon",
+        sources: [(name: "c", interarrival: Constant("2s"), target: "site")],
+        call_sites: [(name: "site", upstream: "llm", timeout: "1s")],
+        stations: [(name: "llm", servers: 1, service: Constant("3s"), cancellation: {cancellation})],
+    )"#
+    );
+    let sc: ScenarioSpec<ParamValue> = ron::from_str(&text).unwrap();
+    sc.check().unwrap();
+    sc
+}
+
+fn run_checked(sc: &Scenario, secs: u64) -> models::RunOutput {
+    let mut cfg = RunConfig::new(1, SimDuration::from_secs(secs));
+    cfg.record_requests = true;
+    // Invariants after every event, not only at the end.
+    let mut sim = models::run::simulation(sc, &cfg);
+    let end = SimTime(secs * 1_000_000_000);
+    while sim.next_event_time().is_some_and(|t| t <= end) {
+        sim.step().unwrap();
+        let v = sim.world().check_invariants();
+        assert!(v.is_empty(), "at {}: {v:?}", sim.now());
+    }
+    sim.run_until(end).unwrap();
+    let one = models::run(sc, &cfg);
+    let stepped = models::run::finish(sim, end, None);
+    assert_eq!(one.fingerprint, stepped.fingerprint);
+    stepped
+}
+
+#[test]
+fn without_cancellation_abandoned_calls_keep_the_server_busy() {
+    let r = run_checked(&scenario(false), 600);
+    let s = &r.summary;
+    // Every call times out (3 s of work > 1 s of patience); the server works 3 s for each
+    // call that reaches it while calls arrive every 2 s: it never idles again.
+    assert_eq!(s.get("source.c.completed").unwrap(), 0.0);
+    assert!(
+        r.requests
+            .iter()
+            .filter(|q| q.outcome.is_some())
+            .all(|q| q.outcome == Some(Outcome::Failed(Reason::Timeout)))
+    );
+    let util = s.get("station.llm.utilization").unwrap();
+    assert!(util > 0.99, "utilisation {util}: abandoned work occupies the server");
+    assert!(s.get("station.llm.abandoned_work").unwrap() > 190.0);
+    assert!(s.get("station.llm.peak_queue").unwrap() > 50.0, "a backlog of dead calls builds up");
+}
+
+#[test]
+fn with_cancellation_the_server_is_freed_at_the_timeout() {
+    let r = run_checked(&scenario(true), 600);
+    let s = &r.summary;
+    assert_eq!(s.get("source.c.completed").unwrap(), 0.0);
+    // Each call holds the server for exactly its 1 s of patience, every 2 s: 50%.
+    let util = s.get("station.llm.utilization").unwrap();
+    assert!((util - 0.5).abs() < 0.01, "utilisation {util}");
+    assert_eq!(s.get("station.llm.abandoned_work").unwrap(), 0.0);
+    assert_eq!(s.get("station.llm.peak_queue").unwrap(), 0.0);
+}
+
+/// A call answered exactly at its timeout is answered (completions precede timeouts).
+#[test]
+fn an_answer_at_the_timeout_instant_wins() {
+    let text = r#"Scenario(name: "tie",
+        sources: [(name: "c", interarrival: Constant("5s"), target: "site", limit: Some(3))],
+        call_sites: [(name: "site", upstream: "llm", timeout: "1s")],
+        stations: [(name: "llm", servers: 1, service: Constant("1s"), cancellation: true)],
+    )"#;
+    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).unwrap();
+    let r = run_checked(&sc, 20);
+    assert_eq!(r.summary.get("source.c.completed").unwrap(), 3.0);
+    assert_eq!(r.summary.get("source.c.failed_timeout").unwrap(), 0.0);
+}

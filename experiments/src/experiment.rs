@@ -403,6 +403,19 @@ fn check_settings(src: &Source<'_>, e: &Experiment, prefix: &str) -> Result<(), 
     Ok(())
 }
 
+/// The text that identifies a resolved scenario: its RON form plus a hash of every trace
+/// it replays (trace rows live outside the scenario text, and editing a trace file must
+/// change the run ids of the runs that use it).
+pub fn canonical(sc: &Scenario) -> String {
+    let mut text = ron::to_string(sc).expect("scenarios serialize");
+    for s in &sc.sources {
+        if let Some(d) = s.trace.as_ref().and_then(|t| t.data.as_ref()) {
+            text.push_str(&format!("\ntrace {}: {:016x}", s.name, d.content_hash()));
+        }
+    }
+    text
+}
+
 /// Plans the runs and checks the plan (constraints must leave something; a run limit).
 fn finish_plan(src: &Source<'_>, mut exp: Experiment) -> Result<Experiment, LoadError> {
     let mut swept: Vec<String> = Vec::new();
@@ -456,7 +469,7 @@ impl Experiment {
                     continue;
                 }
                 let params: Vec<ParamValue> = self.swept.iter().map(|p| get(p)).collect();
-                let canon = ron::to_string(&sc).expect("scenarios serialize");
+                let canon = canonical(&sc);
                 let base =
                     mix64(name_id(&canon) ^ settings ^ mix64(name_id(&v.name).rotate_left(7)));
                 let sc = Arc::new(sc);

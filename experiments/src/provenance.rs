@@ -50,7 +50,7 @@ struct Resolved<'a> {
 
 /// The hash of the resolved base scenario.
 pub fn scenario_hash(exp: &Experiment) -> String {
-    format!("{:016x}", name_id(&ron::to_string(&*exp.scenario).expect("scenarios serialize")))
+    format!("{:016x}", name_id(&crate::experiment::canonical(&exp.scenario)))
 }
 
 /// Writes `manifest.ron` and `experiment.ron` into the experiment folder.

@@ -90,3 +90,26 @@ fn run_ids_survive_editing_the_sweep() {
         assert!(b.contains(run), "{run:?} renumbered");
     }
 }
+
+/// Run ids depend on the rows of a replayed trace, not only on its file name.
+#[test]
+fn run_ids_change_when_a_trace_file_changes() {
+    let dir = std::env::temp_dir().join(format!("stormglass-trace-ids-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exp = r#"Experiment(name: "t", duration: "1m",
+        scenario: Inline(Scenario(name: "s",
+            sources: [(name: "t", target: "c", trace: Trace(file: "t.csv"))],
+            call_sites: [(name: "c", upstream: "st")],
+            stations: [(name: "st", servers: 1, service: Constant("1ms"))])))"#;
+    let ids = |csv: &str| {
+        std::fs::write(dir.join("t.csv"), csv).unwrap();
+        let e = load_text(&dir.join("t.ron"), exp, &RunDefaults::default()).unwrap();
+        e.runs[0].run_id.clone()
+    };
+    let a = ids("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,2\n1,3,4\n");
+    let b = ids("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,2\n1,3,5\n");
+    let c = ids("arrived_at,num_prefill_tokens,num_decode_tokens\n0,1,2\n1,3,4\n");
+    assert_ne!(a, b);
+    assert_eq!(a, c);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -128,17 +128,50 @@ impl Profile {
     fn next_break(&self, t: u64) -> u64 {
         let p = &self.points;
         match self.period {
-            None => p.iter().map(|(at, _)| at.0).find(|&at| at > t).unwrap_or(u64::MAX),
+            None => p.get(p.partition_point(|(at, _)| at.0 <= t)).map_or(u64::MAX, |(at, _)| at.0),
             Some(per) => {
                 let base = t - t % per.0;
                 let local = t % per.0;
-                match p.iter().map(|(at, _)| at.0).find(|&at| at > local) {
+                match p.get(p.partition_point(|(at, _)| at.0 <= local)).map(|(at, _)| at.0) {
                     Some(at) => base + at,
                     None => base + per.0 + p[0].0.0.min(per.0),
                 }
                 .max(t + 1)
             }
         }
+    }
+
+    /// The integral of the multiplier over `[t, next breakpoint)`, and that breakpoint
+    /// (`u64::MAX` when the multiplier is constant from `t` on).
+    fn segment(&self, t: u64) -> (u64, f64, f64) {
+        let next = self.next_break(t);
+        let m0 = self.multiplier(SimTime(t));
+        // Linear profiles are continuous (periodic ones wrap with a ramp), so the value at
+        // the next breakpoint is the end of this segment's ramp.
+        let m1 = match (self.shape, next) {
+            (Shape::Step, _) | (_, u64::MAX) => m0,
+            (Shape::Linear, n) => self.multiplier(SimTime(n)),
+        };
+        (next, m0, m1)
+    }
+
+    /// The integral of the multiplier over one period (ns × multiplier), if periodic.
+    fn period_area(&self) -> Option<f64> {
+        let per = self.period?.0;
+        let (mut t, mut area) = (0u64, 0.0);
+        while t < per {
+            let (next, m0, m1) = self.segment(t);
+            let end = next.min(per);
+            // Within one segment the multiplier is linear, so the clipped part is too.
+            let m_end = if next == end {
+                m1
+            } else {
+                m0 + (m1 - m0) * (end - t) as f64 / (next - t) as f64
+            };
+            area += (m0 + m_end) / 2.0 * (end - t) as f64;
+            t = end;
+        }
+        Some(area)
     }
 
     /// Advances by `work` units of operational time (ns × multiplier) from real time
@@ -148,11 +181,18 @@ impl Profile {
         debug_assert!(work >= 0.0);
         let mut t = from.0;
         let mut left = work;
-        // Bounded: each step crosses a breakpoint; a periodic profile with positive mass
-        // accumulates work every period.
-        for _ in 0..(4 * MAX_POINTS as u64 + 1_000_000) {
-            let next = self.next_break(t);
-            let m0 = self.multiplier(SimTime(t));
+        // Whole periods at once: any window of one period accumulates the same area.
+        if let (Some(per), Some(area)) = (self.period, self.period_area())
+            && area > 0.0
+            && left > 2.0 * area
+        {
+            let k = (left / area).floor() - 1.0;
+            t = t.saturating_add((k * per.0 as f64) as u64);
+            left -= k * area;
+        }
+        // Bounded: at most two periods' (or the whole profile's) breakpoints remain.
+        for _ in 0..(4 * self.points.len() + 8) {
+            let (next, m0, m1) = self.segment(t);
             if next == u64::MAX {
                 // Constant for ever.
                 if m0 <= 0.0 {
@@ -160,29 +200,21 @@ impl Profile {
                 }
                 return Some(SimTime(t.saturating_add((left / m0).ceil() as u64)));
             }
-            // Linear profiles are continuous (periodic ones wrap with a ramp), so the value
-            // at the next breakpoint is the end of this segment's ramp.
-            let m1 = match self.shape {
-                Shape::Step => m0,
-                Shape::Linear => self.multiplier(SimTime(next)),
-            };
             let dt = (next - t) as f64;
             let area = (m0 + m1) / 2.0 * dt;
             if area >= left && area > 0.0 {
-                // Solve ∫₀ˣ (m0 + (m1 − m0)s/dt) ds = left for x ∈ (0, dt].
+                // Solve ∫₀ˣ (m0 + slope·s) ds = left for x ∈ (0, dt], in the form that is
+                // stable for any slope (no cancellation, no threshold): x = 2·left / (m0 +
+                // √(m0² + 2·slope·left)). sqrt is correctly rounded (IEEE 754) everywhere.
                 let slope = (m1 - m0) / dt;
-                let x = if slope.abs() < 1e-18 {
-                    left / m0
-                } else {
-                    let disc = m0 * m0 + 2.0 * slope * left;
-                    (disc.max(0.0).sqrt() - m0) / slope // sqrt is correctly rounded (IEEE 754) everywhere
-                };
-                return Some(SimTime(t + (x.ceil() as u64).clamp(0, next - t)));
+                let disc = (m0 * m0 + 2.0 * slope * left).max(0.0);
+                let x = 2.0 * left / (m0 + disc.sqrt());
+                return Some(SimTime(t + (x.ceil() as u64).min(next - t)));
             }
             left -= area;
             t = next;
         }
-        None
+        unreachable!("a profile with positive area finishes within two periods of breakpoints")
     }
 
     /// The profile's points.
@@ -246,6 +278,33 @@ mod tests {
         // A profile that ends at zero never sends again.
         let off = Profile::new(vec![(s(0), 1.0), (s(5), 0.0)], Shape::Step, None).unwrap();
         assert_eq!(off.advance(SimTime::ZERO + s(6), 1.0), None);
+    }
+
+    /// Review cases: a narrow periodic pulse over hours, and a ramp starting at zero.
+    #[test]
+    fn long_periodic_advances_and_ramps_from_zero() {
+        let us = SimDuration::from_us;
+        // ×1 for 1 µs of every 1 ms: 1 s of work takes 1e6 periods ≈ 1000 s.
+        let pulse = Profile::new(
+            vec![(s(0), 1.0), (us(1), 0.0)],
+            Shape::Step,
+            Some(SimDuration::from_ms(1)),
+        )
+        .unwrap();
+        let t = pulse.advance(SimTime::ZERO, 1e9).unwrap();
+        assert!((t.as_s_f64() - 999.999).abs() < 0.002, "{t}");
+        // Ramp 0 → 4e-5 over 12 h: 1 ms of work is reached where 4e-5·x²/(2·43200 s) = 1 ms.
+        let ramp = Profile::new(vec![(s(0), 0.0), (s(43_200), 4e-5)], Shape::Linear, None).unwrap();
+        let x = ramp.advance(SimTime::ZERO, 1e6).unwrap().as_s_f64();
+        let want = (2.0 * 1e-3 * 43_200.0 / 4e-5f64).sqrt();
+        assert!((x - want).abs() < 1e-6 * want, "{x} vs {want}");
+        // A nearly flat ramp is exact to the nanosecond.
+        let flat =
+            Profile::new(vec![(s(0), 1000.0), (s(3600), 1000.001)], Shape::Linear, None).unwrap();
+        let t = flat.advance(SimTime::ZERO, 1000.0 * 1e9 * 1800.0).unwrap();
+        // ∫₀ˣ (1000 + 1e-3·s/3600) ds = 1.8e6 s → x = 1800 s − (1e-3/7200·1800²)/1000 s.
+        let want = 1800.0 - (1e-3 / 7200.0 * 1800.0f64.powi(2)) / 1000.0;
+        assert!((t.as_s_f64() - want).abs() < 2e-9, "{} vs {want}", t.as_s_f64());
     }
 
     #[test]

@@ -155,6 +155,21 @@ impl TraceData {
     }
 }
 
+impl TraceData {
+    /// A 64-bit hash of every row, so that editing a trace file changes the run ids of the
+    /// runs that replay it (the rows are not part of the scenario's text).
+    pub fn content_hash(&self) -> u64 {
+        let mut h = sim_core::Fingerprint::default();
+        h.fold(self.arrival_ns.len() as u64);
+        for i in 0..self.arrival_ns.len() {
+            h.fold(self.arrival_ns[i]);
+            h.fold(self.prompt_tokens[i].map_or(u64::MAX, u64::from));
+            h.fold(self.output_tokens[i].map_or(u64::MAX, u64::from));
+        }
+        h.value()
+    }
+}
+
 impl TraceSpec {
     /// Checks the settings (ranges) and that the rows were loaded.
     pub fn check(&self) -> Result<(), String> {

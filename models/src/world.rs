@@ -567,18 +567,19 @@ impl QueueingWorld {
         let (site, id, in_service) = (r.site as usize, r.id.0, r.in_service);
         let service_timer = r.service_timer.take();
         let st = self.sites[site].station;
-        if self.stations[st as usize].st.cancellation {
-            if in_service {
-                // A service started before cancellation was switched on runs to its end.
-                if let Some(h) = service_timer {
-                    ctx.cancel(h);
-                    if let Some((next, _)) = self.stations[st as usize].st.cancel_service() {
-                        self.start_service(st, next, ctx);
-                    }
+        // A service follows the cancellation setting in force when it started (its
+        // completion is cancellable exactly then); a waiting call, the setting now.
+        if in_service {
+            if let Some(h) = service_timer {
+                ctx.cancel(h);
+                if let Some((next, _)) = self.stations[st as usize].st.cancel_service() {
+                    self.start_service(st, next, ctx);
                 }
-            } else {
-                self.stations[st as usize].st.remove_waiting(|j| j.id == id);
+                self.update_station_gauges(st, ctx);
             }
+        } else if self.stations[st as usize].st.cancellation {
+            let removed = self.stations[st as usize].st.remove_waiting(|j| j.id == id);
+            debug_assert!(removed, "a call not in service waits at its station");
             self.update_station_gauges(st, ctx);
         }
         let info = self.info(slot);
@@ -618,12 +619,15 @@ impl QueueingWorld {
 
     /// Resumes calls that governors woke (permits handed over), oldest first.
     fn resume_woken(&mut self, ctx: &mut Ctx<'_, Ev>) {
-        // Bounded: each resumption consumes a wake-up; new wake-ups come only from
-        // completions, which are finite per instant.
+        // Bounded: each resumption consumes a wake-up, and a request is woken at most once
+        // per level of its stack in one cascade (no request arrives meanwhile); the bound is
+        // fixed on entry, since `live` falls as woken calls end.
+        let depth = self.sites.iter().map(|s| s.stack.len() as u64).max().unwrap_or(0);
+        let bound = 1 + (depth + 1) * (self.live + self.woken.len() as u64);
         let mut guard = 0u64;
         while !self.woken.is_empty() {
             guard += 1;
-            assert!(guard <= 1 + 4 * self.live + self.reqs.len() as u64, "wake-up loop");
+            assert!(guard <= bound, "wake-up loop");
             let Some(w) = self.woken.pop_front() else { break };
             let (slot, generation) = slot_of(w.call);
             let r = self.reqs[slot as usize].as_mut().expect("woken request is live");

@@ -83,3 +83,43 @@ fn an_answer_at_the_timeout_instant_wins() {
     assert_eq!(r.summary.get("source.c.completed").unwrap(), 3.0);
     assert_eq!(r.summary.get("source.c.failed_timeout").unwrap(), 0.0);
 }
+
+/// Review case: timeouts without cancellation under two stacked gates make a long but
+/// finite cascade of wake-ups (permits released by timed-out calls, waiters rejected by a
+/// station full of abandoned work); it must run, not trip the wake-up guard.
+#[test]
+fn wake_up_cascades_with_stacked_gates_are_finite() {
+    for (cap, reject) in [("Some(1)", "QueueFull"), ("Some(0)", "Upstream429")] {
+        let text = format!(
+            r#"Scenario(name: "cascade",
+            sources: [(name: "c", interarrival: Constant("100us"), target: "site")],
+            gates: [(name: "outer", permits: 10, acquire_timeout: "100ms"),
+                    (name: "inner", permits: 2, acquire_timeout: "100ms")],
+            call_sites: [(name: "site", governors: [Gate("outer"), Gate("inner")], upstream: "llm", timeout: "5ms")],
+            stations: [(name: "llm", servers: 2, queue_capacity: {cap}, reject_as: {reject}, service: Constant("50ms"))],
+        )"#
+        );
+        let sc: ScenarioSpec<ParamValue> = ron::from_str(&text).unwrap();
+        sc.check().unwrap();
+        let r = run_checked(&sc, 2);
+        assert!(r.summary.get("source.c.failed_timeout").unwrap() > 0.0);
+    }
+}
+
+/// A service follows the cancellation setting in force when it started.
+#[test]
+fn switching_cancellation_off_keeps_services_started_under_it_cancellable() {
+    let text = r#"Scenario(name: "switch",
+        sources: [(name: "c", interarrival: Constant("10s"), target: "site", limit: Some(1))],
+        call_sites: [(name: "site", upstream: "llm", timeout: "1s")],
+        stations: [(name: "llm", servers: 1, service: Constant("3s"), cancellation: true)],
+        timeline: [(at: "500ms", path: "station.llm.cancellation", value: Bool(false))],
+    )"#;
+    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).unwrap();
+    sc.check().unwrap();
+    sc.check_timeline().unwrap();
+    let r = run_checked(&sc, 10);
+    assert_eq!(r.summary.get("station.llm.abandoned_work").unwrap(), 0.0);
+    let u = r.summary.get("station.llm.utilization").unwrap();
+    assert!((u - 0.1).abs() < 1e-9, "1 s of work in 10 s: {u}");
+}

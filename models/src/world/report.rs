@@ -1,0 +1,101 @@
+//! What a run reports: the summary, the invariant checks, per-request records and state
+//! changes.
+
+use super::*;
+
+impl QueueingWorld {
+    /// State changes recorded during the run, in time order.
+    pub fn take_events(&mut self) -> Vec<ModelEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// The model's results at `end`.
+    pub fn summary(&self, end: SimTime) -> Summary {
+        let mut out = Summary::default();
+        let mut oldest: Vec<Option<SimTime>> = vec![None; self.sources.len()];
+        let mut in_flight = vec![0u64; self.sources.len()];
+        for r in self.reqs.iter().flatten() {
+            let o = &mut oldest[r.source as usize];
+            *o = Some(o.map_or(r.arrival, |t| t.min(r.arrival)));
+            if r.arrival >= self.warmup {
+                in_flight[r.source as usize] += 1;
+            }
+        }
+        for ((s, o), n) in self.sources.iter().zip(oldest).zip(in_flight) {
+            s.stats.emit(&format!("source.{}", s.name), n, o.map(|t| end - t), &mut out);
+        }
+        for s in &self.stations {
+            let p = format!("station.{}", s.name);
+            out.push_f64(format!("{p}.mean_in_system"), s.in_system.mean(end));
+            out.push_f64(format!("{p}.utilization"), s.busy.mean(end) / s.servers.mean(end));
+            out.push_u64(format!("{p}.peak_queue"), s.st.peak_queue);
+            out.push_u64(format!("{p}.abandoned_work"), s.abandoned_done);
+        }
+        out
+    }
+
+    /// The numbered invariants of ARCHITECTURE.md that this world can check; empty = all hold.
+    pub fn check_invariants(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut live_per_source = vec![0u64; self.sources.len()];
+        for r in self.reqs.iter().flatten() {
+            live_per_source[r.source as usize] += 1;
+        }
+        for (s, live) in self.sources.iter().zip(live_per_source) {
+            if s.stats.offered != s.stats.ended + live {
+                v.push(format!(
+                    "I1 conservation: source {} offered {} ≠ ended {} + in flight {live}",
+                    s.name, s.stats.offered, s.stats.ended
+                ));
+            }
+        }
+        for (g, rt) in self.govs.iter().zip(&self.gates) {
+            let GovernorKind::Gate(g) = g;
+            if g.granted - g.returned != g.in_use() {
+                v.push(format!(
+                    "I2 permits: gate {} granted {} − returned {} ≠ in use {}",
+                    rt.name,
+                    g.granted,
+                    g.returned,
+                    g.in_use()
+                ));
+            }
+        }
+        for s in &self.stations {
+            if s.st.capacity.is_some_and(|c| s.st.queue_len() > c) {
+                v.push(format!(
+                    "I3 capacity: station {} queue {} > {:?}",
+                    s.name,
+                    s.st.queue_len(),
+                    s.st.capacity
+                ));
+            }
+            if !s.st.is_work_conserving() {
+                v.push(format!(
+                    "I4 work conservation: station {} idle server beside a queue",
+                    s.name
+                ));
+            }
+        }
+        v
+    }
+
+    /// The per-request records (empty unless `record_requests`), in the order requests
+    /// ended, followed by the requests still in the system, by id.
+    pub fn take_records(&mut self) -> Vec<RequestRecord> {
+        let Some(mut out) = self.records.take() else { return Vec::new() };
+        let mut open: Vec<&Req> = self.reqs.iter().flatten().collect();
+        open.sort_by_key(|r| r.id);
+        out.extend(open.into_iter().map(|r| RequestRecord {
+            request_id: r.id.0,
+            source: r.source,
+            seq: r.seq,
+            arrival: r.arrival,
+            start: r.start,
+            end: None,
+            outcome: None,
+            tokens: r.tokens,
+        }));
+        out
+    }
+}

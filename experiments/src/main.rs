@@ -173,7 +173,7 @@ fn main() -> ExitCode {
                 match load(&args) {
                     Ok(e) => println!(
                         "{f}: ok ({} runs, {} parameters)",
-                        e.seeds.len(),
+                        e.runs.len(),
                         e.scenario.registry().len()
                     ),
                     Err(e) => {

@@ -14,6 +14,7 @@
 //! [`scenario`], [`world`], [`summary`], [`run`].
 
 pub mod callsite;
+pub mod class;
 pub mod gate;
 pub mod governor;
 pub mod gpu;

@@ -28,6 +28,9 @@ pub struct ScenarioSpec<V> {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// Traffic classes, most important first (default: P0, P1, P2).
+    #[serde(default = "crate::class::default_classes")]
+    pub classes: Vec<crate::class::ClassSpec>,
     pub sources: Vec<SourceSpec>,
     #[serde(default)]
     pub gates: Vec<GateSpec>,
@@ -103,6 +106,13 @@ impl<V> ScenarioSpec<V> {
                 message: "expected at least one source".into(),
             });
         }
+        if self.classes.is_empty() || self.classes.len() > 64 {
+            return Err(SpecError {
+                path: "classes".into(),
+                message: format!("expected 1 to 64 classes, found {}", self.classes.len()),
+            });
+        }
+        unique("classes", self.classes.iter().map(|s| s.name.as_str()))?;
         unique("sources", self.sources.iter().map(|s| s.name.as_str()))?;
         unique("gates", self.gates.iter().map(|s| s.name.as_str()))?;
         unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;
@@ -147,6 +157,7 @@ impl<V> ScenarioSpec<V> {
                 });
             }
         }
+        ranges("classes", &self.classes)?;
         ranges("sources", &self.sources)?;
         ranges("gates", &self.gates)?;
         ranges("stations", &self.stations)?;
@@ -159,6 +170,19 @@ impl<V> ScenarioSpec<V> {
                         "no call site named \"{}\"; call sites: [{}]",
                         s.target,
                         names(self.call_sites.iter().map(|c| c.name.as_str()).collect())
+                    ),
+                });
+            }
+        }
+        for (i, s) in self.sources.iter().enumerate() {
+            if let Some(c) = &s.class
+                && !self.classes.iter().any(|k| &k.name == c)
+            {
+                return Err(SpecError {
+                    path: format!("sources[{i}].class"),
+                    message: format!(
+                        "no class named \"{c}\"; classes: [{}]",
+                        self.classes.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
                     ),
                 });
             }
@@ -200,6 +224,7 @@ impl<V> ScenarioSpec<V> {
     /// Every parameter of every component.
     pub fn registry(&self) -> Registry {
         let mut r = Registry::default();
+        self.classes.iter().for_each(|c| r.add_component(c));
         self.sources.iter().for_each(|c| r.add_component(c));
         self.gates.iter().for_each(|c| r.add_component(c));
         self.stations.iter().for_each(|c| r.add_component(c));
@@ -216,6 +241,7 @@ impl<V> ScenarioSpec<V> {
             v.iter_mut().find(|c| c.instance_name() == name).expect("registered")
         }
         match kind {
+            "class" => find(&mut self.classes, name).set(param, value),
             "source" => find(&mut self.sources, name).set(param, value),
             "gate" => find(&mut self.gates, name).set(param, value),
             "station" => find(&mut self.stations, name).set(param, value),
@@ -237,6 +263,7 @@ impl<V> ScenarioSpec<V> {
         Ok(ScenarioSpec {
             name: self.name,
             description: self.description,
+            classes: self.classes,
             sources: self.sources,
             gates: self.gates,
             call_sites: self.call_sites,

@@ -46,6 +46,14 @@ pub struct SourceSpec {
     /// flood of 20,000 requests at `start`; `Constant("5ms")` spreads them.
     #[serde(default, deserialize_with = "validate::opt_at_least_one")]
     pub limit: Option<u64>,
+    /// The class of its requests (default: the scenario's first class).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub class: Option<String>,
     /// Time-varying load: a rate multiplier that warps the arrival process (diurnal cycles,
     /// surges, on/off). `None`: constant.
     #[serde(default)]

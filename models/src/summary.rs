@@ -10,10 +10,22 @@ use sim_core::metrics::Quantiles;
 use sim_core::{SimDuration, SimTime};
 
 /// A named summary value.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Value {
     U64(u64),
     F64(f64),
+}
+
+/// Bit-for-bit equality: results of identical runs are identical, `NaN` (no data)
+/// included — which `f64`'s own `==` would call unequal.
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Value::U64(a), Value::U64(b)) => a == b,
+            (Value::F64(a), Value::F64(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
 }
 
 /// The summary of one run: `(column, value)` in a stable order.

@@ -87,6 +87,7 @@ impl sim_core::Event for Ev {
 struct Req {
     id: RequestId,
     source: u16,
+    class: u16,
     seq: u64,
     site: u16,
     arrival: SimTime,
@@ -107,8 +108,18 @@ struct Req {
     generation: u32,
 }
 
+/// Per-class results.
+struct ClassRt {
+    name: String,
+    sla: SimDuration,
+    stats: SourceStats,
+    /// Measured requests answered within the SLA.
+    within_sla: u64,
+}
+
 struct SourceRt {
     name: String,
+    class: u16,
     key: u64,
     stream: Stream,
     /// `None` for a trace source.
@@ -213,6 +224,7 @@ pub struct QueueingWorld {
     seed: u64,
     warmup: SimTime,
     sources: Vec<SourceRt>,
+    classes: Vec<ClassRt>,
     sites: Vec<SiteRt>,
     govs: Vec<GovernorKind>,
     gates: Vec<GateRt>,
@@ -293,6 +305,11 @@ impl QueueingWorld {
             .sources
             .iter()
             .map(|s| SourceRt {
+                class: s
+                    .class
+                    .as_ref()
+                    .map(|c| sc.classes.iter().position(|k| &k.name == c).expect("checked") as u16)
+                    .unwrap_or(0),
                 name: s.name.clone(),
                 key: name_id(&s.name),
                 stream: Stream::new(run.seed, &format!("arrivals/{}", s.name)),
@@ -318,6 +335,16 @@ impl QueueingWorld {
             seed: run.seed,
             warmup: SimTime::ZERO + run.warmup,
             sources,
+            classes: sc
+                .classes
+                .iter()
+                .map(|c| ClassRt {
+                    name: c.name.clone(),
+                    sla: c.sla,
+                    stats: SourceStats::default(),
+                    within_sla: 0,
+                })
+                .collect(),
             sites,
             govs,
             gates,
@@ -350,7 +377,7 @@ impl QueueingWorld {
 
     fn info(&self, slot: u32) -> CallInfo {
         let r = self.reqs[slot as usize].as_ref().expect("live request");
-        CallInfo { call: call_id(slot, r.generation), class: ClassId(0), key: 0 }
+        CallInfo { call: call_id(slot, r.generation), class: ClassId(r.class), key: 0 }
     }
 
     fn on_arrival(&mut self, source: u16, ctx: &mut Ctx<'_, Ev>) {
@@ -359,8 +386,11 @@ impl QueueingWorld {
         let seq = src.issued;
         src.issued += 1;
         src.stats.offered += 1;
+        let class = &mut self.classes[src.class as usize].stats;
+        class.offered += 1;
         if now >= self.warmup {
             src.stats.measured_offered += 1;
+            class.measured_offered += 1;
         }
         ctx.metrics.incr(src.arrivals);
         if src.limit.is_none_or(|l| src.issued < l) {
@@ -393,9 +423,11 @@ impl QueueingWorld {
             .unwrap_or_default();
         let id = RequestId(self.next_request);
         self.next_request += 1;
+        let class = self.sources[source as usize].class;
         let slot = self.alloc(Req {
             id,
             source,
+            class,
             seq,
             site,
             arrival: now,
@@ -507,6 +539,7 @@ impl QueueingWorld {
         let src = &mut self.sources[job.source as usize];
         if r.arrival >= self.warmup {
             src.stats.record_start(now - r.arrival);
+            self.classes[r.class as usize].stats.record_start(now - r.arrival);
         }
         // A keyed draw: taking it or not never shifts any other random number.
         r.upstream_fails = error_rate > 0.0 && key.uniform(attr::UPSTREAM_FAILURE) < error_rate;
@@ -666,6 +699,15 @@ impl QueueingWorld {
         let src = &mut self.sources[r.source as usize];
         let latency = now - r.arrival;
         src.stats.record_end(outcome, latency, measured);
+        let class = &mut self.classes[r.class as usize];
+        class.stats.record_end(outcome, latency, measured);
+        if measured
+            && class.sla > SimDuration::ZERO
+            && matches!(outcome, Outcome::Success | Outcome::Degraded(_))
+            && latency <= class.sla
+        {
+            class.within_sla += 1;
+        }
         // The time series shows the warm-up too: its own time axis tells them apart.
         if matches!(outcome, Outcome::Success | Outcome::Degraded(_)) {
             ctx.metrics.record(src.latency, latency.0);

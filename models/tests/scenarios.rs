@@ -126,6 +126,12 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
     assert_eq!(
         paths,
         [
+            "class.P0.sla",
+            "class.P0.weight",
+            "class.P1.sla",
+            "class.P1.weight",
+            "class.P2.sla",
+            "class.P2.weight",
             "gate.llm.acquire_timeout",
             "gate.llm.max_waiting",
             "gate.llm.permits",

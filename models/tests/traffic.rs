@@ -149,3 +149,35 @@ fn zero_gap_needs_a_limit() {
     let sc: ScenarioSpec<ParamValue> = ron::from_str(&text(", limit: Some(5)")).unwrap();
     assert!(sc.check().is_ok());
 }
+
+/// Requests carry their source's class; results are reported per class, with the share of
+/// answers within the class's SLA.
+#[test]
+fn classes_report_their_own_results_and_sla() {
+    let sc = load(
+        r#"Scenario(name: "classes",
+        classes: [(name: "vip", weight: 5, sla: "1s"), (name: "batch")],
+        sources: [
+            (name: "chat", class: "vip", interarrival: Exponential(mean: "100ms"), target: "c"),
+            (name: "app", class: "vip", interarrival: Exponential(mean: "200ms"), target: "c"),
+            (name: "jobs", class: "batch", interarrival: Exponential(mean: "50ms"), target: "c"),
+        ],
+        call_sites: [(name: "c", upstream: "st")],
+        stations: [(name: "st", servers: 40, service: Exponential(mean: "500ms"))],
+    )"#,
+    );
+    let r = models::run(&sc, &RunConfig::new(2, SimDuration::from_secs(300)));
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let g = |k: &str| r.summary.get(k).unwrap();
+    for col in ["offered", "completed", "in_flight_end"] {
+        assert_eq!(
+            g(&format!("class.vip.{col}")),
+            g(&format!("source.chat.{col}")) + g(&format!("source.app.{col}"))
+        );
+        assert_eq!(g(&format!("class.batch.{col}")), g(&format!("source.jobs.{col}")));
+    }
+    // Service is exponential with mean 0.5 s and no queueing to speak of: P(latency ≤ 1 s) ≈ 1 − e⁻² ≈ 0.865.
+    let met = g("class.vip.sla_met");
+    assert!((met - 0.8647).abs() < 0.02, "SLA met {met}");
+    assert!(g("class.batch.sla_met").is_nan(), "no SLA, no share");
+}

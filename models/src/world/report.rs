@@ -21,8 +21,23 @@ impl QueueingWorld {
                 in_flight[r.source as usize] += 1;
             }
         }
-        for ((s, o), n) in self.sources.iter().zip(oldest).zip(in_flight) {
-            s.stats.emit(&format!("source.{}", s.name), n, o.map(|t| end - t), &mut out);
+        for ((s, o), n) in self.sources.iter().zip(&oldest).zip(&in_flight) {
+            s.stats.emit(&format!("source.{}", s.name), *n, o.map(|t| end - t), &mut out);
+        }
+        // Per class: the sums over its sources, and the share answered within the SLA.
+        for (k, c) in self.classes.iter().enumerate() {
+            let of_class = |i: &usize| self.sources[*i].class as usize == k;
+            let n: u64 = (0..self.sources.len()).filter(of_class).map(|i| in_flight[i]).sum();
+            let o = (0..self.sources.len()).filter(of_class).filter_map(|i| oldest[i]).min();
+            let p = format!("class.{}", c.name);
+            c.stats.emit(&p, n, o.map(|t| end - t), &mut out);
+            let answered = c.stats.success + c.stats.degraded.iter().sum::<u64>();
+            let share = if c.sla == SimDuration::ZERO || answered == 0 {
+                f64::NAN
+            } else {
+                c.within_sla as f64 / answered as f64
+            };
+            out.push_f64(format!("{p}.sla_met"), share);
         }
         for s in &self.stations {
             let p = format!("station.{}", s.name);
@@ -46,6 +61,15 @@ impl QueueingWorld {
                 v.push(format!(
                     "I1 conservation: source {} offered {} ≠ ended {} + in flight {live}",
                     s.name, s.stats.offered, s.stats.ended
+                ));
+            }
+        }
+        for (k, c) in self.classes.iter().enumerate() {
+            let live = self.reqs.iter().flatten().filter(|r| r.class as usize == k).count() as u64;
+            if c.stats.offered != c.stats.ended + live {
+                v.push(format!(
+                    "I1 conservation: class {} offered {} ≠ ended {} + in flight {live}",
+                    c.name, c.stats.offered, c.stats.ended
                 ));
             }
         }

@@ -1,0 +1,81 @@
+//! Traffic classes: business value and SLA of the work a request represents.
+//!
+//! Classes are ordered: the first is the most important (P0). Every request carries the
+//! class of its source; governors see it in `CallInfo::class`, and results are reported per
+//! class as well as per source (`class.<name>.*`, with the share of answers within the SLA).
+//! Without a `classes` list a scenario has the SPEC's three: P0 real-time chat (SLA 3 s),
+//! P1 near-real-time, P2 batch.
+
+use crate::params::{ParamDecl, ParamType, ParamValue, Params};
+use crate::validate;
+use serde::{Deserialize, Serialize};
+use sim_core::SimDuration;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Class")]
+pub struct ClassSpec {
+    #[serde(deserialize_with = "validate::name")]
+    pub name: String,
+    /// Relative weight (for weighted policies), ≥ 1.
+    #[serde(default = "one", deserialize_with = "validate::at_least_one")]
+    pub weight: u64,
+    /// Target end-to-end latency; `"0s"` = none.
+    #[serde(default)]
+    pub sla: SimDuration,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// The SPEC's default classes.
+pub fn default_classes() -> Vec<ClassSpec> {
+    vec![
+        ClassSpec { name: "P0".into(), weight: 3, sla: SimDuration::from_secs(3) },
+        ClassSpec { name: "P1".into(), weight: 2, sla: SimDuration::ZERO },
+        ClassSpec { name: "P2".into(), weight: 1, sla: SimDuration::ZERO },
+    ]
+}
+
+impl Params for ClassSpec {
+    const KIND: &'static str = "class";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        vec![
+            ParamDecl {
+                name: "weight",
+                ty: ParamType::Count { min: 1, max: 1_000_000 },
+                unit: "",
+                runtime: false,
+                doc: "relative weight of the class for weighted policies",
+            },
+            ParamDecl {
+                name: "sla",
+                ty: ParamType::Duration {
+                    min: SimDuration::ZERO,
+                    max: SimDuration::from_secs(86_400),
+                },
+                unit: "ns",
+                runtime: false,
+                doc: "target end-to-end latency (0 = none); results report the share within it",
+            },
+        ]
+    }
+    fn get(&self, p: &str) -> Option<ParamValue> {
+        Some(match p {
+            "weight" => ParamValue::Count(self.weight),
+            "sla" => ParamValue::Duration(self.sla),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
+        match (p, v) {
+            ("weight", ParamValue::Count(n)) => self.weight = n,
+            ("sla", ParamValue::Duration(d)) => self.sla = d,
+            (p, v) => return Err(format!("class has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}

@@ -18,7 +18,7 @@ def main() -> int:
     assert runs.columns[: len(RUN_COLUMNS)] == RUN_COLUMNS, runs.columns[: len(RUN_COLUMNS)]
     assert (runs["status"] == "ok").all(), runs.select("seed", "status", "error")
     assert runs["fingerprint"].n_unique() == expected_runs
-    src = [c for c in runs.columns if c.startswith("source.") and c.endswith(".offered")]
+    src = [c for c in runs.columns if c.startswith(("source.", "class.")) and c.endswith(".offered")]
     assert src, "at least one source"
     for c in src:
         p = c.removesuffix(".offered")

@@ -425,7 +425,9 @@ pub fn summarize(runs: &DataFrame) -> PolarsResult<DataFrame> {
     keys.extend(names.iter().filter(|n| n.starts_with("param.")).cloned());
     let metrics: Vec<String> = names
         .iter()
-        .filter(|n| n.starts_with("source.") || n.starts_with("station."))
+        .filter(|n| {
+            n.starts_with("source.") || n.starts_with("class.") || n.starts_with("station.")
+        })
         .filter(|n| runs.column(n).map(|c| c.dtype().is_primitive_numeric()).unwrap_or(false))
         .cloned()
         .collect();

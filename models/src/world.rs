@@ -502,18 +502,8 @@ impl QueueingWorld {
             Admit::Start => self.start_service(st, job, ctx),
             Admit::Queued => {}
             Admit::Full => {
-                let info = self.info(slot);
-                let below = self.sites[site].stack.len();
-                let next = callsite::ascend(
-                    &self.sites[site].stack,
-                    &mut self.govs,
-                    &info,
-                    below,
-                    Outcome::Rejected(self.stations[st as usize].st.reject_as.reason()),
-                    now,
-                    &mut self.woken,
-                );
-                self.act(slot, next, ctx);
+                let refusal = Outcome::Rejected(self.stations[st as usize].st.reject_as.reason());
+                self.answer(slot, refusal, ctx);
             }
         }
         self.update_station_gauges(st, ctx);
@@ -551,7 +541,6 @@ impl QueueingWorld {
     }
 
     fn on_service_done(&mut self, st: u16, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
-        let now = ctx.now();
         ctx.metrics.incr(self.stations[st as usize].completed);
         if let Some((next, _)) = self.stations[st as usize].st.complete() {
             self.start_service(st, next, ctx);
@@ -569,9 +558,15 @@ impl QueueingWorld {
             ctx.cancel(h);
         }
         let r = self.reqs[slot as usize].as_ref().expect("live");
-        let site = r.site as usize;
         let outcome =
             if r.upstream_fails { Outcome::Failed(Reason::Upstream5xx) } else { Outcome::Success };
+        self.answer(slot, outcome, ctx);
+        self.resume_woken(ctx);
+    }
+
+    /// The upstream's answer (or the station's refusal) climbs the call site's whole stack.
+    fn answer(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+        let site = self.reqs[slot as usize].as_ref().expect("live").site as usize;
         let below = self.sites[site].stack.len();
         if below == 0 {
             // Fast path: no governor to tell.
@@ -585,18 +580,16 @@ impl QueueingWorld {
             &info,
             below,
             outcome,
-            now,
+            ctx.now(),
             &mut self.woken,
         );
         self.act(slot, next, ctx);
-        self.resume_woken(ctx);
     }
 
     /// The client gives up on its upstream call: the call fails with `timeout`. With
     /// cancellation the station drops the work (frees the server or the waiting place);
     /// without, the work goes on and its server stays busy until it ends.
     fn on_upstream_timeout(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let now = ctx.now();
         let r =
             self.reqs[slot as usize].as_mut().expect("the timer is cancelled when the call ends");
         r.upstream_timer = None;
@@ -618,18 +611,7 @@ impl QueueingWorld {
             debug_assert!(removed, "a call not in service waits at its station");
             self.update_station_gauges(st, ctx);
         }
-        let info = self.info(slot);
-        let below = self.sites[site].stack.len();
-        let next = callsite::ascend(
-            &self.sites[site].stack,
-            &mut self.govs,
-            &info,
-            below,
-            Outcome::Failed(Reason::Timeout),
-            now,
-            &mut self.woken,
-        );
-        self.act(slot, next, ctx);
+        self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);
         self.resume_woken(ctx);
     }
 

@@ -155,7 +155,7 @@ mod tests {
         }))
     }
     fn c(i: u64) -> CallInfo {
-        CallInfo { call: CallId(i), class: ClassId(0), key: 0 }
+        CallInfo::simple(i, 0)
     }
 
     /// Two gates in a stack: an outer (2 permits, waits) and an inner (1 permit, fail fast).

@@ -210,7 +210,7 @@ mod tests {
     use crate::ids::ClassId;
 
     fn call(i: u64) -> CallInfo {
-        CallInfo { call: CallId(i), class: ClassId(0), key: 0 }
+        CallInfo::simple(i, 0)
     }
 
     /// Scripted: permits 2, timeout 300 ms. Input → expected decision per step.

@@ -25,10 +25,47 @@ use sim_core::{SimDuration, SimTime};
 /// What a governor may look at when deciding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallInfo {
+    /// Identifies the call while it is in flight (slots are reused: not stable across
+    /// policies, never use it as a random key).
     pub call: CallId,
     pub class: ClassId,
     /// The call's cache/hot-parameter key (0 when the scenario has none).
     pub key: u64,
+    /// The user who sent the request (0 when the scenario has no user population).
+    pub user: u64,
+    /// Tokens the call may consume (prompt + maximum output), for token-based limiters;
+    /// 0 when unknown.
+    pub tokens: u32,
+    /// 64 random bits owned by this call, stable across policies (a keyed draw over the
+    /// request's seed, source, sequence and call path). A governor that needs randomness
+    /// (retry jitter, semantic-cache luck) derives it from these bits with
+    /// [`sim_core::rng::mix64`] and its own counter (e.g. the attempt), never from a stream.
+    pub draw: u64,
+}
+
+impl CallInfo {
+    /// A call with only an id and a class (tests, scripted harnesses).
+    pub fn simple(call: u64, class: u16) -> CallInfo {
+        CallInfo {
+            call: CallId(call),
+            class: ClassId(class),
+            key: 0,
+            user: 0,
+            tokens: 0,
+            draw: call,
+        }
+    }
+}
+
+/// A state change of a governor, for `events.parquet` (breaker transitions, rule reloads,
+/// shadow verdicts). The world adds the component path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GovEvent {
+    pub time: SimTime,
+    /// Stable snake_case kind: `state_change`, `shadow_reject`, …
+    pub kind: &'static str,
+    pub from: String,
+    pub to: String,
 }
 
 /// A governor's verdict on a call coming down the stack.
@@ -67,4 +104,15 @@ pub trait Governor {
     fn take_woken(&mut self, out: &mut Vec<CallId>);
     /// Calls currently parked here.
     fn waiting(&self) -> usize;
+    /// The next time this governor wants [`Governor::on_wake`] called without a call
+    /// arriving (an automatic OPEN → HALF_OPEN transition, a pacing queue releasing a
+    /// waiter, a maximum wait in half-open). `None`: no timer. The world re-reads it after
+    /// every interaction with the governor.
+    fn wake_at(&self) -> Option<SimTime> {
+        None
+    }
+    /// The time from [`Governor::wake_at`] has come (called at or after it, once).
+    fn on_wake(&mut self, _now: SimTime) {}
+    /// State changes since the last call, oldest first.
+    fn take_events(&mut self, _out: &mut Vec<GovEvent>) {}
 }

@@ -28,6 +28,8 @@ pub mod attr {
     pub const SERVICE_TIME: u32 = 1;
     /// Whether an upstream call meets an injected failure.
     pub const UPSTREAM_FAILURE: u32 = 2;
+    /// The bits a call hands its governors ([`crate::governor::CallInfo::draw`]).
+    pub const GOVERNOR_BITS: u32 = 3;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -377,7 +379,16 @@ impl QueueingWorld {
 
     fn info(&self, slot: u32) -> CallInfo {
         let r = self.reqs[slot as usize].as_ref().expect("live request");
-        CallInfo { call: call_id(slot, r.generation), class: ClassId(r.class), key: 0 }
+        let src = &self.sources[r.source as usize];
+        let key = DrawKey::request(self.seed, src.key, r.seq);
+        CallInfo {
+            call: call_id(slot, r.generation),
+            class: ClassId(r.class),
+            key: 0,
+            user: 0,
+            tokens: r.tokens.prompt.unwrap_or(0).saturating_add(r.tokens.output.unwrap_or(0)),
+            draw: key.bits(attr::GOVERNOR_BITS),
+        }
     }
 
     fn on_arrival(&mut self, source: u16, ctx: &mut Ctx<'_, Ev>) {

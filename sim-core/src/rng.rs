@@ -113,6 +113,11 @@ impl DrawKey {
             counter: 0,
         }
     }
+    /// 64 raw random bits for an attribute (handed to governors as their call's own bits).
+    #[inline]
+    pub fn bits(&self, attribute: u32) -> u64 {
+        mix64(self.base() ^ (attribute as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x6269_7473)
+    }
     /// A single uniform for an attribute.
     #[inline]
     pub fn uniform(&self, attribute: u32) -> f64 {

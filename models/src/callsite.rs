@@ -144,7 +144,6 @@ pub fn abandon(
 mod tests {
     use super::*;
     use crate::gate::GateSpec;
-    use crate::ids::ClassId;
 
     fn gate(permits: u64, wait_ms: u64) -> GovernorKind {
         GovernorKind::Gate(Gate::new(&GateSpec {

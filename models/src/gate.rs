@@ -207,7 +207,6 @@ impl crate::params::Params for GateSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::ClassId;
 
     fn call(i: u64) -> CallInfo {
         CallInfo::simple(i, 0)

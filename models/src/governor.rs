@@ -41,6 +41,8 @@ pub struct CallInfo {
     /// (retry jitter, semantic-cache luck) derives it from these bits with
     /// [`sim_core::rng::mix64`] and its own counter (e.g. the attempt), never from a stream.
     pub draw: u64,
+    /// On the way up only: the Retry-After the upstream sent with its answer (a 429), if any.
+    pub retry_after: Option<SimDuration>,
 }
 
 impl CallInfo {
@@ -53,6 +55,7 @@ impl CallInfo {
             user: 0,
             tokens: 0,
             draw: call,
+            retry_after: None,
         }
     }
 }
@@ -102,6 +105,11 @@ pub trait Governor {
     /// Calls parked here that may now proceed (e.g. a permit was handed over), oldest first.
     /// The call site drains this after every `on_outcome`, `on_abandon` and change.
     fn take_woken(&mut self, out: &mut Vec<CallId>);
+    /// Calls parked here that are answered from here instead of resuming (single-flight
+    /// followers sharing the leader's answer, a priority wait list expiring into a
+    /// fallback), oldest first. The call site carries each outcome up from this level.
+    /// Drained together with [`Governor::take_woken`].
+    fn take_answered(&mut self, _out: &mut Vec<(CallId, Outcome)>) {}
     /// Calls currently parked here.
     fn waiting(&self) -> usize;
     /// The next time this governor wants [`Governor::on_wake`] called without a call

@@ -388,6 +388,7 @@ impl QueueingWorld {
             user: 0,
             tokens: r.tokens.prompt.unwrap_or(0).saturating_add(r.tokens.output.unwrap_or(0)),
             draw: key.bits(attr::GOVERNOR_BITS),
+            retry_after: None,
         }
     }
 

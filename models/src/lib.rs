@@ -21,6 +21,7 @@ pub mod gpu;
 pub mod ids;
 pub mod outcome;
 pub mod params;
+pub mod pipeline;
 pub mod profile;
 pub mod run;
 pub mod scenario;

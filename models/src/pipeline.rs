@@ -128,7 +128,7 @@ impl<'de> Deserialize<'de> for CallCount {
                     return Err(bad(format!("expected 1 to 256 choices, found {}", v.len())));
                 }
                 for &(n, w) in &v {
-                    if !in_range(n) || !(w.is_finite() && w > 0.0) {
+                    if !(in_range(n) && w.is_finite() && w > 0.0) {
                         return Err(bad(format!(
                             "expected (count 1..={MAX_CALLS_PER_STEP}, weight > 0), found ({n}, {w})"
                         )));

@@ -23,31 +23,55 @@ pub enum GovernorKind {
     Gate(Gate),
 }
 
+impl GovernorKind {
+    pub fn as_gate(&self) -> Option<&Gate> {
+        match self {
+            GovernorKind::Gate(g) => Some(g),
+        }
+    }
+    pub fn as_gate_mut(&mut self) -> Option<&mut Gate> {
+        match self {
+            GovernorKind::Gate(g) => Some(g),
+        }
+    }
+}
+
+/// Forwards a method to whichever governor the enum holds.
+macro_rules! each {
+    ($self:ident, $g:ident => $e:expr) => {
+        match $self {
+            GovernorKind::Gate($g) => $e,
+        }
+    };
+}
+
 impl Governor for GovernorKind {
     fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
-        match self {
-            GovernorKind::Gate(g) => g.on_call(call, now),
-        }
+        each!(self, g => g.on_call(call, now))
     }
     fn on_outcome(&mut self, call: &CallInfo, o: Outcome, now: SimTime) -> OutcomeDecision {
-        match self {
-            GovernorKind::Gate(g) => g.on_outcome(call, o, now),
-        }
+        each!(self, g => g.on_outcome(call, o, now))
     }
     fn on_abandon(&mut self, call: &CallInfo, now: SimTime) {
-        match self {
-            GovernorKind::Gate(g) => g.on_abandon(call, now),
-        }
+        each!(self, g => g.on_abandon(call, now))
     }
     fn take_woken(&mut self, out: &mut Vec<CallId>) {
-        match self {
-            GovernorKind::Gate(g) => g.take_woken(out),
-        }
+        each!(self, g => g.take_woken(out))
+    }
+    fn take_answered(&mut self, out: &mut Vec<(CallId, Outcome)>) {
+        each!(self, g => g.take_answered(out))
     }
     fn waiting(&self) -> usize {
-        match self {
-            GovernorKind::Gate(g) => g.waiting(),
-        }
+        each!(self, g => g.waiting())
+    }
+    fn wake_at(&self) -> Option<SimTime> {
+        each!(self, g => g.wake_at())
+    }
+    fn on_wake(&mut self, now: SimTime) {
+        each!(self, g => g.on_wake(now))
+    }
+    fn take_events(&mut self, out: &mut Vec<crate::governor::GovEvent>) {
+        each!(self, g => g.take_events(out))
     }
 }
 
@@ -64,11 +88,27 @@ pub enum Next {
     Retry { level: usize, after: SimDuration },
 }
 
-/// A call woken at a level of some stack: it resumes below that level.
+/// A call woken at a level of some stack: it resumes below that level, or, when the
+/// governor answered it where it waited, its answer climbs from that level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Woken {
     pub governor: usize,
     pub call: CallId,
+    pub answer: Option<Outcome>,
+}
+
+/// Collects the calls governor `g` woke or answered.
+pub fn drain(g: usize, govs: &mut [GovernorKind], woken: &mut impl Extend<Woken>) {
+    let mut ids = Vec::new();
+    govs[g].take_woken(&mut ids);
+    woken.extend(ids.into_iter().map(|call| Woken { governor: g, call, answer: None }));
+    let mut answered = Vec::new();
+    govs[g].take_answered(&mut answered);
+    woken.extend(answered.into_iter().map(|(call, o)| Woken {
+        governor: g,
+        call,
+        answer: Some(o),
+    }));
 }
 
 /// Sends a call down `stack` from `from` (inclusive).
@@ -108,12 +148,10 @@ pub fn ascend(
     woken: &mut impl Extend<Woken>,
 ) -> Next {
     let mut o = outcome;
-    let mut ids = Vec::new();
     for level in (0..below).rev() {
         let g = stack[level];
         let d = govs[g].on_outcome(call, o, now);
-        govs[g].take_woken(&mut ids);
-        woken.extend(ids.drain(..).map(|call| Woken { governor: g, call }));
+        drain(g, govs, woken);
         match d {
             OutcomeDecision::PassUp(x) => o = x,
             OutcomeDecision::RetryAfter(after) => return Next::Retry { level: level + 1, after },
@@ -134,9 +172,7 @@ pub fn abandon(
 ) -> Next {
     let g = stack[level];
     govs[g].on_abandon(call, now);
-    let mut ids = Vec::new();
-    govs[g].take_woken(&mut ids);
-    woken.extend(ids.into_iter().map(|call| Woken { governor: g, call }));
+    drain(g, govs, woken);
     ascend(stack, govs, call, level, Outcome::Rejected(reason), now, woken)
 }
 
@@ -193,7 +229,7 @@ mod tests {
             ascend(&stack, &mut govs, &c(1), 2, Outcome::Success, t, &mut w),
             Next::Finished(Outcome::Success)
         );
-        assert_eq!(w, vec![Woken { governor: 0, call: CallId(5) }]);
+        assert_eq!(w, vec![Woken { governor: 0, call: CallId(5), answer: None }]);
         // Call 5 resumes below level 0 and gets the inner permit.
         assert_eq!(descend(&stack, &mut govs, &c(5), 1, t, &mut w), Next::Upstream);
     }

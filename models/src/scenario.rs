@@ -34,6 +34,10 @@ pub struct ScenarioSpec<V> {
     pub sources: Vec<SourceSpec>,
     #[serde(default)]
     pub gates: Vec<GateSpec>,
+    /// Fan-out pipelines: what one request runs (a source may target a pipeline or,
+    /// for a single call, a call site directly).
+    #[serde(default)]
+    pub pipelines: Vec<crate::pipeline::PipelineSpec>,
     pub call_sites: Vec<CallSiteSpec>,
     pub stations: Vec<StationSpec>,
     /// Parameter changes during the run.
@@ -116,6 +120,40 @@ impl<V> ScenarioSpec<V> {
         unique("sources", self.sources.iter().map(|s| s.name.as_str()))?;
         unique("gates", self.gates.iter().map(|s| s.name.as_str()))?;
         unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;
+        unique("pipelines", self.pipelines.iter().map(|s| s.name.as_str()))?;
+        for (i, p) in self.pipelines.iter().enumerate() {
+            if self.call_sites.iter().any(|c| c.name == p.name) {
+                return Err(SpecError {
+                    path: format!("pipelines[{i}].name"),
+                    message: format!(
+                        "\"{}\" names a call site too (a source's target must be unambiguous)",
+                        p.name
+                    ),
+                });
+            }
+            for (j, stage) in p.stages.iter().enumerate() {
+                for (k, step) in stage.steps().iter().enumerate() {
+                    if !self.call_sites.iter().any(|c| c.name == step.call) {
+                        let at = match stage {
+                            crate::pipeline::Stage::Step { .. } => format!("stages[{j}]"),
+                            crate::pipeline::Stage::Parallel(_) => format!("stages[{j}][{k}]"),
+                        };
+                        return Err(SpecError {
+                            path: format!("pipelines[{i}].{at}.call"),
+                            message: format!(
+                                "no call site named \"{}\"; call sites: [{}]",
+                                step.call,
+                                self.call_sites
+                                    .iter()
+                                    .map(|c| c.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        });
+                    }
+                }
+            }
+        }
         unique("stations", self.stations.iter().map(|s| s.name.as_str()))?;
         // Every value against its registry type and range, with the field path.
         fn ranges<P: Params>(list: &str, v: &[P]) -> Result<(), SpecError> {
@@ -163,13 +201,17 @@ impl<V> ScenarioSpec<V> {
         ranges("stations", &self.stations)?;
         let names = |v: Vec<&str>| v.join(", ");
         for (i, s) in self.sources.iter().enumerate() {
-            if !self.call_sites.iter().any(|c| c.name == s.target) {
+            if !self.call_sites.iter().any(|c| c.name == s.target)
+                && !self.pipelines.iter().any(|p| p.name == s.target)
+            {
+                let mut all: Vec<&str> = self.pipelines.iter().map(|p| p.name.as_str()).collect();
+                all.extend(self.call_sites.iter().map(|c| c.name.as_str()));
                 return Err(SpecError {
                     path: format!("sources[{i}].target"),
                     message: format!(
-                        "no call site named \"{}\"; call sites: [{}]",
+                        "no pipeline or call site named \"{}\"; pipelines and call sites: [{}]",
                         s.target,
-                        names(self.call_sites.iter().map(|c| c.name.as_str()).collect())
+                        names(all)
                     ),
                 });
             }
@@ -266,6 +308,7 @@ impl<V> ScenarioSpec<V> {
             classes: self.classes,
             sources: self.sources,
             gates: self.gates,
+            pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,
             timeline,

@@ -49,16 +49,14 @@ impl QueueingWorld {
                     Some(d);
             }
             ("gate", param, v) => {
-                let i = self.gates.iter().position(|g| g.name == name).expect("checked");
-                let GovernorKind::Gate(g) = &mut self.govs[i];
+                let i = self.gates.iter().find(|g| g.name == name).expect("checked").gov;
+                let g = self.govs[i].as_gate_mut().expect("a gate");
                 match (param, v) {
                     ("permits", ParamValue::Count(n)) => g.set_permits(n),
                     ("acquire_timeout", ParamValue::Duration(d)) => g.set_acquire_timeout(d),
                     (p, v) => unreachable!("gate.{p} = {v:?} is not run-time changeable"),
                 }
-                let mut ids = Vec::new();
-                self.govs[i].take_woken(&mut ids);
-                self.woken.extend(ids.into_iter().map(|call| Woken { governor: i, call }));
+                callsite::drain(i, &mut self.govs, &mut self.woken);
                 self.resume_woken(ctx);
                 self.update_gate_gauges(ctx);
             }
@@ -93,8 +91,8 @@ impl QueueingWorld {
                 .iter()
                 .find(|s| s.name == name)
                 .and_then(|s| s.interarrival.as_ref().map(crate::params::dist_to_text)),
-            ("gate", p) => self.gates.iter().position(|g| g.name == name).map(|i| {
-                let GovernorKind::Gate(g) = &self.govs[i];
+            ("gate", p) => self.gates.iter().find(|g| g.name == name).map(|rt| {
+                let g = self.govs[rt.gov].as_gate().expect("a gate");
                 match p {
                     "permits" => g.permits().to_string(),
                     _ => format!("\"{}\"", g.acquire_timeout()),

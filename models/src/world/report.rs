@@ -22,7 +22,16 @@ impl QueueingWorld {
             }
         }
         for ((s, o), n) in self.sources.iter().zip(&oldest).zip(&in_flight) {
-            s.stats.emit(&format!("source.{}", s.name), *n, o.map(|t| end - t), &mut out);
+            let p = format!("source.{}", s.name);
+            s.stats.emit(&p, *n, o.map(|t| end - t), &mut out);
+            if !self.pipelines[s.pipeline as usize].direct {
+                // Amplification: upstream calls (retries included) ÷ user requests.
+                out.push_u64(format!("{p}.upstream_calls"), s.upstream_calls);
+                let offered = s.stats.measured_offered;
+                let a =
+                    if offered == 0 { f64::NAN } else { s.upstream_calls as f64 / offered as f64 };
+                out.push_f64(format!("{p}.amplification"), a);
+            }
         }
         // Per class: the sums over its sources, and the share answered within the SLA.
         for (k, c) in self.classes.iter().enumerate() {
@@ -73,8 +82,22 @@ impl QueueingWorld {
                 ));
             }
         }
-        for (g, rt) in self.govs.iter().zip(&self.gates) {
-            let GovernorKind::Gate(g) = g;
+        if self.calls_issued != self.calls_ended + self.live_calls {
+            v.push(format!(
+                "I22 call conservation: issued {} ≠ ended {} + in flight {}",
+                self.calls_issued, self.calls_ended, self.live_calls
+            ));
+        }
+        let live_calls = self.calls.iter().flatten().count() as u64;
+        let per_request: u64 = self.reqs.iter().flatten().map(|r| r.live_calls as u64).sum();
+        if live_calls != self.live_calls || per_request != self.live_calls {
+            v.push(format!(
+                "I22 call conservation: {live_calls} call slots, {per_request} per request, counter {}",
+                self.live_calls
+            ));
+        }
+        for rt in &self.gates {
+            let g = self.govs[rt.gov].as_gate().expect("a gate");
             if g.granted - g.returned != g.in_use() {
                 v.push(format!(
                     "I2 permits: gate {} granted {} − returned {} ≠ in use {}",

@@ -1,0 +1,156 @@
+//! Wiring the world from a checked scenario.
+
+use super::*;
+
+impl QueueingWorld {
+    /// Wires the world; the scenario must have passed `check()` and `check_timeline()`.
+    pub fn build(sc: &Scenario, run: RunSettings, ctx: &mut Ctx<'_, Ev>) -> Self {
+        let find_site =
+            |n: &str| sc.call_sites.iter().position(|c| c.name == n).expect("checked") as u16;
+        // The governor arena: gates first (in declaration order).
+        let mut govs = Vec::new();
+        let mut gov_names = Vec::new();
+        let mut gates = Vec::new();
+        for g in &sc.gates {
+            gates.push(GateRt {
+                gov: govs.len(),
+                name: g.name.clone(),
+                in_use: ctx.metrics.gauge(&format!("gate.{}.in_use", g.name)),
+                waiting: ctx.metrics.gauge(&format!("gate.{}.waiting", g.name)),
+            });
+            govs.push(GovernorKind::Gate(Gate::new(g)));
+            gov_names.push(format!("gate.{}", g.name));
+        }
+        let gov_index = |r: &GovernorRef| match r {
+            GovernorRef::Gate(n) => gates.iter().find(|g| &g.name == n).expect("checked").gov,
+        };
+        let sites = sc
+            .call_sites
+            .iter()
+            .map(|c| SiteRt {
+                stack: c.governors.iter().map(gov_index).collect(),
+                station: sc.stations.iter().position(|s| s.name == c.upstream).expect("checked")
+                    as u16,
+                name: c.name.clone(),
+                timeout: c.timeout,
+            })
+            .collect();
+        let stations = sc
+            .stations
+            .iter()
+            .map(|s| StationRt {
+                name: s.name.clone(),
+                st: Station::new(s),
+                in_system: TimeAverage::default(),
+                busy: TimeAverage::default(),
+                servers: {
+                    let mut a = TimeAverage::default();
+                    a.set(SimTime::ZERO, s.servers as i64);
+                    a
+                },
+                depth: ctx.metrics.gauge(&format!("station.{}.queue_depth", s.name)),
+                busy_gauge: ctx.metrics.gauge(&format!("station.{}.busy", s.name)),
+                completed: ctx.metrics.counter(&format!("station.{}.completed", s.name)),
+                wasted: ctx.metrics.counter(&format!("station.{}.abandoned_work", s.name)),
+                abandoned_done: 0,
+            })
+            .collect();
+        // Declared pipelines, then one direct pipeline per call site a source targets.
+        let mut pipelines: Vec<PipelineRt> = sc
+            .pipelines
+            .iter()
+            .map(|p| {
+                let p = p.compile();
+                let sites =
+                    p.stages.iter().map(|st| st.iter().map(|s| find_site(&s.call)).collect());
+                PipelineRt { sites: sites.collect(), p, direct: false }
+            })
+            .collect();
+        let mut pipeline_of = |target: &str| -> u16 {
+            if let Some(i) = pipelines.iter().position(|p| !p.direct && p.p.name == target) {
+                return i as u16;
+            }
+            if let Some(i) = pipelines.iter().position(|p| p.direct && p.p.name == target) {
+                return i as u16;
+            }
+            pipelines.push(PipelineRt {
+                p: Pipeline::single(target),
+                sites: vec![vec![find_site(target)]],
+                direct: true,
+            });
+            (pipelines.len() - 1) as u16
+        };
+        let sources: Vec<SourceRt> = sc
+            .sources
+            .iter()
+            .map(|s| SourceRt {
+                class: s
+                    .class
+                    .as_ref()
+                    .map(|c| sc.classes.iter().position(|k| &k.name == c).expect("checked") as u16)
+                    .unwrap_or(0),
+                name: s.name.clone(),
+                key: name_id(&s.name),
+                stream: Stream::new(run.seed, &format!("arrivals/{}", s.name)),
+                interarrival: s.interarrival.clone(),
+                trace: s.trace.clone(),
+                start: SimTime::ZERO + s.start,
+                profile: s.profile.clone(),
+                limit: s.limit,
+                issued: 0,
+                pipeline: pipeline_of(&s.target),
+                stats: SourceStats::default(),
+                upstream_calls: 0,
+                arrivals: ctx.metrics.counter(&format!("source.{}.arrivals", s.name)),
+                latency: ctx.metrics.histogram(&format!("source.{}.latency", s.name)),
+            })
+            .collect();
+        for (i, s) in sc.sources.iter().enumerate() {
+            ctx.schedule_at(SimTime::ZERO + s.start, Ev::Arrival { source: i as u16 });
+        }
+        if run.warmup > SimDuration::ZERO {
+            ctx.schedule_at(SimTime::ZERO + run.warmup, Ev::WarmupEnd);
+        }
+        let n_govs = govs.len();
+        let mut w = QueueingWorld {
+            seed: run.seed,
+            warmup: SimTime::ZERO + run.warmup,
+            sources,
+            classes: sc
+                .classes
+                .iter()
+                .map(|c| ClassRt {
+                    name: c.name.clone(),
+                    sla: c.sla,
+                    stats: SourceStats::default(),
+                    within_sla: 0,
+                })
+                .collect(),
+            pipelines,
+            sites,
+            govs,
+            gov_names,
+            gov_wake: vec![None; n_govs],
+            gates,
+            stations,
+            reqs: Vec::new(),
+            req_free: Vec::new(),
+            calls: Vec::new(),
+            call_generations: Vec::new(),
+            call_free: Vec::new(),
+            live: 0,
+            live_calls: 0,
+            calls_issued: 0,
+            calls_ended: 0,
+            next_request: 0,
+            next_call: 0,
+            woken: Default::default(),
+            records: run.record_requests.then(Vec::new),
+            events: Vec::new(),
+        };
+        for g in 0..n_govs {
+            w.sync_wake(g, ctx);
+        }
+        w
+    }
+}

@@ -1,0 +1,343 @@
+//! A call's life: down its call site's governor stack, at the upstream station, back up.
+
+use super::*;
+
+impl QueueingWorld {
+    fn call(&self, slot: u32) -> &Call {
+        self.calls[slot as usize].as_ref().expect("live call")
+    }
+    fn call_mut(&mut self, slot: u32) -> &mut Call {
+        self.calls[slot as usize].as_mut().expect("live call")
+    }
+
+    pub(super) fn info(&self, slot: u32) -> CallInfo {
+        let c = self.call(slot);
+        let r = self.reqs[c.req as usize].as_ref().expect("live request");
+        let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq);
+        CallInfo {
+            call: call_id(slot, c.generation),
+            class: ClassId(r.class),
+            key: 0,
+            user: 0,
+            tokens: r.tokens.prompt.unwrap_or(0).saturating_add(r.tokens.output.unwrap_or(0)),
+            draw: key.with_call(c.path, 0).bits(attr::GOVERNOR_BITS),
+            retry_after: None,
+        }
+    }
+
+    /// Sends call `slot` down its call site from `level`, and acts on the verdict.
+    pub(super) fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
+        let site = self.call(slot).site as usize;
+        if level == self.sites[site].stack.len() {
+            // Fast path: nothing (more) to pass.
+            self.send_to_station(slot, ctx);
+            return;
+        }
+        let info = self.info(slot);
+        let next = callsite::descend(
+            &self.sites[site].stack,
+            &mut self.govs,
+            &info,
+            level,
+            ctx.now(),
+            &mut self.woken,
+        );
+        self.after_stack(site, ctx);
+        self.act(slot, next, ctx);
+    }
+
+    fn act(&mut self, slot: u32, next: Next, ctx: &mut Ctx<'_, Ev>) {
+        match next {
+            Next::Upstream => self.send_to_station(slot, ctx),
+            Next::Parked { level, deadline, on_deadline } => {
+                let c = self.call_mut(slot);
+                c.parked_at = Some(level);
+                c.on_deadline = on_deadline;
+                let id = c.id;
+                if let Some(d) = deadline {
+                    let h = ctx.timer_at(d, Ev::WaitDeadline { slot, id });
+                    self.call_mut(slot).timer = Some(h);
+                }
+            }
+            Next::Finished(o) => self.call_ended(slot, o, ctx),
+            Next::Retry { level, after } => {
+                let c = self.call_mut(slot);
+                c.retry_level = Some(level);
+                let id = c.id;
+                ctx.schedule_in(after, Ev::RetryDue { slot, id });
+            }
+        }
+        self.update_gate_gauges(ctx);
+    }
+
+    pub(super) fn on_retry_due(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let c = self.call_mut(slot);
+        let level = c.retry_level.take().expect("a retry is due for a call waiting to retry");
+        c.attempt += 1;
+        self.descend(slot, level, ctx);
+        self.resume_woken(ctx);
+    }
+
+    fn send_to_station(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let c = self.call(slot);
+        let r = self.reqs[c.req as usize].as_ref().expect("live request");
+        let (site, source) = (c.site as usize, r.source);
+        let job =
+            Job { slot, id: c.job_id(), source, seq: r.seq, path: c.path, attempt: c.attempt };
+        if r.arrival >= self.warmup {
+            self.sources[source as usize].upstream_calls += 1;
+        }
+        let st = self.sites[site].station;
+        let admitted = self.stations[st as usize].st.admit(job, now);
+        let timeout = self.sites[site].timeout;
+        if admitted != Admit::Full && timeout > SimDuration::ZERO {
+            let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
+            self.call_mut(slot).upstream_timer = Some(h);
+        }
+        match admitted {
+            Admit::Start => self.start_service(st, job, ctx),
+            Admit::Queued => {}
+            Admit::Full => {
+                let refusal = Outcome::Rejected(self.stations[st as usize].st.reject_as.reason());
+                self.answer(slot, refusal, ctx);
+            }
+        }
+        self.update_station_gauges(st, ctx);
+    }
+
+    pub(super) fn start_service(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let key = DrawKey::request(self.seed, self.sources[job.source as usize].key, job.seq)
+            .with_call(job.path, job.attempt);
+        let station = &self.stations[st as usize].st;
+        let mut service = station.service.sample(&mut key.attribute(attr::SERVICE_TIME));
+        if station.latency_multiplier != 1.0 {
+            service = SimDuration::from_ns_f64(service.0 as f64 * station.latency_multiplier);
+        }
+        let (error_rate, cancellable) = (station.error_rate, station.cancellation);
+        let done = Ev::ServiceDone { station: st, slot: job.slot, id: job.id };
+        let Some(c) = self.calls[job.slot as usize].as_mut().filter(|c| c.job_id() == job.id)
+        else {
+            // Abandoned by its client while waiting, not cancelled: the work is done anyway.
+            ctx.schedule_in(service, done);
+            return;
+        };
+        c.in_service = true;
+        // A keyed draw: taking it or not never shifts any other random number.
+        c.upstream_fails = error_rate > 0.0 && key.uniform(attr::UPSTREAM_FAILURE) < error_rate;
+        if cancellable {
+            c.service_timer = Some(ctx.timer_in(service, done));
+        } else {
+            ctx.schedule_in(service, done);
+        }
+        let req = c.req;
+        self.request_started(req, now);
+    }
+
+    pub(super) fn on_service_done(&mut self, st: u16, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
+        ctx.metrics.incr(self.stations[st as usize].completed);
+        if let Some((next, _)) = self.stations[st as usize].st.complete() {
+            self.start_service(st, next, ctx);
+        }
+        self.update_station_gauges(st, ctx);
+        let Some(c) = self.calls[slot as usize].as_mut().filter(|c| c.job_id() == id) else {
+            // Abandoned work finished: nobody is waiting for it.
+            ctx.metrics.incr(self.stations[st as usize].wasted);
+            self.stations[st as usize].abandoned_done += 1;
+            return;
+        };
+        c.in_service = false;
+        c.service_timer = None;
+        if let Some(h) = c.upstream_timer.take() {
+            ctx.cancel(h);
+        }
+        let outcome =
+            if c.upstream_fails { Outcome::Failed(Reason::Upstream5xx) } else { Outcome::Success };
+        self.answer(slot, outcome, ctx);
+        self.resume_woken(ctx);
+    }
+
+    /// The upstream's answer (or the station's refusal) climbs the call site's whole stack.
+    fn answer(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+        let site = self.call(slot).site as usize;
+        let below = self.sites[site].stack.len();
+        if below == 0 {
+            // Fast path: no governor to tell.
+            self.call_ended(slot, outcome, ctx);
+            return;
+        }
+        let info = self.info(slot);
+        let next = callsite::ascend(
+            &self.sites[site].stack,
+            &mut self.govs,
+            &info,
+            below,
+            outcome,
+            ctx.now(),
+            &mut self.woken,
+        );
+        self.after_stack(site, ctx);
+        self.act(slot, next, ctx);
+    }
+
+    /// The client gives up on its upstream call: the call fails with `timeout`. With
+    /// cancellation the station drops the work (frees the server or the waiting place);
+    /// without, the work goes on and its server stays busy until it ends.
+    pub(super) fn on_upstream_timeout(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let c = self.call_mut(slot);
+        c.upstream_timer = None;
+        let (site, id, in_service) = (c.site as usize, c.job_id(), c.in_service);
+        c.in_service = false;
+        let service_timer = c.service_timer.take();
+        let st = self.sites[site].station;
+        // A service follows the cancellation setting in force when it started (its
+        // completion is cancellable exactly then); a waiting call, the setting now.
+        if in_service {
+            if let Some(h) = service_timer {
+                ctx.cancel(h);
+                if let Some((next, _)) = self.stations[st as usize].st.cancel_service() {
+                    self.start_service(st, next, ctx);
+                }
+                self.update_station_gauges(st, ctx);
+            }
+        } else if self.stations[st as usize].st.cancellation {
+            let removed = self.stations[st as usize].st.remove_waiting(|j| j.id == id);
+            debug_assert!(removed, "a call not in service waits at its station");
+            self.update_station_gauges(st, ctx);
+        }
+        self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);
+        self.resume_woken(ctx);
+    }
+
+    pub(super) fn on_deadline(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let c = self.call_mut(slot);
+        c.timer = None;
+        let level = c.parked_at.take().expect("deadline fires only for parked calls");
+        let (site, reason) = (c.site as usize, c.on_deadline);
+        let info = self.info(slot);
+        let next = callsite::abandon(
+            &self.sites[site].stack,
+            &mut self.govs,
+            &info,
+            level,
+            reason,
+            now,
+            &mut self.woken,
+        );
+        self.after_stack(site, ctx);
+        self.act(slot, next, ctx);
+        self.resume_woken(ctx);
+    }
+
+    /// Resumes calls that governors woke (permits handed over) or answered, oldest first.
+    pub(super) fn resume_woken(&mut self, ctx: &mut Ctx<'_, Ev>) {
+        // Bounded: each resumption consumes a wake-up, and a call is woken at most once
+        // per level of its stack in one cascade (no request arrives meanwhile); the bound is
+        // fixed on entry, since `live_calls` falls as woken calls end.
+        let depth = self.sites.iter().map(|s| s.stack.len() as u64).max().unwrap_or(0);
+        let bound = 1 + (depth + 1) * (self.live_calls + self.woken.len() as u64);
+        let mut guard = 0u64;
+        while let Some(w) = self.woken.pop_front() {
+            guard += 1;
+            assert!(guard <= bound, "wake-up loop");
+            let (slot, generation) = slot_of(w.call);
+            let c = self.calls[slot as usize].as_mut().expect("woken call is live");
+            assert_eq!(c.generation, generation, "woken call id is current");
+            let level = c.parked_at.take().expect("woken call was parked");
+            if let Some(h) = c.timer.take() {
+                ctx.cancel(h);
+            }
+            match w.answer {
+                None => self.descend(slot, level + 1, ctx),
+                Some(o) => {
+                    let site = self.call(slot).site as usize;
+                    let info = self.info(slot);
+                    let next = callsite::ascend(
+                        &self.sites[site].stack,
+                        &mut self.govs,
+                        &info,
+                        level,
+                        o,
+                        ctx.now(),
+                        &mut self.woken,
+                    );
+                    self.after_stack(site, ctx);
+                    self.act(slot, next, ctx);
+                }
+            }
+        }
+    }
+
+    /// A governor's own timer fired.
+    pub(super) fn on_gov_wake(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
+        self.gov_wake[g] = None;
+        self.govs[g].on_wake(ctx.now());
+        callsite::drain(g, &mut self.govs, &mut self.woken);
+        self.after_governor(g, ctx);
+        self.resume_woken(ctx);
+        self.update_gate_gauges(ctx);
+    }
+
+    /// After the governors of a site's stack acted: their timers and state changes.
+    fn after_stack(&mut self, site: usize, ctx: &mut Ctx<'_, Ev>) {
+        for level in 0..self.sites[site].stack.len() {
+            let g = self.sites[site].stack[level];
+            self.after_governor(g, ctx);
+        }
+    }
+
+    pub(super) fn after_governor(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
+        self.sync_wake(g, ctx);
+        let mut evs = Vec::new();
+        self.govs[g].take_events(&mut evs);
+        for e in evs {
+            self.events.push(ModelEvent {
+                time: e.time,
+                component: self.gov_names[g].clone(),
+                kind: e.kind,
+                from: e.from,
+                to: e.to,
+            });
+        }
+    }
+
+    /// Keeps governor `g`'s timer in step with what it asks for.
+    pub(super) fn sync_wake(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
+        let want = self.govs[g].wake_at().map(|t| t.max(ctx.now()));
+        let have = self.gov_wake[g].map(|(t, _)| t);
+        if want == have {
+            return;
+        }
+        if let Some((_, h)) = self.gov_wake[g].take() {
+            ctx.cancel(h);
+        }
+        if let Some(t) = want {
+            let h = ctx.timer_at(t, Ev::GovWake { gov: g as u16 });
+            self.gov_wake[g] = Some((t, h));
+        }
+    }
+
+    pub(super) fn update_station_gauges(&mut self, st: u16, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let s = &mut self.stations[st as usize];
+        let (busy, q) = (s.st.busy() as i64, s.st.queue_len() as i64);
+        s.in_system.set(now, busy + q);
+        s.busy.set(now, busy);
+        ctx.metrics.set(s.depth, now, q);
+        ctx.metrics.set(s.busy_gauge, now, busy);
+    }
+
+    pub(super) fn update_gate_gauges(&mut self, ctx: &mut Ctx<'_, Ev>) {
+        if self.gates.is_empty() {
+            return;
+        }
+        let now = ctx.now();
+        for rt in &self.gates {
+            let gate = self.govs[rt.gov].as_gate().expect("a gate");
+            ctx.metrics.set(rt.in_use, now, gate.in_use() as i64);
+            ctx.metrics.set(rt.waiting, now, gate.waiting() as i64);
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! The request's life: arrival, its pipeline's calls, its end.
+
+use super::*;
+
+impl QueueingWorld {
+    pub(super) fn on_arrival(&mut self, source: u16, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let src = &mut self.sources[source as usize];
+        let seq = src.issued;
+        src.issued += 1;
+        src.stats.offered += 1;
+        let class = &mut self.classes[src.class as usize].stats;
+        class.offered += 1;
+        if now >= self.warmup {
+            src.stats.measured_offered += 1;
+            class.measured_offered += 1;
+        }
+        ctx.metrics.incr(src.arrivals);
+        if src.limit.is_none_or(|l| src.issued < l) {
+            let next = match (&src.trace, &src.interarrival) {
+                // A trace source: the next row's time, until the rows run out.
+                (Some(t), _) => t.offset(src.issued as usize).map(|off| src.start + off),
+                (None, Some(dist)) => {
+                    let gap = dist.sample(&mut src.stream);
+                    match &src.profile {
+                        None => Some(now + gap),
+                        // `None`: the profile stays at zero for ever; the source is done.
+                        Some(p) => p.advance(now, gap.0 as f64),
+                    }
+                }
+                (None, None) => unreachable!("checked: a source has a trace or an inter-arrival"),
+            };
+            if let Some(at) = next {
+                ctx.schedule_at(at, Ev::Arrival { source });
+            }
+        }
+        let tokens = src
+            .trace
+            .as_ref()
+            .and_then(|t| t.data.as_ref())
+            .map(|d| Tokens {
+                prompt: d.prompt_tokens.get(seq as usize).copied().flatten(),
+                output: d.output_tokens.get(seq as usize).copied().flatten(),
+            })
+            .unwrap_or_default();
+        let id = RequestId(self.next_request);
+        self.next_request += 1;
+        let (class, pipeline, src_key) = (src.class, src.pipeline, src.key);
+        let key = DrawKey::request(self.seed, src_key, seq);
+        let p = &self.pipelines[pipeline as usize].p;
+        let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
+        let (progress, advance) = Progress::start(p, &mut draw);
+        let r = Req {
+            id,
+            source,
+            class,
+            seq,
+            pipeline,
+            arrival: now,
+            start: None,
+            tokens,
+            progress,
+            live_calls: 0,
+        };
+        self.live += 1;
+        let slot = match self.req_free.pop() {
+            Some(s) => {
+                self.reqs[s as usize] = Some(r);
+                s
+            }
+            None => {
+                self.reqs.push(Some(r));
+                (self.reqs.len() - 1) as u32
+            }
+        };
+        self.advance(slot, advance, ctx);
+    }
+
+    /// Acts on the pipeline's verdict for request `req`.
+    fn advance(&mut self, req: u32, advance: Advance, ctx: &mut Ctx<'_, Ev>) {
+        match advance {
+            Advance::Issue(issues) => {
+                for issue in issues {
+                    self.issue_call(req, issue, ctx);
+                }
+            }
+            Advance::Done(o) => self.end_request(req, o, ctx),
+        }
+    }
+
+    fn issue_call(&mut self, req: u32, issue: Issue, ctx: &mut Ctx<'_, Ev>) {
+        let r = self.reqs[req as usize].as_mut().expect("live request");
+        r.live_calls += 1;
+        let pl = &self.pipelines[r.pipeline as usize];
+        let site = pl.sites[issue.stage as usize][issue.step as usize];
+        let path = if pl.direct { 0 } else { issue.call_path() };
+        let c = Call {
+            id: self.next_call,
+            req,
+            site,
+            issue,
+            path,
+            attempt: 0,
+            upstream_fails: false,
+            in_service: false,
+            service_timer: None,
+            upstream_timer: None,
+            parked_at: None,
+            on_deadline: Reason::Timeout,
+            timer: None,
+            retry_level: None,
+            generation: 0,
+        };
+        self.next_call += 1;
+        self.calls_issued += 1;
+        self.live_calls += 1;
+        let slot = match self.call_free.pop() {
+            Some(s) => {
+                self.calls[s as usize] = Some(c);
+                s
+            }
+            None => {
+                self.calls.push(Some(c));
+                self.call_generations.push(0);
+                (self.calls.len() - 1) as u32
+            }
+        };
+        let generation = self.call_generations[slot as usize];
+        self.calls[slot as usize].as_mut().expect("just allocated").generation = generation;
+        self.descend(slot, 0, ctx);
+        self.resume_woken(ctx);
+    }
+
+    /// A call is over: its request's pipeline moves on.
+    pub(super) fn call_ended(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+        let c = self.calls[slot as usize].take().expect("a call ends once");
+        debug_assert!(c.timer.is_none() && c.parked_at.is_none() && c.retry_level.is_none());
+        self.call_generations[slot as usize] = self.call_generations[slot as usize].wrapping_add(1);
+        self.call_free.push(slot);
+        self.live_calls -= 1;
+        self.calls_ended += 1;
+        let r = self.reqs[c.req as usize].as_mut().expect("a call's request outlives it");
+        r.live_calls -= 1;
+        let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq);
+        let p = &self.pipelines[r.pipeline as usize].p;
+        let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
+        let advance = r.progress.call_ended(p, c.issue, outcome, &mut draw);
+        self.advance(c.req, advance, ctx);
+    }
+
+    fn end_request(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let r = self.reqs[slot as usize].take().expect("ends once");
+        assert_eq!(r.live_calls, 0, "a request ends after its last call");
+        self.req_free.push(slot);
+        self.live -= 1;
+        if let Some(recs) = &mut self.records {
+            recs.push(RequestRecord {
+                request_id: r.id.0,
+                source: r.source,
+                seq: r.seq,
+                arrival: r.arrival,
+                start: r.start,
+                end: Some(now),
+                outcome: Some(outcome),
+                tokens: r.tokens,
+            });
+        }
+        let measured = r.arrival >= self.warmup;
+        let src = &mut self.sources[r.source as usize];
+        let latency = now - r.arrival;
+        src.stats.record_end(outcome, latency, measured);
+        let class = &mut self.classes[r.class as usize];
+        class.stats.record_end(outcome, latency, measured);
+        if measured
+            && class.sla > SimDuration::ZERO
+            && matches!(outcome, Outcome::Success | Outcome::Degraded(_))
+            && latency <= class.sla
+        {
+            class.within_sla += 1;
+        }
+        // The time series shows the warm-up too: its own time axis tells them apart.
+        if matches!(outcome, Outcome::Success | Outcome::Degraded(_)) {
+            ctx.metrics.record(src.latency, latency.0);
+        }
+    }
+
+    /// The first service start of a request's calls: its wait is measured once.
+    pub(super) fn request_started(&mut self, req: u32, now: SimTime) {
+        let r = self.reqs[req as usize].as_mut().expect("live request");
+        if r.start.is_some() {
+            return;
+        }
+        r.start = Some(now);
+        if r.arrival >= self.warmup {
+            self.sources[r.source as usize].stats.record_start(now - r.arrival);
+            self.classes[r.class as usize].stats.record_start(now - r.arrival);
+        }
+    }
+
+    pub(super) fn on_warmup_end(&mut self, now: SimTime) {
+        for s in &mut self.stations {
+            s.in_system.restart(now);
+            s.busy.restart(now);
+            s.servers.restart(now);
+            s.st.peak_queue = s.st.queue_len();
+        }
+    }
+}
+
+/// The uniform that picks a step's number of calls: keyed by the request and the step's
+/// position, so every policy sees the same fan-out.
+fn fanout_draw(key: DrawKey, stage: u16, step: u16) -> f64 {
+    let path = ((stage as u32 + 1) << 16) | ((step as u32) << 8);
+    key.with_call(path, 0).uniform(attr::FANOUT)
+}

@@ -15,12 +15,14 @@
 
 pub mod callsite;
 pub mod class;
+pub mod dispatch;
 pub mod gate;
 pub mod governor;
 pub mod gpu;
 pub mod ids;
 pub mod outcome;
 pub mod params;
+pub mod pool;
 pub mod profile;
 pub mod run;
 pub mod scenario;

@@ -182,6 +182,17 @@ impl<T> Dispatcher<T> {
         assert!(capacity >= 1);
         self.capacity[class.0 as usize] = capacity;
     }
+    /// Run-time change of the deferred queue's bound; lowering it evicts nothing.
+    pub fn set_defer_capacity(&mut self, capacity: u64) {
+        self.defer_capacity = capacity;
+    }
+    /// Run-time change of the Aging policy's `max_wait` (no effect on other policies).
+    pub fn set_max_wait(&mut self, d: SimDuration) {
+        assert!(d > SimDuration::ZERO);
+        if let Order::Aging { max_wait, .. } = &mut self.order {
+            *max_wait = d;
+        }
+    }
     /// Run-time change of the replay rate.
     pub fn set_drain_rate_per_s(&mut self, rate: f64) {
         self.drain_interval = drain_interval(rate);

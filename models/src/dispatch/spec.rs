@@ -194,3 +194,70 @@ impl DispatcherSpec {
         }
     }
 }
+
+impl crate::params::Params for DispatcherSpec {
+    const KIND: &'static str = "dispatcher";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<crate::params::ParamDecl> {
+        use crate::params::{ParamDecl, ParamType};
+        vec![
+            ParamDecl {
+                name: "defer_capacity",
+                ty: ParamType::Count { min: 0, max: 100_000_000 },
+                unit: "tasks",
+                runtime: true,
+                doc: "bound on the async (deferred) queue; lowering it evicts nothing",
+            },
+            ParamDecl {
+                name: "drain_rate_per_s",
+                ty: ParamType::Float { min: 1e-6, max: 1e9 },
+                unit: "1/s",
+                runtime: true,
+                doc: "replay rate of deferred tasks while healthy",
+            },
+            ParamDecl {
+                name: "max_wait",
+                ty: ParamType::Duration {
+                    min: SimDuration::from_ns(1),
+                    max: SimDuration::from_secs(86_400),
+                },
+                unit: "ns",
+                runtime: true,
+                doc: "Aging policy only: a task waiting this long is served next",
+            },
+        ]
+    }
+    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
+        use crate::params::ParamValue as V;
+        Some(match (p, &self.policy) {
+            ("defer_capacity", _) => V::Count(self.defer.capacity),
+            ("drain_rate_per_s", _) => V::Float(self.defer.drain_rate_per_s),
+            ("max_wait", DispatchPolicy::Aging { max_wait, .. }) => V::Duration(*max_wait),
+            _ => return None,
+        })
+    }
+    fn field_of(param: &str) -> String {
+        match param {
+            "defer_capacity" => "defer.capacity".into(),
+            "drain_rate_per_s" => "defer.drain_rate_per_s".into(),
+            "max_wait" => "policy.max_wait".into(),
+            p => p.into(),
+        }
+    }
+    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
+        use crate::params::ParamValue as V;
+        match (p, v, &mut self.policy) {
+            ("defer_capacity", V::Count(n), _) => self.defer.capacity = n,
+            ("drain_rate_per_s", V::Float(x), _) => self.defer.drain_rate_per_s = x,
+            ("max_wait", V::Duration(d), DispatchPolicy::Aging { max_wait, .. }) => *max_wait = d,
+            (p, v, _) => {
+                return Err(format!(
+                    "dispatcher has no parameter `{p}` of type {v:?} (for this policy)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -276,3 +276,84 @@ fn spec_parses_and_validates() {
     let zero = text.replace("WeightedPolling()", "WeightedPolling(idle_sleep: \"0s\")");
     assert!(ron::from_str::<DispatcherSpec>(&zero).unwrap_err().to_string().contains("> 0"));
 }
+
+/// The lazy catch-up (whole idle cycles skipped in O(1)) agrees with a world that calls
+/// `next` at every 5 ms tick of the loop (iteration times are multiples of 5 ms from 0,
+/// since the 550 ms cycle is one too). Checked at cycle boundaries and far out.
+#[test]
+fn polling_lazy_catch_up_matches_eager_ticks() {
+    for class in [P0, P1, P2] {
+        for arrival_ms in [1, 499, 500, 501, 520, 549, 550, 551, 1_099, 1_100, 12_345, 99_999] {
+            let mut lazy = new(polling());
+            lazy.submit(1, class, ms(arrival_ms));
+            let mut eager = new(polling());
+            let mut t = 0;
+            while t < arrival_ms {
+                assert_eq!(eager.next(ms(t)), None);
+                t += 5;
+            }
+            eager.submit(1, class, ms(arrival_ms));
+            let due = eager.wake_at().expect("a task waits");
+            assert_eq!(lazy.wake_at(), Some(due), "{class:?} at {arrival_ms} ms");
+            assert_eq!(lazy.next(due).map(|d| d.task), Some(1));
+        }
+    }
+}
+
+/// Conservation under a pseudo-random script (mix64-driven) for every policy: each task is
+/// refused once or handed out once; held tasks are in exactly one queue; depths ≤ capacity.
+#[test]
+fn conservation_under_random_script() {
+    use sim_core::rng::mix64;
+    let policies = [
+        DispatchPolicy::Strict,
+        polling(),
+        DispatchPolicy::WeightedRoundRobin { weights: vec![6, 3, 1] },
+        DispatchPolicy::DeadlineFirst {
+            start_within: default_start_within(),
+            weights: vec![3, 2, 1],
+        },
+        DispatchPolicy::Aging {
+            aging_step: SimDuration::from_ms(100),
+            max_wait: SimDuration::from_secs(1),
+        },
+    ];
+    for policy in policies {
+        let mut s =
+            spec(policy, [3, 4, 5], [Overflow::Reject, Overflow::Defer, Overflow::CallerRuns]);
+        s.defer = DeferSpec { capacity: 6, drain_rate_per_s: 50.0 };
+        let mut d: Dispatcher<u64> = Dispatcher::new(&s, SimTime::ZERO);
+        let (mut refused, mut out) = (0u64, vec![false; 4000]);
+        let mut now = SimTime::ZERO;
+        for k in 0..4000u64 {
+            let r = mix64(k);
+            now += SimDuration::from_us(r % 4000);
+            match (r >> 20) % 4 {
+                0 | 1 => match d.submit(k, ClassId(((r >> 30) % 3) as u16), now) {
+                    Admission::Queued | Admission::Deferred => {}
+                    _ => refused += 1,
+                },
+                2 => d.set_healthy(!(r >> 40).is_multiple_of(3), now),
+                _ => {
+                    d.on_wake(now);
+                    while let Some(t) = d.next(now) {
+                        assert!(!out[t.task as usize], "handed out twice");
+                        assert!(t.enqueued_at <= now && t.submitted_at <= t.enqueued_at);
+                        out[t.task as usize] = true;
+                        if (r >> 50).is_multiple_of(2) {
+                            break;
+                        }
+                    }
+                }
+            }
+            for c in 0..3 {
+                assert!(d.depth(ClassId(c)) as u64 <= [3, 4, 5][c as usize]);
+            }
+            assert!(d.deferred_depth() <= 6);
+            let submitted: u64 = d.counters.iter().map(|c| c.submitted).sum();
+            let held = (0..3).map(|c| d.depth(ClassId(c))).sum::<usize>() + d.deferred_depth();
+            let dispatched = out.iter().filter(|&&b| b).count();
+            assert_eq!(submitted, refused + dispatched as u64 + held as u64);
+        }
+    }
+}

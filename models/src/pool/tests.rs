@@ -183,3 +183,14 @@ fn spec_parses_and_validates() {
     assert!(bad.validate().unwrap_err().contains("maximum_pool_size 16 < core_pool_size 20"));
     assert!(ron::from_str::<ThreadPoolSpec>(&text.replace("16", "0")).is_err());
 }
+
+#[test]
+fn params_round_trip_and_cross_check() {
+    use crate::params::{ParamValue as V, Params};
+    let mut p = spec(2, 4, 2, RejectionPolicy::Abort);
+    assert_eq!(p.get("maximum_pool_size"), Some(V::Count(4)));
+    p.set("core_pool_size", V::Count(4)).expect("core 4 ≤ max 4");
+    assert!(p.set("core_pool_size", V::Count(5)).is_err(), "core 5 > max 4");
+    assert!(p.set("maximum_pool_size", V::Count(3)).is_err(), "max 3 < core 4");
+    assert_eq!(ThreadPoolSpec::decls().len(), 4);
+}

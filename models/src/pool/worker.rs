@@ -273,8 +273,8 @@ impl<T> ThreadPool<T> {
                         _ => unreachable!("a retry after freeing a queue slot is queued"),
                     }
                 }
-                // SynchronousQueue: nothing to discard; the retry is rejected again and
-                // the JDK's loop ends with the task dropped.
+                // SynchronousQueue: nothing to discard and the JDK would re-run execute(),
+                // which is rejected again; the model drops the new task (Discarded).
                 None => {
                     self.counters.discarded += 1;
                     Submit::Discarded

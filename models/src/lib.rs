@@ -15,6 +15,7 @@
 
 pub mod callsite;
 pub mod class;
+pub mod dispatch;
 pub mod gate;
 pub mod governor;
 pub mod gpu;
@@ -22,6 +23,7 @@ pub mod ids;
 pub mod outcome;
 pub mod params;
 pub mod pipeline;
+pub mod pool;
 pub mod profile;
 pub mod run;
 pub mod scenario;

@@ -1,0 +1,425 @@
+//! A worker thread pool with Java `ThreadPoolExecutor` semantics (SPEC §3.4).
+//!
+//! `execute(task)`, step by step as in the JDK: (1) fewer than `core_pool_size` threads → a
+//! new thread runs it, even if other threads are idle; (2) else offer it to the queue — an
+//! idle thread waiting on the queue takes it at once; with no idle thread it waits in the
+//! bounded queue (`queue_capacity` 0 = `SynchronousQueue`: the offer succeeds only if a
+//! thread is idle); if the pool has no thread at all (core 0) one is started for the queue;
+//! (3) queue full → a new thread up to `maximum_pool_size`; (4) else the rejection policy:
+//! `Abort` (error), `CallerRuns` (the submitting thread runs it), `Discard` (dropped
+//! silently), `DiscardOldest` (the queue head is dropped and `execute` is retried).
+//!
+//! The key design decision: threads are anonymous and interchangeable, as in the JDK — there
+//! are no "core threads", only a count. Which idle thread takes a task follows the queue's
+//! waiter order: FIFO (longest idle first) for a bounded `ArrayBlockingQueue` /
+//! `LinkedBlockingQueue`, LIFO (most recently idle) for the unfair `SynchronousQueue`. An
+//! idle thread times out after `keep_alive_time` and exits if more than `core_pool_size`
+//! threads are alive (any thread, when `allow_core_thread_time_out`); the longest idle
+//! exits first. A thread finishing a task while the pool is above `maximum_pool_size`
+//! (lowered at run time) exits.
+//!
+//! Architecture invariant: `alive ≤ max(maximum_pool_size, alive at the last decrease)`;
+//! idle threads exist only while the queue is empty; the queue never exceeds its capacity;
+//! every task accepted is run exactly once or returned to the world (`DiscardedOldest`).
+//!
+//! API boundary: `submit(task, now) -> Submit`, `finish(thread, now) -> Finished`,
+//! `wake_at()` / `on_wake(now)` for keep-alive deaths, `take_idle(now)` for borrowing (see
+//! [`super::PoolSet`]), gauges. The world times the task on the thread (see
+//! [`super::overhead`]) and calls `finish` when it ends.
+
+use serde::{Deserialize, Serialize};
+use sim_core::{SimDuration, SimTime};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Java's `RejectedExecutionHandler`s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RejectionPolicy {
+    Abort,
+    CallerRuns,
+    Discard,
+    DiscardOldest,
+}
+
+/// Configuration of a pool, as written in scenarios (Java's parameter names).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "ThreadPool")]
+pub struct ThreadPoolSpec {
+    #[serde(deserialize_with = "crate::validate::name")]
+    pub name: String,
+    pub core_pool_size: u64,
+    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    pub maximum_pool_size: u64,
+    #[serde(default = "default_keep_alive")]
+    pub keep_alive_time: SimDuration,
+    /// Bound of the work queue; 0 = `SynchronousQueue` (direct hand-off).
+    pub queue_capacity: u64,
+    #[serde(default = "default_rejection")]
+    pub rejection_policy: RejectionPolicy,
+    #[serde(default)]
+    pub allow_core_thread_time_out: bool,
+    /// `prestartAllCoreThreads()` at creation.
+    #[serde(default)]
+    pub prestart_all_core_threads: bool,
+}
+
+fn default_keep_alive() -> SimDuration {
+    SimDuration::from_secs(60)
+}
+fn default_rejection() -> RejectionPolicy {
+    RejectionPolicy::Abort
+}
+
+impl ThreadPoolSpec {
+    /// The JDK constructor's checks (`IllegalArgumentException`).
+    pub fn validate(&self) -> Result<(), String> {
+        if self.maximum_pool_size < self.core_pool_size {
+            return Err(format!(
+                "pool `{}`: maximum_pool_size {} < core_pool_size {}",
+                self.name, self.maximum_pool_size, self.core_pool_size
+            ));
+        }
+        if self.allow_core_thread_time_out && self.keep_alive_time == SimDuration::ZERO {
+            return Err(format!(
+                "pool `{}`: allow_core_thread_time_out needs keep_alive_time > 0",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A thread of one pool (ids are never reused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ThreadId(pub u32);
+
+/// The decision on `execute(task)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Submit<T> {
+    /// This thread (new or idle) runs the task from `now`.
+    RunNow(ThreadId),
+    Queued,
+    /// `AbortPolicy`: `RejectedExecutionException`.
+    RejectedAbort,
+    /// `CallerRunsPolicy`: the submitter runs it on its own thread.
+    CallerRuns,
+    /// `DiscardPolicy`: dropped without a word.
+    Discarded,
+    /// `DiscardOldestPolicy`: the new task was queued; this old one was dropped.
+    DiscardedOldest(T),
+}
+
+/// What a thread does after its task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finished<T> {
+    /// It runs the queue head next (queued at the given time).
+    Next(T, SimTime),
+    Idle,
+    /// It exits (the pool is above `maximum_pool_size`).
+    Exited,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Thread {
+    Busy,
+    Idle { since: SimTime },
+}
+
+/// Counters (stable names: `pool.<name>.<field>`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PoolCounters {
+    pub submitted: u64,
+    pub completed: u64,
+    pub rejected: u64,
+    pub caller_runs: u64,
+    pub discarded: u64,
+    pub threads_created: u64,
+    pub threads_exited: u64,
+    pub largest_pool_size: u64,
+}
+
+/// Run-time state of a pool.
+#[derive(Clone, Debug)]
+pub struct ThreadPool<T> {
+    spec: ThreadPoolSpec,
+    threads: BTreeMap<ThreadId, Thread>,
+    next_id: u32,
+    queue: VecDeque<(T, SimTime)>,
+    pub counters: PoolCounters,
+}
+
+impl<T> ThreadPool<T> {
+    pub fn new(spec: &ThreadPoolSpec, now: SimTime) -> Self {
+        if let Err(e) = spec.validate() {
+            panic!("validated: {e}");
+        }
+        let mut p = ThreadPool {
+            spec: spec.clone(),
+            threads: BTreeMap::new(),
+            next_id: 0,
+            queue: VecDeque::new(),
+            counters: PoolCounters::default(),
+        };
+        if spec.prestart_all_core_threads {
+            for _ in 0..spec.core_pool_size {
+                let id = p.spawn();
+                p.threads.insert(id, Thread::Idle { since: now });
+            }
+        }
+        p
+    }
+
+    pub fn spec(&self) -> &ThreadPoolSpec {
+        &self.spec
+    }
+    /// Threads alive (`getPoolSize()`).
+    pub fn alive(&self) -> u64 {
+        self.threads.len() as u64
+    }
+    /// Threads running a task (`getActiveCount()`).
+    pub fn busy(&self) -> u64 {
+        self.threads.values().filter(|t| **t == Thread::Busy).count() as u64
+    }
+    pub fn idle(&self) -> u64 {
+        self.alive() - self.busy()
+    }
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    fn spawn(&mut self) -> ThreadId {
+        let id = ThreadId(self.next_id);
+        self.next_id += 1;
+        self.threads.insert(id, Thread::Busy);
+        self.counters.threads_created += 1;
+        self.counters.largest_pool_size = self.counters.largest_pool_size.max(self.alive());
+        id
+    }
+
+    /// The idle thread the queue hands a task to: FIFO waiters for a bounded queue, LIFO for
+    /// the `SynchronousQueue`. Ties by thread id.
+    fn pick_idle(&self) -> Option<ThreadId> {
+        let idle = self.threads.iter().filter_map(|(id, t)| match t {
+            Thread::Idle { since } => Some((*since, *id)),
+            Thread::Busy => None,
+        });
+        let pick = if self.spec.queue_capacity == 0 { idle.max() } else { idle.min() };
+        pick.map(|(_, id)| id)
+    }
+
+    /// An idle thread becomes busy now (a hand-off, or a loan to another pool).
+    pub fn take_idle(&mut self) -> Option<ThreadId> {
+        assert!(
+            self.queue.is_empty() || self.idle() == 0,
+            "idle threads only while the queue is empty"
+        );
+        let id = self.pick_idle()?;
+        self.threads.insert(id, Thread::Busy);
+        Some(id)
+    }
+
+    /// Would `submit` start the task at once without growing past core (a new core thread or
+    /// an idle one)?
+    pub fn can_start_now(&self) -> bool {
+        self.alive() < self.spec.core_pool_size || self.idle() > 0
+    }
+
+    /// `execute(task)` at `now`, in the JDK's order.
+    pub fn submit(&mut self, task: T, now: SimTime) -> Submit<T> {
+        self.counters.submitted += 1;
+        self.execute(task, now)
+    }
+
+    fn execute(&mut self, task: T, now: SimTime) -> Submit<T> {
+        // (1) Below core: always a new thread, even if others are idle.
+        if self.alive() < self.spec.core_pool_size {
+            return Submit::RunNow(self.spawn());
+        }
+        // (2) Offer to the queue: an idle (waiting) thread takes it at once.
+        if let Some(id) = self.take_idle() {
+            return Submit::RunNow(id);
+        }
+        if (self.queue.len() as u64) < self.spec.queue_capacity {
+            if self.alive() == 0 {
+                // addWorker(null, false): a thread is started for the queue.
+                assert!(self.queue.is_empty(), "a queue with no thread to drain it");
+                return Submit::RunNow(self.spawn());
+            }
+            self.queue.push_back((task, now));
+            return Submit::Queued;
+        }
+        // (3) Queue full: grow up to the maximum.
+        if self.alive() < self.spec.maximum_pool_size {
+            return Submit::RunNow(self.spawn());
+        }
+        // (4) Reject.
+        match self.spec.rejection_policy {
+            RejectionPolicy::Abort => {
+                self.counters.rejected += 1;
+                Submit::RejectedAbort
+            }
+            RejectionPolicy::CallerRuns => {
+                self.counters.caller_runs += 1;
+                Submit::CallerRuns
+            }
+            RejectionPolicy::Discard => {
+                self.counters.discarded += 1;
+                Submit::Discarded
+            }
+            RejectionPolicy::DiscardOldest => match self.queue.pop_front() {
+                Some((old, _)) => {
+                    self.counters.discarded += 1;
+                    match self.execute(task, now) {
+                        Submit::Queued => Submit::DiscardedOldest(old),
+                        _ => unreachable!("a retry after freeing a queue slot is queued"),
+                    }
+                }
+                // SynchronousQueue: nothing to discard and the JDK would re-run execute(),
+                // which is rejected again; the model drops the new task (Discarded).
+                None => {
+                    self.counters.discarded += 1;
+                    Submit::Discarded
+                }
+            },
+        }
+    }
+
+    /// `thread` finished its task at `now`: it takes the queue head, idles, or exits.
+    pub fn finish(&mut self, thread: ThreadId, now: SimTime) -> Finished<T> {
+        assert_eq!(
+            self.threads.get(&thread),
+            Some(&Thread::Busy),
+            "finish of a thread that is not busy"
+        );
+        self.counters.completed += 1;
+        if self.alive() > self.spec.maximum_pool_size {
+            self.threads.remove(&thread);
+            self.counters.threads_exited += 1;
+            return Finished::Exited;
+        }
+        if let Some((task, at)) = self.queue.pop_front() {
+            return Finished::Next(task, at);
+        }
+        self.threads.insert(thread, Thread::Idle { since: now });
+        Finished::Idle
+    }
+
+    fn floor(&self) -> u64 {
+        if self.spec.allow_core_thread_time_out { 0 } else { self.spec.core_pool_size }
+    }
+
+    fn oldest_idle(&self) -> Option<(SimTime, ThreadId)> {
+        self.threads
+            .iter()
+            .filter_map(|(id, t)| match t {
+                Thread::Idle { since } => Some((*since, *id)),
+                Thread::Busy => None,
+            })
+            .min()
+    }
+
+    /// The next keep-alive expiry that would end a thread, if any.
+    pub fn wake_at(&self) -> Option<SimTime> {
+        if self.alive() <= self.floor() {
+            return None;
+        }
+        self.oldest_idle().map(|(since, _)| since + self.spec.keep_alive_time)
+    }
+
+    /// Idle threads whose keep-alive has run out exit, longest idle first, down to core.
+    pub fn on_wake(&mut self, now: SimTime) {
+        while self.alive() > self.floor() {
+            match self.oldest_idle() {
+                Some((since, id)) if since + self.spec.keep_alive_time <= now => {
+                    self.threads.remove(&id);
+                    self.counters.threads_exited += 1;
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Run-time `setCorePoolSize` / `setMaximumPoolSize` (threads are not revoked: extra
+    /// threads exit when they finish or time out).
+    pub fn set_sizes(&mut self, core_pool_size: u64, maximum_pool_size: u64) {
+        assert!(maximum_pool_size >= 1 && maximum_pool_size >= core_pool_size);
+        self.spec.core_pool_size = core_pool_size;
+        self.spec.maximum_pool_size = maximum_pool_size;
+        // Idle threads above the new maximum exit at once (interruptIdleWorkers).
+        while self.alive() > maximum_pool_size {
+            let Some((_, id)) = self.oldest_idle() else { break };
+            self.threads.remove(&id);
+            self.counters.threads_exited += 1;
+        }
+    }
+    pub fn set_keep_alive_time(&mut self, d: SimDuration) {
+        self.spec.keep_alive_time = d;
+    }
+}
+
+impl crate::params::Params for ThreadPoolSpec {
+    const KIND: &'static str = "pool";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<crate::params::ParamDecl> {
+        use crate::params::{ParamDecl, ParamType};
+        let count = |name, runtime, doc| ParamDecl {
+            name,
+            ty: ParamType::Count { min: 0, max: 1_000_000 },
+            unit: "threads",
+            runtime,
+            doc,
+        };
+        vec![
+            count("core_pool_size", true, "threads kept even when idle (setCorePoolSize)"),
+            ParamDecl {
+                ty: ParamType::Count { min: 1, max: 1_000_000 },
+                ..count("maximum_pool_size", true, "threads at most (setMaximumPoolSize)")
+            },
+            ParamDecl {
+                name: "keep_alive_time",
+                ty: ParamType::Duration {
+                    min: SimDuration::ZERO,
+                    max: SimDuration::from_secs(86_400),
+                },
+                unit: "ns",
+                runtime: true,
+                doc: "idle time after which a thread above core exits",
+            },
+            ParamDecl {
+                unit: "tasks",
+                ..count("queue_capacity", false, "bound of the work queue (0 = SynchronousQueue)")
+            },
+        ]
+    }
+    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
+        use crate::params::ParamValue as V;
+        Some(match p {
+            "core_pool_size" => V::Count(self.core_pool_size),
+            "maximum_pool_size" => V::Count(self.maximum_pool_size),
+            "keep_alive_time" => V::Duration(self.keep_alive_time),
+            "queue_capacity" => V::Count(self.queue_capacity),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
+        use crate::params::ParamValue as V;
+        match (p, v) {
+            ("core_pool_size", V::Count(n)) if n <= self.maximum_pool_size => {
+                self.core_pool_size = n
+            }
+            ("maximum_pool_size", V::Count(n)) if n >= self.core_pool_size.max(1) => {
+                self.maximum_pool_size = n
+            }
+            ("keep_alive_time", V::Duration(d)) => self.keep_alive_time = d,
+            ("queue_capacity", V::Count(n)) => self.queue_capacity = n,
+            (p, v) => {
+                return Err(format!(
+                    "pool `{}`: cannot set `{p}` to {v:?} (unknown, or core_pool_size {} > maximum_pool_size {})",
+                    self.name, self.core_pool_size, self.maximum_pool_size
+                ));
+            }
+        }
+        Ok(())
+    }
+}

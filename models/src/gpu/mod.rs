@@ -27,6 +27,8 @@ mod fit;
 mod profile;
 mod server;
 mod server_batch;
+mod server_params;
+mod server_step_time;
 #[cfg(test)]
 mod server_tests;
 mod shipped;
@@ -35,8 +37,8 @@ mod step;
 pub use fit::{ErrorSummary, FitError, FitReport, error_summary, fit, signed_error_pct};
 pub use profile::{MAX_PROFILE_ROWS, Phase, ProfileError, ProfileRow, parse_profile_csv};
 pub use server::{
-    MAX_NUM_SEQS, MAX_TOKENS, SeqEvent, SeqRequest, Server, ServerSpec, ServerStats, StepPlan,
-    StepTimeSpec, SubmitDecision, SubmitRejection,
+    MAX_NUM_SEQS, MAX_TOKENS, SeqEvent, SeqRequest, Server, ServerSpec, ServerStats,
+    StepCoefficients, StepPlan, StepTimeSpec, SubmitDecision, SubmitRejection,
 };
 pub use shipped::{H200_LLAMA3_8B, H200_LLAMA3_8B_FIT};
 pub use step::{ShippedFit, StepBatch, StepModel, StepParts};

@@ -29,9 +29,9 @@
 //! reports first tokens, (optionally) tokens, finishes and preemptions as [`SeqEvent`]s.
 //! [`Server::cancel`] is the client giving up; it frees work only with `cancellation`.
 
-use super::shipped::H200_LLAMA3_8B;
-use super::step::{StepBatch, StepModel};
-use serde::{Deserialize, Deserializer, Serialize, de::Error};
+pub use super::server_step_time::{StepCoefficients, StepTimeSpec};
+use super::step::StepBatch;
+use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -96,43 +96,6 @@ fn default_max_queue() -> u64 {
 pub const MAX_NUM_SEQS: u64 = 1 << 20;
 pub const MAX_TOKENS: u64 = 1 << 40;
 
-/// How long a step takes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub enum StepTimeSpec {
-    /// The shipped fit: one H200, Llama-3-8B shapes, bf16 (`docs/gpu-model.md`).
-    #[default]
-    H200Llama3_8B,
-    /// Every step takes this long whatever its batch (a server without token detail), > 0.
-    Fixed(#[serde(deserialize_with = "positive_duration")] SimDuration),
-}
-
-fn positive_duration<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
-    let v = SimDuration::deserialize(d)?;
-    if v == SimDuration::ZERO {
-        return Err(D::Error::custom("expected a duration > 0, found 0"));
-    }
-    Ok(v)
-}
-
-impl StepTimeSpec {
-    /// The time of one step over `batch` (zero for an empty batch).
-    pub fn step_time(&self, batch: &StepBatch) -> SimDuration {
-        match self {
-            _ if batch.is_empty() => SimDuration::ZERO,
-            StepTimeSpec::H200Llama3_8B => H200_LLAMA3_8B.step_time(batch),
-            StepTimeSpec::Fixed(d) => *d,
-        }
-    }
-
-    /// The step model behind it, if any.
-    pub fn model(&self) -> Option<StepModel> {
-        match self {
-            StepTimeSpec::H200Llama3_8B => Some(H200_LLAMA3_8B),
-            StepTimeSpec::Fixed(_) => None,
-        }
-    }
-}
-
 impl ServerSpec {
     /// A spec with every default (for tests and programmatic use).
     pub fn with_defaults(name: &str) -> ServerSpec {
@@ -168,9 +131,7 @@ impl ServerSpec {
                 self.max_num_batched_tokens, self.max_num_seqs
             ));
         }
-        if self.step_time == StepTimeSpec::Fixed(SimDuration::ZERO) {
-            return Err("step_time: Fixed(0) would run steps in zero time".into());
-        }
+        self.step_time.check()?;
         Ok(())
     }
 }

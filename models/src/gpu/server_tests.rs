@@ -427,3 +427,70 @@ fn conservation_under_a_random_mix() {
     assert!(totals.rejected_queue_full > 0 && totals.mixed_steps > 0, "{totals:?}");
     assert!(totals.finished > 1_000, "{totals:?}");
 }
+
+/// Eight sequences (512 → 300) decode on the H200 fit; an 8192-token prompt (→ 1) arrives
+/// at the end of their second decode step. Returns (largest inter-token gap of the eight,
+/// the long prompt's first-token delay).
+fn long_prompt_among_decodes(chunked: bool) -> (u64, SimDuration) {
+    let spec = ServerSpec {
+        enable_chunked_prefill: chunked,
+        max_num_batched_tokens: 2048,
+        ..ServerSpec::with_defaults("h200")
+    };
+    let mut s = Server::new(&spec);
+    for id in 0..8 {
+        s.submit(req(id, 512, 300), SimTime::ZERO);
+    }
+    let (mut now, mut out) = (SimTime::ZERO, vec![]);
+    for _ in 0..3 {
+        now = s.start_step(now).unwrap().end;
+        s.finish_step(now, &mut out);
+    }
+    s.submit(req(99, 8192, 1), now);
+    let arrival = now;
+    let (events, _) = drain(&mut s, now, 10_000);
+    let first = events.iter().find_map(|e| match e {
+        SeqEvent::FirstToken { id: 99, at } => Some(*at),
+        _ => None,
+    });
+    (s.stats.max_token_gap_ns, first.unwrap() - arrival)
+}
+
+/// Without chunking the long prompt gets a prefill-only step (227.64 ms, the profile's
+/// "prefill batch 1 length 8192" row), so the eight wait 227.64 ms + one decode step
+/// (4.659 + 8 · 0.0142 + 8 · 515 · 27.67e-6 = 4.89 ms) ≈ 232.5 ms between two tokens.
+/// With chunked prefill (2048 tokens a step: 8 decodes + 2040 prompt tokens) they get a
+/// token every step; the dearest step is the last full chunk, 2040 tokens after 6120
+/// cached: 4.659 + 2048 · 0.014167 + 1695 · 0.00939 + 14,566,620 pairs · 0.99275e-6
+/// (+ 0.12 KV) ≈ 64.2 ms. The long prompt's first token takes longer chunked (5 steps,
+/// ≈ 4 · 60 + 5 ms) than whole (227.6 ms).
+#[test]
+fn chunked_prefill_keeps_decodes_flowing_past_a_long_prompt() {
+    let (whole_gap, whole_ttft) = long_prompt_among_decodes(false);
+    let (chunked_gap, chunked_ttft) = long_prompt_among_decodes(true);
+    assert!((232_000_000..233_000_000).contains(&whole_gap), "{whole_gap}");
+    assert!((64_000_000..64_500_000).contains(&chunked_gap), "{chunked_gap}");
+    assert_eq!(whole_ttft.as_ns() / 100_000, 2276, "{whole_ttft:?}");
+    assert!(chunked_ttft > whole_ttft, "{chunked_ttft:?} vs {whole_ttft:?}");
+}
+
+/// Lowering `max_num_seqs` at run time evicts nobody; it only holds admissions back.
+#[test]
+fn lowering_max_num_seqs_holds_admissions_back() {
+    let mut s = Server::new(&fixed(4, 1_000));
+    for id in 0..6 {
+        s.submit(req(id, 2, 3), SimTime::ZERO);
+    }
+    let plan = s.start_step(SimTime::ZERO).unwrap();
+    assert_eq!((plan.prefill_seqs, s.running(), s.waiting()), (4, 4, 2));
+    let mut out = vec![];
+    s.finish_step(plan.end, &mut out);
+    s.set_max_num_seqs(1).unwrap();
+    // (step end, decodes, prefills, running after the step)
+    for (end, decodes, prefills, running) in [(2, 4, 0, 4), (3, 4, 0, 0), (4, 0, 1, 1)] {
+        let plan = s.start_step(ms(end - 1)).unwrap();
+        assert_eq!((plan.end, plan.decode_seqs, plan.prefill_seqs), (ms(end), decodes, prefills));
+        s.finish_step(plan.end, &mut out);
+        assert_eq!(s.running(), running, "after the step ending at {end} ms");
+    }
+}

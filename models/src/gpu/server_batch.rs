@@ -105,8 +105,12 @@ impl Server {
         assert_eq!(now, end, "finish_step must be called at the step's end");
         out.append(&mut self.pending);
         for (id, work) in std::mem::take(&mut self.items) {
-            // A sequence cancelled during the step is gone: its work is discarded.
+            // A sequence cancelled during the step is gone: its work is discarded (and if
+            // its id was submitted again meanwhile, that one waits and holds no KV).
             let Some(seq) = self.seqs.get_mut(&id) else { continue };
+            if seq.kv_held == 0 {
+                continue;
+            }
             if let Work::Prefill { chunk } = work {
                 seq.prefilled += chunk;
                 assert!(seq.prefilled <= seq.target);

@@ -336,9 +336,11 @@ fn cancel_frees_the_slot_and_kv_only_with_cancellation() {
     assert!(s.cancel(1));
     assert_eq!((s.running(), s.kv_used_tokens(), s.contains(1)), (0, 0, false));
     assert!(!s.cancel(1), "already gone");
+    assert_eq!(s.submit(req(1, 10, 1), ms(1)), SubmitDecision::Queued); // same id again
     out.clear();
     s.finish_step(plan.end, &mut out);
-    assert_eq!(out, []);
+    assert_eq!(out, [], "the cancelled work is not credited to the new sequence");
+    assert!(s.cancel(1));
     // The freed slot goes to 2 at the next step; cancelling a waiting one works too.
     s.submit(req(3, 10, 1), ms(2));
     assert!(s.cancel(3));
@@ -347,7 +349,7 @@ fn cancel_frees_the_slot_and_kv_only_with_cancellation() {
         events,
         [SeqEvent::FirstToken { id: 2, at: ms(3) }, SeqEvent::Finished { id: 2, at: ms(3) }]
     );
-    assert_eq!((s.stats.cancelled, s.stats.finished), (2, 1));
+    assert_eq!((s.stats.cancelled, s.stats.finished), (3, 1));
 
     // Without cancellation the abandoned sequence runs to its end.
     let mut s = Server::new(&fixed(1, 100));

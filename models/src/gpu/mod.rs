@@ -19,13 +19,26 @@
 //! separately. The model and its fit errors are documented in `docs/gpu-model.md`.
 //!
 //! Shipped coefficients: [`H200_LLAMA3_8B`] (generated; `shipped.rs` says how).
+//!
+//! [`Server`] (`server.rs`, `server_batch.rs`): a continuous-batching inference server
+//! priced by this model, as a pure state machine.
 
 mod fit;
 mod profile;
+mod server;
+mod server_batch;
+mod server_params;
+mod server_step_time;
+#[cfg(test)]
+mod server_tests;
 mod shipped;
 mod step;
 
 pub use fit::{ErrorSummary, FitError, FitReport, error_summary, fit, signed_error_pct};
 pub use profile::{MAX_PROFILE_ROWS, Phase, ProfileError, ProfileRow, parse_profile_csv};
+pub use server::{
+    MAX_NUM_SEQS, MAX_TOKENS, SeqEvent, SeqRequest, Server, ServerSpec, ServerStats,
+    StepCoefficients, StepPlan, StepTimeSpec, SubmitDecision, SubmitRejection,
+};
 pub use shipped::{H200_LLAMA3_8B, H200_LLAMA3_8B_FIT};
 pub use step::{ShippedFit, StepBatch, StepModel, StepParts};

@@ -1,0 +1,403 @@
+//! A GPU inference server as a continuous-batching step loop (vLLM-like), as a pure state
+//! machine.
+//!
+//! Sequences (prompt tokens, output tokens) wait in a bounded queue, are admitted FCFS into
+//! at most `max_num_seqs` running slots within a KV-cache budget of `kv_cache_tokens`, and
+//! advance one forward pass at a time: every running sequence whose prompt is in the cache
+//! decodes one token per step; admitted prompts are prefilled whole (vLLM V0's default:
+//! a step that admits prompts is a prefill-only step) or, with `enable_chunked_prefill`, in
+//! chunks that share the step's `max_num_batched_tokens` with the decodes (mixed steps, vLLM
+//! V1). A step costs [`StepModel::step_time`] of its batch (or a fixed time per step), and
+//! the step that completes a prefill emits the sequence's first token at the step's end.
+//!
+//! The key design decision: KV is reserved for a sequence's whole prompt when it is
+//! admitted and then grows by one token per decode; when the decodes of a step do not fit,
+//! the newest running sequence is preempted (vLLM's recompute mode): its KV is freed, it
+//! returns to the front of the waiting queue, and on readmission its prompt *and* the tokens
+//! it already generated are prefilled again. A sequence that could not fit alone
+//! (`prompt + output > kv_cache_tokens`) is refused at submission, so the oldest running
+//! sequence always fits and the loop always progresses.
+//!
+//! Architecture invariant: `kv_used_tokens = Σ KV held by running sequences ≤
+//! kv_cache_tokens` after every call; `running ≤ max_num_seqs` (unless lowered at run time:
+//! running sequences are never evicted for that); every submitted sequence ends exactly
+//! once — refused at submission, finished, or cancelled — and a preempted one is neither.
+//!
+//! API boundary: the server never schedules anything. The world calls [`Server::submit`]
+//! when a call arrives, [`Server::start_step`] whenever no step is in flight and
+//! [`Server::has_work`], and [`Server::finish_step`] at the returned plan's `end`, which
+//! reports first tokens, (optionally) tokens, finishes and preemptions as [`SeqEvent`]s.
+//! [`Server::cancel`] is the client giving up; it frees work only with `cancellation`.
+
+pub use super::server_step_time::{StepCoefficients, StepTimeSpec};
+use super::step::StepBatch;
+use serde::{Deserialize, Serialize};
+use sim_core::{SimDuration, SimTime};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Configuration of a GPU server, as written in scenarios (vLLM's parameter names).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename = "GpuServer")]
+pub struct ServerSpec {
+    /// Name; the server's parameters live under `gpu_server.<name>.*`.
+    #[serde(deserialize_with = "crate::validate::name")]
+    pub name: String,
+    /// Maximum running sequences (vLLM `max_num_seqs`, default 256).
+    #[serde(default = "default_max_num_seqs", deserialize_with = "crate::validate::at_least_one")]
+    pub max_num_seqs: u64,
+    /// Tokens per step (vLLM `max_num_batched_tokens`, default 8192 = vLLM V0's
+    /// `max(max_model_len, 2048)` for Llama-3-8B). Without chunked prefill it caps the
+    /// prompts admitted in one prefill step (a longer prompt is admitted alone); with it,
+    /// decodes and prefill chunks share it. Must be ≥ `max_num_seqs`.
+    #[serde(
+        default = "default_max_num_batched_tokens",
+        deserialize_with = "crate::validate::at_least_one"
+    )]
+    pub max_num_batched_tokens: u64,
+    /// Split prompts into chunks mixed with decodes (vLLM `enable_chunked_prefill`).
+    #[serde(default)]
+    pub enable_chunked_prefill: bool,
+    /// KV-cache budget in tokens (default 870,000: one H200 at vLLM's
+    /// `gpu_memory_utilization` 0.9 ≈ 126 GiB, minus 15 GiB of weights and ~4 GiB of
+    /// activations, at 128 KiB per Llama-3-8B token).
+    #[serde(
+        default = "default_kv_cache_tokens",
+        deserialize_with = "crate::validate::at_least_one"
+    )]
+    pub kv_cache_tokens: u64,
+    /// Bound on the waiting queue (default 10,000); a submission that finds it full is
+    /// refused (429). Preempted sequences return to it beyond the bound.
+    #[serde(default = "default_max_queue", deserialize_with = "crate::validate::at_least_one")]
+    pub max_queue: u64,
+    /// What a step costs (default: the fitted H200 model).
+    #[serde(default)]
+    pub step_time: StepTimeSpec,
+    /// Does a client giving up free its sequence's slot and KV (vLLM aborts the request)?
+    /// Without it (the default) the abandoned sequence runs to its end.
+    #[serde(default)]
+    pub cancellation: bool,
+}
+
+fn default_max_num_seqs() -> u64 {
+    256
+}
+fn default_max_num_batched_tokens() -> u64 {
+    8192
+}
+fn default_kv_cache_tokens() -> u64 {
+    870_000
+}
+fn default_max_queue() -> u64 {
+    10_000
+}
+
+/// Upper bounds that keep every count far from overflow (checked by [`ServerSpec::check`]).
+pub const MAX_NUM_SEQS: u64 = 1 << 20;
+pub const MAX_TOKENS: u64 = 1 << 40;
+
+impl ServerSpec {
+    /// A spec with every default (for tests and programmatic use).
+    pub fn with_defaults(name: &str) -> ServerSpec {
+        ServerSpec {
+            name: name.to_string(),
+            max_num_seqs: default_max_num_seqs(),
+            max_num_batched_tokens: default_max_num_batched_tokens(),
+            enable_chunked_prefill: false,
+            kv_cache_tokens: default_kv_cache_tokens(),
+            max_queue: default_max_queue(),
+            step_time: StepTimeSpec::default(),
+            cancellation: false,
+        }
+    }
+
+    /// Cross-field and range checks serde cannot express per field.
+    pub fn check(&self) -> Result<(), String> {
+        let counts = [
+            ("max_num_seqs", self.max_num_seqs, MAX_NUM_SEQS),
+            ("max_num_batched_tokens", self.max_num_batched_tokens, MAX_TOKENS),
+            ("kv_cache_tokens", self.kv_cache_tokens, MAX_TOKENS),
+            ("max_queue", self.max_queue, MAX_TOKENS),
+        ];
+        for (name, v, max) in counts {
+            if !(1..=max).contains(&v) {
+                return Err(format!("{name} = {v}: expected 1 ..= {max}"));
+            }
+        }
+        if self.max_num_batched_tokens < self.max_num_seqs {
+            return Err(format!(
+                "max_num_batched_tokens ({}) must be ≥ max_num_seqs ({}): every running \
+                 sequence needs one token of the step",
+                self.max_num_batched_tokens, self.max_num_seqs
+            ));
+        }
+        self.step_time.check()?;
+        Ok(())
+    }
+}
+
+/// One request to the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeqRequest {
+    /// Unique over the server's life (the world's call id).
+    pub id: u64,
+    pub prompt_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The server's answer to a submission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitDecision {
+    /// In the waiting queue; it will end with `Finished` (or be cancelled).
+    Queued,
+    Rejected(SubmitRejection),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubmitRejection {
+    /// The waiting queue holds `max_queue` sequences (HTTP 429).
+    QueueFull,
+    /// `prompt + output > kv_cache_tokens`: it could never run (vLLM: longer than
+    /// `max_model_len`, HTTP 400).
+    TooLong,
+    /// No prompt or no output token.
+    Empty,
+}
+
+/// What happened to a sequence, reported by [`Server::finish_step`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqEvent {
+    /// Its first output token, at the end of the step that completed its prefill.
+    FirstToken { id: u64, at: SimTime },
+    /// A later output token (only with [`Server::set_emit_tokens`]).
+    Token { id: u64, at: SimTime },
+    /// Its last output token: the sequence left the server.
+    Finished { id: u64, at: SimTime },
+    /// Evicted for KV at the start of a step (`at`); it will be recomputed.
+    Preempted { id: u64, at: SimTime },
+}
+
+/// The step the world must time: it ends at `end = start + duration`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepPlan {
+    pub duration: SimDuration,
+    pub end: SimTime,
+    /// Sequences in the batch (decodes + prefills): the batch size.
+    pub seqs: u64,
+    pub decode_seqs: u64,
+    pub prefill_seqs: u64,
+    /// The sums the step time was priced from.
+    pub batch: StepBatch,
+}
+
+/// Counters (monotone) and the material for batch-size and inter-token histograms.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    pub submitted: u64,
+    pub rejected_queue_full: u64,
+    pub rejected_too_long: u64,
+    pub rejected_empty: u64,
+    pub finished: u64,
+    pub cancelled: u64,
+    pub preemptions: u64,
+    /// Generated tokens prefilled again after preemptions.
+    pub recomputed_tokens: u64,
+    pub steps: u64,
+    /// Steps with both decodes and prefill tokens (chunked prefill only).
+    pub mixed_steps: u64,
+    pub tokens_generated: u64,
+    /// Prompt (and recomputed) tokens prefilled.
+    pub prefill_tokens: u64,
+    /// Σ batch size over steps, and the largest.
+    pub batch_seqs_sum: u64,
+    pub max_batch_seqs: u64,
+    /// Σ step durations (time the GPU was busy).
+    pub busy_ns: u64,
+    /// Gaps between consecutive tokens of a sequence: count, Σ, largest.
+    pub token_gaps: u64,
+    pub token_gap_sum_ns: u64,
+    pub max_token_gap_ns: u64,
+}
+
+/// One sequence inside the server.
+#[derive(Clone, Debug)]
+pub(super) struct Seq {
+    pub(super) prompt_tokens: u64,
+    pub(super) output_tokens: u64,
+    pub(super) generated: u64,
+    /// Tokens to prefill in this admission: prompt + tokens generated before it.
+    pub(super) target: u64,
+    pub(super) prefilled: u64,
+    /// KV tokens charged to it (0 while waiting).
+    pub(super) kv_held: u64,
+    pub(super) last_token_at: Option<SimTime>,
+}
+
+/// What a sequence does in the step in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Work {
+    Decode,
+    Prefill { chunk: u64 },
+}
+
+/// Run-time state of a GPU server.
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub(super) spec: ServerSpec,
+    pub(super) emit_tokens: bool,
+    /// Every sequence waiting or running, by id (≤ max_queue + running).
+    pub(super) seqs: BTreeMap<u64, Seq>,
+    pub(super) waiting: VecDeque<u64>,
+    /// Admission order, oldest first: the newest is preempted first.
+    pub(super) running: Vec<u64>,
+    pub(super) kv_used: u64,
+    /// The step in flight: its end and its work (reused between steps).
+    pub(super) in_flight: Option<SimTime>,
+    pub(super) items: Vec<(u64, Work)>,
+    /// Events raised while forming a step (preemptions), reported with its end.
+    pub(super) pending: Vec<SeqEvent>,
+    pub stats: ServerStats,
+}
+
+impl Server {
+    pub fn new(spec: &ServerSpec) -> Server {
+        if let Err(e) = spec.check() {
+            panic!("validated spec: {e}");
+        }
+        Server {
+            spec: spec.clone(),
+            emit_tokens: false,
+            seqs: BTreeMap::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            kv_used: 0,
+            in_flight: None,
+            items: Vec::new(),
+            pending: Vec::new(),
+            stats: ServerStats::default(),
+        }
+    }
+
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
+    /// Report every output token as [`SeqEvent::Token`] (for inter-chunk timeouts); off by
+    /// default (the gaps are aggregated in [`ServerStats`] either way).
+    pub fn set_emit_tokens(&mut self, on: bool) {
+        self.emit_tokens = on;
+    }
+
+    /// A call arrives. Pure: the sequence waits for the next step that admits it.
+    pub fn submit(&mut self, seq: SeqRequest, _now: SimTime) -> SubmitDecision {
+        self.stats.submitted += 1;
+        let reject = if seq.prompt_tokens == 0 || seq.output_tokens == 0 {
+            self.stats.rejected_empty += 1;
+            SubmitRejection::Empty
+        } else if seq.prompt_tokens.saturating_add(seq.output_tokens) > self.spec.kv_cache_tokens {
+            self.stats.rejected_too_long += 1;
+            SubmitRejection::TooLong
+        } else if self.waiting.len() as u64 >= self.spec.max_queue {
+            self.stats.rejected_queue_full += 1;
+            SubmitRejection::QueueFull
+        } else {
+            let fresh = Seq {
+                prompt_tokens: seq.prompt_tokens,
+                output_tokens: seq.output_tokens,
+                generated: 0,
+                target: seq.prompt_tokens,
+                prefilled: 0,
+                kv_held: 0,
+                last_token_at: None,
+            };
+            let old = self.seqs.insert(seq.id, fresh);
+            assert!(old.is_none(), "sequence {} submitted twice", seq.id);
+            self.waiting.push_back(seq.id);
+            self.check_invariants();
+            return SubmitDecision::Queued;
+        };
+        SubmitDecision::Rejected(reject)
+    }
+
+    /// The client gave up on `id`. With `cancellation` the sequence leaves at once (its slot
+    /// and KV are freed; if it is in the step in flight, that work is discarded) and `true`
+    /// is returned; without it, or for an unknown id, nothing changes and the sequence will
+    /// still report its events.
+    pub fn cancel(&mut self, id: u64) -> bool {
+        if !self.spec.cancellation {
+            return false;
+        }
+        let Some(seq) = self.seqs.remove(&id) else { return false };
+        if let Some(pos) = self.running.iter().position(|r| *r == id) {
+            self.running.remove(pos);
+            self.kv_used -= seq.kv_held;
+        } else {
+            let pos = self.waiting.iter().position(|w| *w == id);
+            self.waiting.remove(pos.expect("a known sequence is running or waiting"));
+            assert_eq!(seq.kv_held, 0, "a waiting sequence holds no KV");
+        }
+        self.stats.cancelled += 1;
+        self.check_invariants();
+        true
+    }
+
+    /// Sequences waiting or running (something to step on).
+    pub fn has_work(&self) -> bool {
+        !self.seqs.is_empty()
+    }
+    /// The end of the step in flight, if any.
+    pub fn step_end(&self) -> Option<SimTime> {
+        self.in_flight
+    }
+    pub fn running(&self) -> u64 {
+        self.running.len() as u64
+    }
+    pub fn waiting(&self) -> u64 {
+        self.waiting.len() as u64
+    }
+    pub fn kv_used_tokens(&self) -> u64 {
+        self.kv_used
+    }
+    /// Is `id` in the server (waiting or running)?
+    pub fn contains(&self, id: u64) -> bool {
+        self.seqs.contains_key(&id)
+    }
+
+    /// Run-time change; lowering it never evicts a running sequence.
+    pub fn set_max_num_seqs(&mut self, n: u64) -> Result<(), String> {
+        self.set_checked(|s| s.max_num_seqs = n)
+    }
+    pub fn set_max_num_batched_tokens(&mut self, n: u64) -> Result<(), String> {
+        self.set_checked(|s| s.max_num_batched_tokens = n)
+    }
+    /// Run-time change; lowering it refuses new submissions, never drops queued ones.
+    pub fn set_max_queue(&mut self, n: u64) -> Result<(), String> {
+        self.set_checked(|s| s.max_queue = n)
+    }
+    pub fn set_cancellation(&mut self, on: bool) {
+        self.spec.cancellation = on;
+    }
+
+    fn set_checked(&mut self, f: impl FnOnce(&mut ServerSpec)) -> Result<(), String> {
+        let mut next = self.spec.clone();
+        f(&mut next);
+        next.check()?;
+        self.spec = next;
+        Ok(())
+    }
+
+    /// The invariants of the module doc (cheap: O(running)).
+    pub fn check_invariants(&self) {
+        assert!(self.kv_used <= self.spec.kv_cache_tokens, "KV over budget");
+        assert_eq!(self.seqs.len(), self.waiting.len() + self.running.len());
+        let held: u64 = self.running.iter().map(|id| self.seqs[id].kv_held).sum();
+        assert_eq!(held, self.kv_used, "KV accounting");
+        let stats = &self.stats;
+        let ended = stats.rejected_queue_full
+            + stats.rejected_too_long
+            + stats.rejected_empty
+            + stats.finished
+            + stats.cancelled;
+        assert_eq!(stats.submitted, ended + self.seqs.len() as u64, "conservation");
+    }
+}

@@ -29,6 +29,7 @@
 
 pub mod hot_param;
 pub mod leap_array;
+pub mod params;
 pub mod qps;
 pub mod rules;
 pub mod throttle;

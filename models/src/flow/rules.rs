@@ -239,6 +239,9 @@ impl FlowRules {
     pub fn rule(&self, i: usize) -> &FlowRule {
         &self.rules[i].rule
     }
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
     /// Calls passed and not yet returned (`curThreadNum`).
     pub fn threads(&self) -> u64 {
         self.stats.threads

@@ -16,6 +16,7 @@
 pub mod callsite;
 pub mod class;
 pub mod dispatch;
+pub mod flow;
 pub mod gate;
 pub mod governor;
 pub mod gpu;

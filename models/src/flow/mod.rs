@@ -1,0 +1,111 @@
+//! Rate limiters as governors, with the semantics of Alibaba Sentinel 1.8.x (SPEC §3.6,
+//! DESIGN §3 "Sentinel flow rules").
+//!
+//! * [`rules::FlowRules`] — one resource guarded by several [`rules::FlowRule`]s (QPS or
+//!   THREAD grade; reject, uniform-rate pacing, warm-up, warm-up + pacing). Every rule must
+//!   pass; the rules are checked in order as Sentinel's `FlowSlot` does.
+//! * [`hot_param::ParamFlow`] — hot-parameter limits: a token bucket per user or per key,
+//!   with per-value exceptions and a "VIP" group (Sentinel's `ParamFlowChecker`).
+//! * [`token_bucket::TokenBucket`] — a token bucket on LLM tokens (TPM), optionally waiting.
+//!
+//! The key design decision: the arithmetic is Sentinel's own, including its integer
+//! truncations and its millisecond clock (`TimeUtil.currentTimeMillis()`): every controller
+//! reads the simulation time floored to whole milliseconds, except the uniform-rate
+//! controller in the cases where DESIGN §3 says Sentinel switches to nanoseconds. Where
+//! Sentinel's behaviour depends on the epoch clock being huge (the first call through a
+//! pacing controller, the first warm-up token sync), "long ago" is an explicit `None`, so a
+//! simulation starting at t = 0 behaves as a production system that just started.
+//! A call that Sentinel would put to sleep inside the check (pacing) is parked here with
+//! `Wait { deadline: None }` and released through [`crate::governor::Governor::wake_at`].
+//!
+//! Architecture invariant: no controller keeps an unbounded collection — parked calls are
+//! bounded by `max_queueing_time_ms / cost` and the optional `max_queue_length`, hot
+//! parameter values by `max_tracked_values` (LRU eviction in a deterministic order); all
+//! maps are `BTreeMap`s and every tie is broken by a sequence number.
+//!
+//! API boundary: the governors see [`crate::governor::CallInfo`] (`user`, `key`, `tokens`)
+//! and the time only; statistics (the leap arrays) are private to each governor, i.e. one
+//! governor instance is one Sentinel resource node.
+
+pub mod hot_param;
+pub mod leap_array;
+pub mod params;
+pub mod qps;
+pub mod rules;
+pub mod throttle;
+pub mod token_bucket;
+pub mod warmup;
+
+#[cfg(test)]
+mod rules_tests;
+
+pub use hot_param::{HotParam, ParamFlow, ParamFlowItem, ParamFlowRuleSpec, VipGroup};
+pub use rules::{ControlBehavior, FlowGrade, FlowRule, FlowRules, FlowRulesSpec};
+pub use token_bucket::{TokenBucket, TokenBucketSpec};
+
+use serde::{Deserialize, Deserializer, de::Error};
+use sim_core::SimTime;
+
+/// Nanoseconds per millisecond.
+pub(crate) const NS_PER_MS: u64 = 1_000_000;
+
+/// Sentinel's clock: the time in whole milliseconds (`TimeUtil.currentTimeMillis()`).
+pub(crate) fn now_ms(now: SimTime) -> u64 {
+    now.as_ns() / NS_PER_MS
+}
+
+/// What one controller says about one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Passes now.
+    Pass,
+    /// Passes at this (strictly later) time: Sentinel sleeps the thread until then.
+    PassAt(SimTime),
+    /// Blocked (a `FlowException`).
+    Block,
+}
+
+/// A rule threshold (`count`): a finite real number in [0, 1e9].
+pub(crate) fn count<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if !(x.is_finite() && (0.0..=1e9).contains(&x)) {
+        return Err(D::Error::custom(format!("expected a count in [0, 1e9], found {x}")));
+    }
+    Ok(x)
+}
+
+/// Sentinel's `coldFactor`: an integer > 1 (its constructor throws otherwise), ≤ 100.
+pub(crate) fn cold_factor<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let x = u32::deserialize(d)?;
+    if !(2..=100).contains(&x) {
+        return Err(D::Error::custom(format!("expected a cold factor in [2, 100], found {x}")));
+    }
+    Ok(x)
+}
+
+/// A whole number in [1, 86 400] (seconds).
+pub(crate) fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let x = u64::deserialize(d)?;
+    if !(1..=86_400).contains(&x) {
+        return Err(D::Error::custom(format!("expected seconds in [1, 86400], found {x}")));
+    }
+    Ok(x)
+}
+
+/// A whole number of milliseconds in [0, 3 600 000].
+pub(crate) fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let x = u64::deserialize(d)?;
+    if x > 3_600_000 {
+        return Err(D::Error::custom(format!("expected milliseconds in [0, 3600000], found {x}")));
+    }
+    Ok(x)
+}
+
+/// `None` or `Some(n)` with n ≥ 1 (written without `Some`).
+pub(crate) fn opt_cap<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = u64::deserialize(d)?;
+    if n == 0 {
+        return Err(D::Error::custom("expected a cap ≥ 1, found 0"));
+    }
+    Ok(Some(n))
+}

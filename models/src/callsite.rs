@@ -21,17 +21,16 @@ use sim_core::{SimDuration, SimTime};
 #[derive(Clone, Debug)]
 pub enum GovernorKind {
     Gate(Gate),
+    FlowRules(crate::flow::rules::FlowRules),
+    ParamFlow(crate::flow::hot_param::ParamFlow),
+    TokenBucket(crate::flow::token_bucket::TokenBucket),
 }
 
 impl GovernorKind {
     pub fn as_gate(&self) -> Option<&Gate> {
         match self {
             GovernorKind::Gate(g) => Some(g),
-        }
-    }
-    pub fn as_gate_mut(&mut self) -> Option<&mut Gate> {
-        match self {
-            GovernorKind::Gate(g) => Some(g),
+            _ => None,
         }
     }
 }
@@ -41,6 +40,9 @@ macro_rules! each {
     ($self:ident, $g:ident => $e:expr) => {
         match $self {
             GovernorKind::Gate($g) => $e,
+            GovernorKind::FlowRules($g) => $e,
+            GovernorKind::ParamFlow($g) => $e,
+            GovernorKind::TokenBucket($g) => $e,
         }
     };
 }

@@ -19,6 +19,7 @@ pub mod dispatch;
 pub mod flow;
 pub mod gate;
 pub mod governor;
+pub mod govspec;
 pub mod gpu;
 pub mod ids;
 pub mod outcome;

@@ -34,6 +34,15 @@ pub struct ScenarioSpec<V> {
     pub sources: Vec<SourceSpec>,
     #[serde(default)]
     pub gates: Vec<GateSpec>,
+    /// Sentinel flow rules (QPS, THREAD, pacing, warm-up), one resource each.
+    #[serde(default)]
+    pub flow_rules: Vec<crate::flow::rules::FlowRulesSpec>,
+    /// Sentinel hot-parameter limits (per user or per key).
+    #[serde(default)]
+    pub param_flow_rules: Vec<crate::flow::hot_param::ParamFlowRuleSpec>,
+    /// Token buckets on tokens (TPM-style).
+    #[serde(default)]
+    pub token_buckets: Vec<crate::flow::token_bucket::TokenBucketSpec>,
     /// Fan-out pipelines: what one request runs (a source may target a pipeline or,
     /// for a single call, a call site directly).
     #[serde(default)]
@@ -64,11 +73,7 @@ pub struct CallSiteSpec {
     pub timeout: SimDuration,
 }
 
-/// A governor in a call-site stack, by the name it is declared under.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum GovernorRef {
-    Gate(String),
-}
+pub use crate::govspec::GovernorRef;
 
 /// A run-time change: set `path` to `value` at simulated time `at`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -119,6 +124,9 @@ impl<V> ScenarioSpec<V> {
         unique("classes", self.classes.iter().map(|s| s.name.as_str()))?;
         unique("sources", self.sources.iter().map(|s| s.name.as_str()))?;
         unique("gates", self.gates.iter().map(|s| s.name.as_str()))?;
+        unique("flow_rules", self.flow_rules.iter().map(|s| s.name.as_str()))?;
+        unique("param_flow_rules", self.param_flow_rules.iter().map(|s| s.name.as_str()))?;
+        unique("token_buckets", self.token_buckets.iter().map(|s| s.name.as_str()))?;
         unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;
         unique("pipelines", self.pipelines.iter().map(|s| s.name.as_str()))?;
         for (i, p) in self.pipelines.iter().enumerate() {
@@ -198,6 +206,9 @@ impl<V> ScenarioSpec<V> {
         ranges("classes", &self.classes)?;
         ranges("sources", &self.sources)?;
         ranges("gates", &self.gates)?;
+        ranges("flow_rules", &self.flow_rules)?;
+        ranges("param_flow_rules", &self.param_flow_rules)?;
+        ranges("token_buckets", &self.token_buckets)?;
         ranges("stations", &self.stations)?;
         let names = |v: Vec<&str>| v.join(", ");
         for (i, s) in self.sources.iter().enumerate() {
@@ -241,21 +252,34 @@ impl<V> ScenarioSpec<V> {
                 });
             }
             let mut seen = BTreeSet::new();
+            let declared = self.declared_governors();
             for (j, g) in c.governors.iter().enumerate() {
-                let GovernorRef::Gate(name) = g;
-                if !self.gates.iter().any(|x| &x.name == name) {
+                let path = g.path();
+                if !declared.iter().any(|d| d.path == path) {
+                    let same: Vec<&str> = declared
+                        .iter()
+                        .filter(|d| d.list == g.list())
+                        .map(|d| d.name.as_str())
+                        .collect();
                     return Err(SpecError {
                         path: format!("call_sites[{i}].governors[{j}]"),
                         message: format!(
-                            "no gate named \"{name}\"; gates: [{}]",
-                            names(self.gates.iter().map(|s| s.name.as_str()).collect())
+                            "no {} named \"{}\"; {}: [{}]",
+                            g.kind(),
+                            g.name(),
+                            g.list(),
+                            names(same)
                         ),
                     });
                 }
-                if !seen.insert(name) {
+                if !seen.insert(path) {
                     return Err(SpecError {
                         path: format!("call_sites[{i}].governors[{j}]"),
-                        message: format!("gate \"{name}\" appears twice in one stack"),
+                        message: format!(
+                            "{} \"{}\" appears twice in one stack",
+                            g.kind(),
+                            g.name()
+                        ),
                     });
                 }
             }
@@ -268,7 +292,7 @@ impl<V> ScenarioSpec<V> {
         let mut r = Registry::default();
         self.classes.iter().for_each(|c| r.add_component(c));
         self.sources.iter().for_each(|c| r.add_component(c));
-        self.gates.iter().for_each(|c| r.add_component(c));
+        self.register_governors(&mut r);
         self.stations.iter().for_each(|c| r.add_component(c));
         r
     }
@@ -308,6 +332,9 @@ impl<V> ScenarioSpec<V> {
             classes: self.classes,
             sources: self.sources,
             gates: self.gates,
+            flow_rules: self.flow_rules,
+            param_flow_rules: self.param_flow_rules,
+            token_buckets: self.token_buckets,
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,

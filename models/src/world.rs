@@ -11,7 +11,6 @@
 //! conservation at stations.
 
 use crate::callsite::{self, GovernorKind, Next, Woken};
-use crate::gate::Gate;
 use crate::governor::{CallInfo, Governor};
 use crate::ids::{CallId, ClassId, RequestId};
 use crate::outcome::{Outcome, Reason};
@@ -295,6 +294,8 @@ pub struct QueueingWorld {
     gov_names: Vec<String>,
     /// Each governor's scheduled wake-up, if any.
     gov_wake: Vec<Option<(SimTime, TimerHandle)>>,
+    /// Current value of every parameter, by path (for `config_change` events).
+    params_now: std::collections::BTreeMap<String, ParamValue>,
     gates: Vec<GateRt>,
     stations: Vec<StationRt>,
     reqs: Vec<Option<Req>>,

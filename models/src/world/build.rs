@@ -7,22 +7,26 @@ impl QueueingWorld {
     pub fn build(sc: &Scenario, run: RunSettings, ctx: &mut Ctx<'_, Ev>) -> Self {
         let find_site =
             |n: &str| sc.call_sites.iter().position(|c| c.name == n).expect("checked") as u16;
-        // The governor arena: gates first (in declaration order).
-        let mut govs = Vec::new();
-        let mut gov_names = Vec::new();
-        let mut gates = Vec::new();
-        for g in &sc.gates {
-            gates.push(GateRt {
-                gov: govs.len(),
+        // The governor arena, in `declared_governors` order.
+        let govs = sc.build_governors();
+        let declared = sc.declared_governors();
+        let gov_names: Vec<String> = declared.iter().map(|d| d.path.clone()).collect();
+        let gates: Vec<GateRt> = sc
+            .gates
+            .iter()
+            .map(|g| GateRt {
+                gov: gov_names
+                    .iter()
+                    .position(|p| *p == format!("gate.{}", g.name))
+                    .expect("declared"),
                 name: g.name.clone(),
                 in_use: ctx.metrics.gauge(&format!("gate.{}.in_use", g.name)),
                 waiting: ctx.metrics.gauge(&format!("gate.{}.waiting", g.name)),
-            });
-            govs.push(GovernorKind::Gate(Gate::new(g)));
-            gov_names.push(format!("gate.{}", g.name));
-        }
-        let gov_index = |r: &GovernorRef| match r {
-            GovernorRef::Gate(n) => gates.iter().find(|g| &g.name == n).expect("checked").gov,
+            })
+            .collect();
+        let gov_index = |r: &GovernorRef| {
+            let path = r.path();
+            gov_names.iter().position(|p| *p == path).expect("checked")
         };
         let sites = sc
             .call_sites
@@ -131,6 +135,7 @@ impl QueueingWorld {
             govs,
             gov_names,
             gov_wake: vec![None; n_govs],
+            params_now: sc.registry().iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             gates,
             stations,
             reqs: Vec::new(),

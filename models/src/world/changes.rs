@@ -6,7 +6,11 @@ impl QueueingWorld {
     /// Applies a run-time parameter change (already checked against the registry).
     pub(super) fn set(&mut self, p: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
         let (kind, name, param) = split_path(&p.path).expect("checked path");
-        let from = self.current(kind, name, param);
+        let from = self
+            .params_now
+            .insert(p.path.clone(), p.value.clone())
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "?".into());
         self.events.push(ModelEvent {
             time: ctx.now(),
             component: format!("{kind}.{name}"),
@@ -48,58 +52,20 @@ impl QueueingWorld {
                 self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival =
                     Some(d);
             }
-            ("gate", param, v) => {
-                let i = self.gates.iter().find(|g| g.name == name).expect("checked").gov;
-                let g = self.govs[i].as_gate_mut().expect("a gate");
-                match (param, v) {
-                    ("permits", ParamValue::Count(n)) => g.set_permits(n),
-                    ("acquire_timeout", ParamValue::Duration(d)) => g.set_acquire_timeout(d),
-                    (p, v) => unreachable!("gate.{p} = {v:?} is not run-time changeable"),
+            (kind, param, v)
+                if self.gov_names.iter().any(|g| g.starts_with(&format!("{kind}."))) =>
+            {
+                let path = format!("{kind}.{name}");
+                let i = self.gov_names.iter().position(|g| *g == path).expect("checked path");
+                if let Err(e) = self.govs[i].apply_param(param, v, ctx.now()) {
+                    unreachable!("checked against the registry: {e}");
                 }
                 callsite::drain(i, &mut self.govs, &mut self.woken);
+                self.after_governor(i, ctx);
                 self.resume_woken(ctx);
                 self.update_gate_gauges(ctx);
             }
             (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
         }
-    }
-
-    /// The current value of a run-time changeable parameter, as text.
-    fn current(&self, kind: &str, name: &str, param: &str) -> String {
-        match (kind, param) {
-            ("station", "servers") => {
-                self.stations.iter().find(|s| s.name == name).map(|s| s.st.servers.to_string())
-            }
-            ("station", "service") => self
-                .stations
-                .iter()
-                .find(|s| s.name == name)
-                .map(|s| crate::params::dist_to_text(&s.st.service)),
-            ("station", "cancellation") => {
-                self.stations.iter().find(|s| s.name == name).map(|s| s.st.cancellation.to_string())
-            }
-            ("station", "error_rate") => {
-                self.stations.iter().find(|s| s.name == name).map(|s| s.st.error_rate.to_string())
-            }
-            ("station", "latency_multiplier") => self
-                .stations
-                .iter()
-                .find(|s| s.name == name)
-                .map(|s| s.st.latency_multiplier.to_string()),
-            ("source", "interarrival") => self
-                .sources
-                .iter()
-                .find(|s| s.name == name)
-                .and_then(|s| s.interarrival.as_ref().map(crate::params::dist_to_text)),
-            ("gate", p) => self.gates.iter().find(|g| g.name == name).map(|rt| {
-                let g = self.govs[rt.gov].as_gate().expect("a gate");
-                match p {
-                    "permits" => g.permits().to_string(),
-                    _ => format!("\"{}\"", g.acquire_timeout()),
-                }
-            }),
-            _ => None,
-        }
-        .unwrap_or_else(|| "?".into())
     }
 }

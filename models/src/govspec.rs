@@ -1,0 +1,138 @@
+//! Governor declarations: every kind the scenario can declare, referenced by call sites as
+//! `Kind("name")`, built into the world's governor arena and changed at run time through
+//! one path (`<kind>.<name>.<param>`).
+//!
+//! The key design decision: adding a governor kind touches this file and the enum in
+//! [`crate::callsite`] only; the scenario check, the arena, the registry and run-time
+//! changes are generic over [`GovernorRef::path`].
+//!
+//! Architecture invariant: a governor's component path is `<Params::KIND>.<name>`, the
+//! same string in the registry, in metric names and in `events.parquet`.
+
+use crate::callsite::GovernorKind;
+use crate::flow::hot_param::{ParamFlow, ParamFlowRuleSpec};
+use crate::flow::rules::{FlowRules, FlowRulesSpec};
+use crate::flow::token_bucket::{TokenBucket, TokenBucketSpec};
+use crate::gate::{Gate, GateSpec};
+use crate::params::{ParamValue, Params, Registry};
+use crate::scenario::ScenarioSpec;
+use serde::{Deserialize, Serialize};
+use sim_core::SimTime;
+
+/// A governor in a call-site stack, by the name it is declared under.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GovernorRef {
+    /// A concurrency gate from `gates`.
+    Gate(String),
+    /// Sentinel flow rules from `flow_rules`.
+    FlowRules(String),
+    /// A Sentinel hot-parameter rule from `param_flow_rules`.
+    ParamFlow(String),
+    /// A token bucket (TPM) from `token_buckets`.
+    TokenBucket(String),
+}
+
+impl GovernorRef {
+    pub fn name(&self) -> &str {
+        match self {
+            GovernorRef::Gate(n)
+            | GovernorRef::FlowRules(n)
+            | GovernorRef::ParamFlow(n)
+            | GovernorRef::TokenBucket(n) => n,
+        }
+    }
+    /// The registry kind (`gate`, `flow`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GovernorRef::Gate(_) => GateSpec::KIND,
+            GovernorRef::FlowRules(_) => FlowRulesSpec::KIND,
+            GovernorRef::ParamFlow(_) => ParamFlowRuleSpec::KIND,
+            GovernorRef::TokenBucket(_) => TokenBucketSpec::KIND,
+        }
+    }
+    /// The scenario list it is declared in.
+    pub fn list(&self) -> &'static str {
+        match self {
+            GovernorRef::Gate(_) => "gates",
+            GovernorRef::FlowRules(_) => "flow_rules",
+            GovernorRef::ParamFlow(_) => "param_flow_rules",
+            GovernorRef::TokenBucket(_) => "token_buckets",
+        }
+    }
+    /// `<kind>.<name>`: its component path.
+    pub fn path(&self) -> String {
+        format!("{}.{}", self.kind(), self.name())
+    }
+}
+
+/// One declared governor.
+pub struct Declared {
+    /// `<kind>.<name>`.
+    pub path: String,
+    /// The list it is declared in and its index there (for error paths).
+    pub list: &'static str,
+    pub index: usize,
+    pub name: String,
+}
+
+impl<V> ScenarioSpec<V> {
+    /// Every declared governor, in arena order: gates, flow rules, hot-parameter rules,
+    /// token buckets, each in declaration order.
+    pub fn declared_governors(&self) -> Vec<Declared> {
+        fn of<P: Params>(list: &'static str, v: &[P], out: &mut Vec<Declared>) {
+            for (index, p) in v.iter().enumerate() {
+                out.push(Declared {
+                    path: format!("{}.{}", P::KIND, p.instance_name()),
+                    list,
+                    index,
+                    name: p.instance_name().to_string(),
+                });
+            }
+        }
+        let mut out = Vec::new();
+        of("gates", &self.gates, &mut out);
+        of("flow_rules", &self.flow_rules, &mut out);
+        of("param_flow_rules", &self.param_flow_rules, &mut out);
+        of("token_buckets", &self.token_buckets, &mut out);
+        out
+    }
+
+    /// The governors' run-time states, in [`Self::declared_governors`] order.
+    pub fn build_governors(&self) -> Vec<GovernorKind> {
+        let mut out: Vec<GovernorKind> = Vec::new();
+        out.extend(self.gates.iter().map(|s| GovernorKind::Gate(Gate::new(s))));
+        out.extend(self.flow_rules.iter().map(|s| GovernorKind::FlowRules(FlowRules::new(s))));
+        out.extend(
+            self.param_flow_rules.iter().map(|s| GovernorKind::ParamFlow(ParamFlow::new(s))),
+        );
+        out.extend(
+            self.token_buckets.iter().map(|s| GovernorKind::TokenBucket(TokenBucket::new(s))),
+        );
+        out
+    }
+
+    pub(crate) fn register_governors(&self, r: &mut Registry) {
+        self.gates.iter().for_each(|c| r.add_component(c));
+        self.flow_rules.iter().for_each(|c| r.add_component(c));
+        self.param_flow_rules.iter().for_each(|c| r.add_component(c));
+        self.token_buckets.iter().for_each(|c| r.add_component(c));
+    }
+}
+
+impl GovernorKind {
+    /// Applies a run-time change (already checked against the registry: a run-time
+    /// parameter of this governor, of the right type and range).
+    pub fn apply_param(&mut self, param: &str, v: ParamValue, now: SimTime) -> Result<(), String> {
+        match self {
+            GovernorKind::Gate(g) => match (param, v) {
+                ("permits", ParamValue::Count(n)) => g.set_permits(n),
+                ("acquire_timeout", ParamValue::Duration(d)) => g.set_acquire_timeout(d),
+                (p, v) => return Err(format!("gate.{p} = {v:?} is not run-time changeable")),
+            },
+            GovernorKind::FlowRules(f) => f.apply_param(param, v)?,
+            GovernorKind::ParamFlow(f) => f.apply_param(param, v)?,
+            GovernorKind::TokenBucket(t) => t.apply_param(param, v, now)?,
+        }
+        Ok(())
+    }
+}

@@ -5,7 +5,8 @@
 //! `u` in (0, 1) drawn from the call's own bits.
 //!
 //! * `Fixed { wait_duration }`: `expo(n) = wait_duration` (Resilience4j's default, 500 ms).
-//! * `Exponential { wait_duration, exponential_backoff_multiplier, exponential_max_wait_duration }`:
+//! * `Exponential { wait_duration, exponential_backoff_multiplier,
+//!   exponential_max_wait_duration }`:
 //!   `expo(n) = min(max, wait_duration · multiplier^(n−1))` (Resilience4j's
 //!   `IntervalFunction.ofExponentialBackoff`; multiplier default 1.5). The power is a loop
 //!   of IEEE multiplications (bit-exact everywhere, n ≤ max_attempts), rounded to the

@@ -370,7 +370,7 @@ mod tests {
         assert!(!b.admit(t, 24));
         // active 25 → 5.
         assert!(b.admit(t, 25));
-        // One retry ends: 3 in flight < 3? no at active 10; 3 < 4 at 20.
+        // Two retries end: 2 in flight < max(3, ⌊2.0⌋) = 3 at active 10 → admitted.
         b.on_retry_done();
         b.on_retry_done();
         assert_eq!(b.retries_in_flight(), Some(2));

@@ -18,7 +18,10 @@
 //!   - `Decorrelated { cap }`: `min(cap, base + floor(u · (3·prev − base)))` with
 //!     `base = wait_duration` and `prev` the previous delay of this call (`base` before the
 //!     first retry) — AWS "decorrelated jitter", `min(cap, U(base, 3·prev))`. It ignores the
-//!     multiplier and the maximum: its growth is the ×3 and its bound is `cap`.
+//!     multiplier and the maximum: its growth is the ×3 and its bound is `cap`;
+//!   - `Randomized { randomized_wait_factor }` (Resilience4j, default 0.5): with
+//!     `δ = f · expo`, `floor(expo − δ + u · (2δ + 1 ms))` — Resilience4j's
+//!     `min + random · (max − min + 1)` in milliseconds, its "+1" included.
 //!
 //! Architecture invariant: a pure function of (spec, n, prev, u); no state, no randomness of
 //! its own.
@@ -93,6 +96,15 @@ pub enum Jitter {
     Decorrelated {
         cap: SimDuration,
     },
+    /// Resilience4j's `randomizedWaitFactor` (its `ofRandomized` / `ofExponentialRandomBackoff`).
+    Randomized {
+        #[serde(default = "default_factor", deserialize_with = "crate::validate::probability")]
+        randomized_wait_factor: f64,
+    },
+}
+
+fn default_factor() -> f64 {
+    0.5
 }
 
 impl Backoff {
@@ -158,6 +170,11 @@ impl Jitter {
             Jitter::Decorrelated { cap } => {
                 let hi = prev.0.saturating_mul(3).max(base.0);
                 SimDuration(base.0.saturating_add(scale(hi - base.0))).min(*cap)
+            }
+            Jitter::Randomized { randomized_wait_factor: f } => {
+                let e = expo.0 as f64;
+                let delta = f * e;
+                SimDuration::from_ns_f64((e - delta + u * (2.0 * delta + 1e6)).floor())
             }
         }
     }
@@ -251,6 +268,11 @@ mod tests {
             got.push(prev.0 / MS);
         }
         assert_eq!(got, vec![150, 200, 200]);
+        // Randomized, factor 0.5, expo 100 ms: δ = 50 ms, range [50, 151) ms:
+        //   u = 0.25 → 50 + 0.25·101 = 75.25 ms; u = 0.5 → 50 + 50.5 = 100.5 ms.
+        let rj = Jitter::Randomized { randomized_wait_factor: 0.5 };
+        assert_eq!(rj.apply(SimDuration::from_ms(100), base, base, 0.25).0, 75_250_000);
+        assert_eq!(rj.apply(SimDuration::from_ms(100), base, base, 0.5).0, 100_500_000);
     }
 
     #[test]

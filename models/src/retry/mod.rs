@@ -85,6 +85,8 @@ pub struct Retry {
     /// `policies[0]` is the default; `by_class[c]` indexes the policy of class `c`.
     policies: Vec<Policy>,
     by_class: Vec<usize>,
+    /// Per policy: does it set its own `max_attempts` (run-time changes leave it alone)?
+    own_max_attempts: Vec<bool>,
     budget: BudgetState,
     max_tracked: usize,
     calls: BTreeMap<CallId, CallState>,
@@ -117,10 +119,12 @@ impl Retry {
         };
         let mut policies = vec![base.clone()];
         let mut by_class = vec![0; classes.len()];
+        let mut own_max_attempts = vec![true];
         for cp in &spec.class_policies {
             let c = classes.iter().position(|n| *n == cp.class).expect("checked");
             by_class[c] = policies.len();
             policies.push(cp.apply(&base));
+            own_max_attempts.push(cp.max_attempts.is_some());
         }
         for p in &policies {
             assert!(p.retry_on.iter().all(|r| !spec::NEVER_RETRIED.contains(r)), "validated");
@@ -128,6 +132,7 @@ impl Retry {
         Retry {
             policies,
             by_class,
+            own_max_attempts,
             budget: BudgetState::new(&spec.budget),
             max_tracked: spec.max_tracked_calls as usize,
             calls: BTreeMap::new(),
@@ -157,12 +162,12 @@ impl Retry {
 
     /// Run-time change of the default policy's `max_attempts` (class overrides that set
     /// their own keep it).
-    pub fn set_max_attempts(&mut self, n: u32, spec: &RetrySpec) {
+    pub fn set_max_attempts(&mut self, n: u32) {
         assert!(n >= 1);
         self.policies[0].max_attempts = n;
-        for (i, cp) in spec.class_policies.iter().enumerate() {
-            if cp.max_attempts.is_none() {
-                self.policies[i + 1].max_attempts = n;
+        for (p, own) in self.policies.iter_mut().zip(&self.own_max_attempts).skip(1) {
+            if !own {
+                p.max_attempts = n;
             }
         }
     }

@@ -219,6 +219,11 @@ fn per_class_policy() {
     assert_eq!(r.on_outcome(&other, fail(Timeout), ms(2003)), up(fail(Timeout)));
     // Exhausted: P0 once, P1, P2, class 5.
     assert_eq!((r.retries, r.exhausted), (3, 4));
+    // A run-time change of max_attempts reaches the policies that do not set their own:
+    // P0 sets 2 (kept); class 5 uses the default (now 1).
+    r.set_max_attempts(1);
+    assert_eq!(r.policy(ClassId(0)).max_attempts, 2);
+    assert_eq!(r.policy(ClassId(5)).max_attempts, 1);
     // Unknown class names are refused.
     let mut bad = spec.clone();
     bad.class_policies[0].class = "VIP".into();

@@ -264,3 +264,69 @@ fn caps_overflow_passes() {
     g.on_outcome(&kc(4, 1), Outcome::Success, t(1));
     assert_eq!(drain(&mut g), (vec![], vec![]));
 }
+
+#[test]
+fn specs_ron_round_trip() {
+    let c: CacheSpec = ron::from_str(
+        r#"Cache(name: "qa", capacity: 500, ttl: "5m", hit_probability: 0.4,
+            serve_stale_on_error: true, max_stale: "1h")"#,
+    )
+    .unwrap();
+    assert_eq!(
+        (c.capacity, c.ttl, c.stale_while_revalidate),
+        (500, SimDuration::from_secs(300), false)
+    );
+    assert_eq!(ron::from_str::<CacheSpec>(&ron::to_string(&c).unwrap()).unwrap(), c);
+    let s: SingleFlightSpec =
+        ron::from_str(r#"SingleFlight(name: "sf", max_wait: "2s", share_errors: false)"#).unwrap();
+    assert_eq!(s.max_wait, Some(SimDuration::from_secs(2)));
+    assert_eq!(ron::from_str::<SingleFlightSpec>(&ron::to_string(&s).unwrap()).unwrap(), s);
+    let e = ron::from_str::<CacheSpec>(r#"Cache(name: "c", hit_probability: 1.5)"#).unwrap_err();
+    assert!(e.to_string().contains("probability in [0, 1]"), "{e}");
+}
+
+/// A stack [cache, single_flight, retry] driven as the call site does (`callsite::ascend`:
+/// `RetryAfter` at level i re-sends from level i+1; followers answered at level 1 climb
+/// through level 0 only).
+#[test]
+fn cache_single_flight_retry_stack() {
+    use crate::retry::{Retry, RetrySpec};
+    let mut c = cache(|_| {});
+    let mut g = sf(|_| {});
+    let mut r = Retry::new(&RetrySpec::named("r"), &["P0"]);
+    fn ascend(
+        stack: &mut [&mut dyn Governor],
+        below: usize,
+        call: &CallInfo,
+        o: Outcome,
+        now: SimTime,
+    ) -> Result<Outcome, (usize, SimDuration)> {
+        let mut o = o;
+        for level in (0..below).rev() {
+            match stack[level].on_outcome(call, o, now) {
+                OutcomeDecision::PassUp(x) => o = x,
+                OutcomeDecision::RetryAfter(d) => return Err((level + 1, d)),
+            }
+        }
+        Ok(o)
+    }
+    let (a, b, d) = (kc(1, 7), kc(2, 7), kc(3, 7));
+    let mut stack: [&mut dyn Governor; 3] = [&mut c, &mut g, &mut r];
+    // A goes upstream; B waits at single-flight (level 1).
+    assert!(stack.iter_mut().all(|gov| gov.on_call(&a, t(0)) == PASS));
+    assert_eq!(stack[0].on_call(&b, t(0)), PASS);
+    assert_eq!(stack[1].on_call(&b, t(0)), wait(None));
+    // A fails (5xx): the retry (level 2) re-sends it from level 3 (the upstream) after 500 ms.
+    let retry_at = ascend(&mut stack, 3, &a, Outcome::Failed(Upstream5xx), t(1));
+    assert_eq!(retry_at, Err((3, SimDuration::from_ms(500))));
+    // The retry succeeds: the outcome climbs all three levels; B is answered at level 1.
+    assert_eq!(ascend(&mut stack, 3, &a, Outcome::Success, t(2)), Ok(Outcome::Success));
+    let mut answered = vec![];
+    stack[1].take_answered(&mut answered);
+    assert_eq!(answered, vec![(CallId(2), Outcome::Success)]);
+    assert_eq!(ascend(&mut stack, 1, &b, Outcome::Success, t(2)), Ok(Outcome::Success));
+    // D is a cache hit: served at level 0.
+    assert_eq!(stack[0].on_call(&d, t(3)), HIT);
+    // Fills: A, and B climbing through the cache with the shared success (a re-store).
+    assert_eq!((c.hits, c.fills, g.shared, r.retries, r.attempts), (1, 2, 1, 1, 2));
+}

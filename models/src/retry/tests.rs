@@ -294,3 +294,20 @@ fn bounded_call_table() {
     assert_eq!(r.on_outcome(&call(1, 0), fail(Timeout), ms(3)), up(fail(Timeout)));
     assert_eq!(r.on_outcome(&call(2, 0), fail(Timeout), ms(3)), after(500));
 }
+
+/// Every field written out reads back the same (scenario files are also written).
+#[test]
+fn spec_ron_round_trip() {
+    let text = r#"Retry(name: "llm", max_attempts: 2, retry_on: ["timeout", "upstream_429"],
+        backoff: Exponential(initial: "1s", multiplier: 3.0, max: "5s"),
+        jitter: Decorrelated(cap: "10s"), total_budget: "8s",
+        budget: GrpcTokenBucket(max_tokens: 10, token_ratio: 0.1),
+        class_policies: [(class: "P1", max_attempts: 1, jitter: Full)])"#;
+    let spec: RetrySpec = ron::from_str(text).unwrap();
+    assert_eq!(spec.retry_on, vec![Timeout, Upstream429]);
+    assert_eq!(spec.total_budget, Some(d_ms(8000)));
+    let back: RetrySpec = ron::from_str(&ron::to_string(&spec).unwrap()).unwrap();
+    assert_eq!(back, spec);
+    let e = ron::from_str::<RetrySpec>(r#"Retry(name: "x", max_attempts: 0)"#).unwrap_err();
+    assert!(e.to_string().contains("max_attempts in [1, 100]"), "{e}");
+}

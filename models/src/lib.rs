@@ -13,6 +13,7 @@
 //! [`callsite`] (the driver), [`gate`], [`source`], [`station`], [`params`] (the registry),
 //! [`scenario`], [`world`], [`summary`], [`run`].
 
+pub mod cache;
 pub mod callsite;
 pub mod class;
 pub mod dispatch;
@@ -27,6 +28,7 @@ pub mod params;
 pub mod pipeline;
 pub mod pool;
 pub mod profile;
+pub mod retry;
 pub mod run;
 pub mod scenario;
 pub mod source;

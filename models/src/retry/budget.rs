@@ -1,0 +1,395 @@
+//! Retry budgets: caps on retries that hold across calls (DESIGN §3, SPEC §3.10).
+//!
+//! * `Ratio { max_ratio, window }` — the SRE book's per-client budget. The window is
+//!   `window` split into 10 tumbling buckets of `window / 10` (integer ns); bucket `i`
+//!   covers `[i·w, (i+1)·w)`. At time `t` the budget counts the current bucket
+//!   `⌊t/w⌋` and the nine before it. *Requests* are first attempts (calls entering the
+//!   retry governor), *retries* are retries sent. A retry is admitted iff
+//!   `retries + 1 ≤ max_ratio · requests` over that window.
+//! * `GrpcTokenBucket { max_tokens, token_ratio }` — gRPC `retryThrottling` (gRFC A6),
+//!   in milli-tokens like grpc-core (`token_ratio` is kept to three decimals). Starts at
+//!   `max_tokens`. A success adds `token_ratio` (capped at max); a failure whose reason is
+//!   retryable removes 1 (floored at 0) — recorded on *every* such failure, also when the
+//!   call will not be retried for another reason, as grpc-core does. A retry is allowed iff
+//!   the count after recording the failure is `> max_tokens / 2` (throttled while
+//!   `≤ max/2`).
+//! * `EnvoyBudget { budget_percent, min_retry_concurrency }` — Envoy's
+//!   `retry_budget`: retries in flight `< max(min_retry_concurrency,
+//!   ⌊budget_percent/100 · active⌋)` where *active* is the calls this governor tracks (first
+//!   attempt to final outcome, including their backoff) and a retry is *in flight* from
+//!   the moment it is scheduled (its backoff included) until its outcome comes back (the
+//!   call's own previous retry is released before the check, as Envoy's `resetRetry`).
+//!
+//! Architecture invariant: bounded state (10 buckets, one counter); decisions are pure
+//! functions of the state, the time and the arguments.
+//!
+//! API boundary: [`BudgetState::admit`] decides; `on_request`, `on_retry_sent`,
+//! `on_retry_done`, `on_result` record.
+
+use serde::{Deserialize, Serialize};
+use sim_core::{SimDuration, SimTime};
+
+const RATIO_BUCKETS: usize = 10;
+
+/// Configuration of a retry budget, as written in scenarios.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename = "RetryBudget")]
+pub enum RetryBudgetSpec {
+    /// No budget: only `max_attempts` and the time budget limit retries.
+    #[default]
+    Unlimited,
+    Ratio {
+        #[serde(default = "default_ratio", deserialize_with = "crate::validate::probability")]
+        max_ratio: f64,
+        #[serde(default = "default_window", deserialize_with = "window_at_least_10ns")]
+        window: SimDuration,
+    },
+    GrpcTokenBucket {
+        #[serde(default = "default_max_tokens", deserialize_with = "max_tokens_range")]
+        max_tokens: f64,
+        #[serde(default = "default_token_ratio", deserialize_with = "token_ratio_range")]
+        token_ratio: f64,
+    },
+    EnvoyBudget {
+        #[serde(default = "default_percent", deserialize_with = "percent_range")]
+        budget_percent: f64,
+        #[serde(default = "default_min_conc")]
+        min_retry_concurrency: u64,
+    },
+}
+
+fn default_ratio() -> f64 {
+    0.1
+}
+fn default_window() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+fn default_max_tokens() -> f64 {
+    10.0
+}
+fn default_token_ratio() -> f64 {
+    0.1
+}
+fn default_percent() -> f64 {
+    20.0
+}
+fn default_min_conc() -> u64 {
+    3
+}
+
+fn range<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    lo: f64,
+    hi: f64,
+    what: &str,
+) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if !(x > lo && x <= hi) {
+        return Err(serde::de::Error::custom(format!(
+            "expected {what} in ({lo}, {hi}], found {x}"
+        )));
+    }
+    Ok(x)
+}
+fn max_tokens_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    range(d, 0.0, 1000.0, "max_tokens")
+}
+fn token_ratio_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    range(d, 0.0, 1.0, "token_ratio")
+}
+fn percent_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if !(0.0..=100.0).contains(&x) {
+        return Err(serde::de::Error::custom(format!(
+            "expected budget_percent in [0, 100], found {x}"
+        )));
+    }
+    Ok(x)
+}
+fn window_at_least_10ns<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
+    let w = SimDuration::deserialize(d)?;
+    if w.0 < RATIO_BUCKETS as u64 {
+        return Err(serde::de::Error::custom(format!(
+            "expected a window of at least 10ns, found {w}"
+        )));
+    }
+    Ok(w)
+}
+
+/// Run-time state of a retry budget.
+#[derive(Clone, Debug)]
+pub enum BudgetState {
+    Unlimited,
+    Ratio {
+        max_ratio: f64,
+        bucket_ns: u64,
+        /// (bucket index, requests, retries), slot `index % 10`.
+        ring: Box<[(u64, u64, u64); RATIO_BUCKETS]>,
+    },
+    Tokens {
+        max_milli: u64,
+        ratio_milli: u64,
+        milli: u64,
+    },
+    Envoy {
+        percent: f64,
+        min: u64,
+        in_flight: u64,
+    },
+}
+
+impl BudgetState {
+    pub fn new(spec: &RetryBudgetSpec) -> Self {
+        match *spec {
+            RetryBudgetSpec::Unlimited => BudgetState::Unlimited,
+            RetryBudgetSpec::Ratio { max_ratio, window } => {
+                assert!((0.0..=1.0).contains(&max_ratio) && window.0 >= RATIO_BUCKETS as u64);
+                BudgetState::Ratio {
+                    max_ratio,
+                    bucket_ns: window.0 / RATIO_BUCKETS as u64,
+                    ring: Box::new([(u64::MAX, 0, 0); RATIO_BUCKETS]),
+                }
+            }
+            RetryBudgetSpec::GrpcTokenBucket { max_tokens, token_ratio } => {
+                assert!(max_tokens > 0.0 && max_tokens <= 1000.0);
+                assert!(token_ratio > 0.0 && token_ratio <= 1.0);
+                let max_milli = (max_tokens * 1000.0).round() as u64;
+                BudgetState::Tokens {
+                    max_milli,
+                    ratio_milli: (token_ratio * 1000.0).round() as u64,
+                    milli: max_milli,
+                }
+            }
+            RetryBudgetSpec::EnvoyBudget { budget_percent, min_retry_concurrency } => {
+                assert!((0.0..=100.0).contains(&budget_percent));
+                BudgetState::Envoy {
+                    percent: budget_percent,
+                    min: min_retry_concurrency,
+                    in_flight: 0,
+                }
+            }
+        }
+    }
+
+    /// The ring slot for `now`, reset if it holds an older bucket.
+    fn slot(
+        ring: &mut [(u64, u64, u64); RATIO_BUCKETS],
+        bucket_ns: u64,
+        now: SimTime,
+    ) -> &mut (u64, u64, u64) {
+        let idx = now.0 / bucket_ns;
+        let s = &mut ring[(idx % RATIO_BUCKETS as u64) as usize];
+        if s.0 != idx {
+            *s = (idx, 0, 0);
+        }
+        s
+    }
+
+    /// A first attempt entered the governor.
+    pub fn on_request(&mut self, now: SimTime) {
+        if let BudgetState::Ratio { bucket_ns, ring, .. } = self {
+            Self::slot(ring, *bucket_ns, now).1 += 1;
+        }
+    }
+
+    /// The outcome of an attempt, for the token bucket: `success`, or a failure whose
+    /// reason is retryable (`retryable_failure`). Other outcomes record nothing.
+    pub fn on_result(&mut self, success: bool, retryable_failure: bool) {
+        if let BudgetState::Tokens { max_milli, ratio_milli, milli } = self {
+            if success {
+                *milli = (*milli + *ratio_milli).min(*max_milli);
+            } else if retryable_failure {
+                *milli = milli.saturating_sub(1000);
+            }
+        }
+    }
+
+    /// The call's current retry ended (outcome back, or the call was forgotten).
+    pub fn on_retry_done(&mut self) {
+        if let BudgetState::Envoy { in_flight, .. } = self {
+            assert!(*in_flight > 0, "retry released twice");
+            *in_flight -= 1;
+        }
+    }
+
+    /// May one more retry go now? `active`: calls the governor tracks.
+    pub fn admit(&self, now: SimTime, active: u64) -> bool {
+        match self {
+            BudgetState::Unlimited => true,
+            BudgetState::Ratio { max_ratio, bucket_ns, ring } => {
+                let (req, ret) = Self::window_counts(ring, *bucket_ns, now);
+                (ret + 1) as f64 <= max_ratio * req as f64
+            }
+            BudgetState::Tokens { max_milli, milli, .. } => *milli > max_milli / 2,
+            BudgetState::Envoy { percent, min, in_flight } => {
+                let budget = (percent / 100.0 * active as f64).floor() as u64;
+                *in_flight < budget.max(*min)
+            }
+        }
+    }
+
+    fn window_counts(
+        ring: &[(u64, u64, u64); RATIO_BUCKETS],
+        bucket_ns: u64,
+        now: SimTime,
+    ) -> (u64, u64) {
+        let cur = now.0 / bucket_ns;
+        ring.iter()
+            .filter(|s| s.0 != u64::MAX && s.0 <= cur && cur - s.0 < RATIO_BUCKETS as u64)
+            .fold((0, 0), |(a, b), s| (a + s.1, b + s.2))
+    }
+
+    /// A retry was admitted and scheduled.
+    pub fn on_retry_sent(&mut self, now: SimTime) {
+        match self {
+            BudgetState::Ratio { bucket_ns, ring, .. } => Self::slot(ring, *bucket_ns, now).2 += 1,
+            BudgetState::Envoy { in_flight, .. } => *in_flight += 1,
+            BudgetState::Unlimited | BudgetState::Tokens { .. } => {}
+        }
+    }
+
+    /// Tokens left, in milli-tokens (gRPC bucket only), for gauges and tests.
+    pub fn milli_tokens(&self) -> Option<u64> {
+        match self {
+            BudgetState::Tokens { milli, .. } => Some(*milli),
+            _ => None,
+        }
+    }
+
+    /// Retries in flight (Envoy budget only).
+    pub fn retries_in_flight(&self) -> Option<u64> {
+        match self {
+            BudgetState::Envoy { in_flight, .. } => Some(*in_flight),
+            _ => None,
+        }
+    }
+
+    /// (requests, retries) in the ratio window at `now`.
+    pub fn ratio_window(&self, now: SimTime) -> Option<(u64, u64)> {
+        match self {
+            BudgetState::Ratio { bucket_ns, ring, .. } => {
+                Some(Self::window_counts(ring, *bucket_ns, now))
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(x: u64) -> SimTime {
+        SimTime(x * 1_000_000)
+    }
+
+    /// Ratio 0.1 over 1 s (buckets of 100 ms). Script: (time ms, op) → admit?
+    #[test]
+    fn ratio_script() {
+        let mut b = BudgetState::new(&RetryBudgetSpec::Ratio {
+            max_ratio: 0.1,
+            window: SimDuration::from_secs(1),
+        });
+        // 9 requests at t=0: 1 ≤ 0.1·9 = 0.9? no.
+        for _ in 0..9 {
+            b.on_request(ms(0));
+        }
+        assert!(!b.admit(ms(0), 0));
+        // 10th: 1 ≤ 1.0 → yes; send it; the next needs 2 ≤ 1.0 → no.
+        b.on_request(ms(50));
+        assert!(b.admit(ms(50), 0));
+        b.on_retry_sent(ms(50));
+        assert!(!b.admit(ms(60), 0));
+        // 10 more requests at 500 ms: 20 requests, 1 retry: 2 ≤ 2.0 → yes.
+        for _ in 0..10 {
+            b.on_request(ms(500));
+        }
+        assert!(b.admit(ms(500), 0));
+        assert_eq!(b.ratio_window(ms(999)), Some((20, 1)));
+        // At 1000 ms the bucket [0, 100) leaves the window (9 requests out); [0,100) also
+        // held the request at 50 ms and the retry: window = buckets 1..=10 → 10 requests
+        // (from 500 ms), 0 retries.
+        assert_eq!(b.ratio_window(ms(1000)), Some((10, 0)));
+        assert!(b.admit(ms(1000), 0));
+        // At 1500 ms the 500-ms bucket has gone too: 0 requests → nothing admitted.
+        assert_eq!(b.ratio_window(ms(1500)), Some((0, 0)));
+        assert!(!b.admit(ms(1500), 0));
+    }
+
+    /// gRPC: max 4 tokens, ratio 0.5 (threshold 2). Script of results → tokens, admit.
+    #[test]
+    fn grpc_token_bucket_script() {
+        let mut b = BudgetState::new(&RetryBudgetSpec::GrpcTokenBucket {
+            max_tokens: 4.0,
+            token_ratio: 0.5,
+        });
+        // (success, retryable failure) → (milli-tokens after, admit after)
+        let script = [
+            ((false, true), 3000, true),  // 4 − 1 = 3 > 2
+            ((false, false), 3000, true), // non-retryable failure: no change
+            ((false, true), 2000, false), // 2 ≤ 2: throttled
+            ((true, false), 2500, true),  // +0.5 → 2.5 > 2
+            ((false, true), 1500, false), // 1.5
+            ((false, true), 500, false),  // 0.5
+            ((false, true), 0, false),    // floored at 0
+            ((true, false), 500, false),  // 0.5
+            ((true, false), 1000, false),
+            ((true, false), 1500, false),
+            ((true, false), 2000, false), // 2.0 ≤ 2 still throttled
+            ((true, false), 2500, true),
+            ((true, false), 3000, true),
+            ((true, false), 3500, true),
+            ((true, false), 4000, true),
+            ((true, false), 4000, true), // capped at max
+        ];
+        for (i, ((s, f), tokens, admit)) in script.into_iter().enumerate() {
+            b.on_result(s, f);
+            assert_eq!(b.milli_tokens(), Some(tokens), "step {i}");
+            assert_eq!(b.admit(SimTime(0), 0), admit, "step {i}");
+        }
+    }
+
+    /// Envoy: 20 %, minimum 3. budget = max(3, ⌊0.2·active⌋).
+    #[test]
+    fn envoy_budget_script() {
+        let mut b = BudgetState::new(&RetryBudgetSpec::EnvoyBudget {
+            budget_percent: 20.0,
+            min_retry_concurrency: 3,
+        });
+        let t = SimTime(0);
+        // active 10 → budget max(3, 2) = 3: three retries go, the fourth does not.
+        for _ in 0..3 {
+            assert!(b.admit(t, 10));
+            b.on_retry_sent(t);
+        }
+        assert!(!b.admit(t, 10));
+        // active 20 → ⌊4.0⌋ = 4: one more; active 24 → ⌊4.8⌋ = 4: no more.
+        assert!(b.admit(t, 20));
+        b.on_retry_sent(t);
+        assert!(!b.admit(t, 24));
+        // active 25 → 5.
+        assert!(b.admit(t, 25));
+        // Two retries end: 2 in flight < max(3, ⌊2.0⌋) = 3 at active 10 → admitted.
+        b.on_retry_done();
+        b.on_retry_done();
+        assert_eq!(b.retries_in_flight(), Some(2));
+        assert!(b.admit(t, 10));
+    }
+
+    #[test]
+    fn ron_forms() {
+        let b: RetryBudgetSpec = ron::from_str("EnvoyBudget()").unwrap();
+        assert_eq!(
+            b,
+            RetryBudgetSpec::EnvoyBudget { budget_percent: 20.0, min_retry_concurrency: 3 }
+        );
+        let b: RetryBudgetSpec = ron::from_str("Ratio()").unwrap();
+        assert_eq!(
+            b,
+            RetryBudgetSpec::Ratio { max_ratio: 0.1, window: SimDuration::from_secs(10) }
+        );
+        let e = ron::from_str::<RetryBudgetSpec>("GrpcTokenBucket(token_ratio: 0)").unwrap_err();
+        assert!(e.to_string().contains("token_ratio in (0, 1]"), "{e}");
+    }
+}

@@ -22,6 +22,7 @@ pub mod ids;
 pub mod outcome;
 pub mod params;
 pub mod profile;
+pub mod quota;
 pub mod run;
 pub mod scenario;
 pub mod source;

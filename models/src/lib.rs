@@ -15,6 +15,7 @@
 
 pub mod callsite;
 pub mod class;
+pub mod connpool;
 pub mod gate;
 pub mod governor;
 pub mod gpu;

@@ -292,3 +292,16 @@ fn spec_parses_with_apache_defaults() {
     assert_eq!((s.max_per_route, s.keep_alive), (5, secs(25)));
     assert!(ron::from_str::<ConnPoolSpec>(r#"ConnPool(name: "x", max_total: 0)"#).is_err());
 }
+
+/// Every declared parameter reads back, writes back, and is unknown under another name.
+#[test]
+fn params_roundtrip() {
+    use crate::params::Params;
+    let mut s: ConnPoolSpec = ron::from_str(r#"ConnPool(name: "x")"#).expect("parses");
+    for d in ConnPoolSpec::decls() {
+        let v = s.get(d.name).unwrap_or_else(|| panic!("{} readable", d.name));
+        s.set(d.name, v.clone()).expect("writable");
+        assert_eq!(s.get(d.name), Some(v));
+    }
+    assert_eq!(s.get("no_such_param"), None);
+}

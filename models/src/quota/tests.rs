@@ -233,3 +233,16 @@ fn spec_parses_with_defaults_and_rejects_zero() {
     let e = ron::from_str::<QuotaSpec>(r#"Quota(name: "g", rpm: Some(0))"#).unwrap_err();
     assert!(e.to_string().contains("≥ 1"), "{e}");
 }
+
+/// Every declared parameter reads back, writes back, and is unknown under another name.
+#[test]
+fn params_roundtrip() {
+    use crate::params::Params;
+    let mut s: QuotaSpec = ron::from_str(r#"Quota(name: "x", rpm: Some(5))"#).expect("parses");
+    for d in QuotaSpec::decls() {
+        let v = s.get(d.name).unwrap_or_else(|| panic!("{} readable", d.name));
+        s.set(d.name, v.clone()).expect("writable");
+        assert_eq!(s.get(d.name), Some(v));
+    }
+    assert_eq!(s.get("no_such_param"), None);
+}

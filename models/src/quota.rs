@@ -268,7 +268,9 @@ impl Quota {
         }
     }
 
-    fn advance(&mut self, now: SimTime) {
+    /// Brings refills and expiries up to `now` (before reading the `remaining_*` gauges;
+    /// every decision does it itself).
+    pub fn advance(&mut self, now: SimTime) {
         assert!(now >= self.last, "time went backwards");
         let elapsed = now - self.last;
         self.last = now;
@@ -340,7 +342,7 @@ impl Quota {
         self.in_flight
     }
     /// Requests that could be admitted now (`x-ratelimit-remaining-requests`); `None`:
-    /// unlimited. Call after an `admit`/`complete` at the current time.
+    /// unlimited. As of the last decision or [`Quota::advance`].
     pub fn remaining_requests(&self) -> Option<u64> {
         self.rpm.as_ref().map(|l| l.remaining(self.window))
     }

@@ -57,6 +57,12 @@ fn rolling_rpm_at_90_and_110_percent() {
     assert_eq!(rejected, expect);
     assert_eq!((q.counters.admitted, q.counters.rejected, q.counters.rejected_rpm), (100, 10, 10));
     assert_eq!(q.remaining_requests(), Some(0));
+    // At exactly 60 s the admission at 0 s has left the window (60 s, expiry inclusive);
+    // the one at 0.545 s has not.
+    q.advance(SimTime(60 * S));
+    assert_eq!(q.remaining_requests(), Some(1));
+    admitted(q.admit(0, SimTime(60 * S)));
+    assert_eq!(q.admit(0, SimTime(60 * S)), Admit::Reject429 { retry_after: secs(1) });
 
     let mut q = Quota::new(&spec(Some(100), None, QuotaWindow::Rolling));
     for k in 0..270u64 {

@@ -13,15 +13,13 @@
 //! [`callsite`] (the driver), [`gate`], [`source`], [`station`], [`params`] (the registry),
 //! [`scenario`], [`world`], [`summary`], [`run`].
 
+pub mod batcher;
 pub mod cache;
 pub mod callsite;
 pub mod class;
+pub mod connpool;
 pub mod dispatch;
 pub mod flow;
-pub mod batcher;
-pub mod callsite;
-pub mod class;
-pub mod connpool;
 pub mod gate;
 pub mod governor;
 pub mod govspec;
@@ -32,16 +30,16 @@ pub mod params;
 pub mod pipeline;
 pub mod pool;
 pub mod profile;
-pub mod retry;
 pub mod quota;
+pub mod retry;
 pub mod run;
 pub mod scenario;
 pub mod source;
 pub mod station;
 pub mod summary;
 pub mod trace;
-mod validate;
 pub mod world;
+mod validate;
 
 pub use outcome::{Outcome, Reason};
 pub use run::{RunConfig, RunOutput, run};

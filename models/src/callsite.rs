@@ -24,6 +24,9 @@ pub enum GovernorKind {
     FlowRules(crate::flow::rules::FlowRules),
     ParamFlow(crate::flow::hot_param::ParamFlow),
     TokenBucket(crate::flow::token_bucket::TokenBucket),
+    Retry(crate::retry::Retry),
+    Cache(crate::cache::Cache),
+    SingleFlight(crate::cache::singleflight::SingleFlight),
 }
 
 impl GovernorKind {
@@ -43,6 +46,9 @@ macro_rules! each {
             GovernorKind::FlowRules($g) => $e,
             GovernorKind::ParamFlow($g) => $e,
             GovernorKind::TokenBucket($g) => $e,
+            GovernorKind::Retry($g) => $e,
+            GovernorKind::Cache($g) => $e,
+            GovernorKind::SingleFlight($g) => $e,
         }
     };
 }

@@ -9,7 +9,10 @@
 //! Architecture invariant: a governor's component path is `<Params::KIND>.<name>`, the
 //! same string in the registry, in metric names and in `events.parquet`.
 
+use crate::cache::singleflight::{SingleFlight, SingleFlightSpec};
+use crate::cache::{Cache, CacheSpec};
 use crate::callsite::GovernorKind;
+use crate::retry::{Retry, RetrySpec};
 use crate::flow::hot_param::{ParamFlow, ParamFlowRuleSpec};
 use crate::flow::rules::{FlowRules, FlowRulesSpec};
 use crate::flow::token_bucket::{TokenBucket, TokenBucketSpec};
@@ -30,6 +33,12 @@ pub enum GovernorRef {
     ParamFlow(String),
     /// A token bucket (TPM) from `token_buckets`.
     TokenBucket(String),
+    /// A retry policy from `retries`.
+    Retry(String),
+    /// A response cache from `caches`.
+    Cache(String),
+    /// Single-flight (concurrent identical misses share one call) from `single_flights`.
+    SingleFlight(String),
 }
 
 impl GovernorRef {
@@ -38,7 +47,10 @@ impl GovernorRef {
             GovernorRef::Gate(n)
             | GovernorRef::FlowRules(n)
             | GovernorRef::ParamFlow(n)
-            | GovernorRef::TokenBucket(n) => n,
+            | GovernorRef::TokenBucket(n)
+            | GovernorRef::Retry(n)
+            | GovernorRef::Cache(n)
+            | GovernorRef::SingleFlight(n) => n,
         }
     }
     /// The registry kind (`gate`, `flow`, …).
@@ -48,6 +60,9 @@ impl GovernorRef {
             GovernorRef::FlowRules(_) => FlowRulesSpec::KIND,
             GovernorRef::ParamFlow(_) => ParamFlowRuleSpec::KIND,
             GovernorRef::TokenBucket(_) => TokenBucketSpec::KIND,
+            GovernorRef::Retry(_) => RetrySpec::KIND,
+            GovernorRef::Cache(_) => CacheSpec::KIND,
+            GovernorRef::SingleFlight(_) => SingleFlightSpec::KIND,
         }
     }
     /// The scenario list it is declared in.
@@ -57,6 +72,9 @@ impl GovernorRef {
             GovernorRef::FlowRules(_) => "flow_rules",
             GovernorRef::ParamFlow(_) => "param_flow_rules",
             GovernorRef::TokenBucket(_) => "token_buckets",
+            GovernorRef::Retry(_) => "retries",
+            GovernorRef::Cache(_) => "caches",
+            GovernorRef::SingleFlight(_) => "single_flights",
         }
     }
     /// `<kind>.<name>`: its component path.
@@ -94,6 +112,9 @@ impl<V> ScenarioSpec<V> {
         of("flow_rules", &self.flow_rules, &mut out);
         of("param_flow_rules", &self.param_flow_rules, &mut out);
         of("token_buckets", &self.token_buckets, &mut out);
+        of("retries", &self.retries, &mut out);
+        of("caches", &self.caches, &mut out);
+        of("single_flights", &self.single_flights, &mut out);
         out
     }
 
@@ -108,6 +129,13 @@ impl<V> ScenarioSpec<V> {
         out.extend(
             self.token_buckets.iter().map(|s| GovernorKind::TokenBucket(TokenBucket::new(s))),
         );
+        let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
+        out.extend(self.retries.iter().map(|s| GovernorKind::Retry(Retry::new(s, &classes))));
+        out.extend(self.caches.iter().map(|s| GovernorKind::Cache(Cache::new(s))));
+        out.extend(
+            self.single_flights.iter().map(|s| GovernorKind::SingleFlight(SingleFlight::new(s))),
+        );
+        assert_eq!(out.len(), self.declared_governors().len(), "arena order = declared order");
         out
     }
 
@@ -116,6 +144,9 @@ impl<V> ScenarioSpec<V> {
         self.flow_rules.iter().for_each(|c| r.add_component(c));
         self.param_flow_rules.iter().for_each(|c| r.add_component(c));
         self.token_buckets.iter().for_each(|c| r.add_component(c));
+        self.retries.iter().for_each(|c| r.add_component(c));
+        self.caches.iter().for_each(|c| r.add_component(c));
+        self.single_flights.iter().for_each(|c| r.add_component(c));
     }
 }
 
@@ -132,6 +163,23 @@ impl GovernorKind {
             GovernorKind::FlowRules(f) => f.apply_param(param, v)?,
             GovernorKind::ParamFlow(f) => f.apply_param(param, v)?,
             GovernorKind::TokenBucket(t) => t.apply_param(param, v, now)?,
+            GovernorKind::Retry(r) => match (param, v) {
+                ("max_attempts", ParamValue::Count(n)) => r.set_max_attempts(n as u32),
+                (p, v) => return Err(format!("retry.{p} = {v:?} is not run-time changeable")),
+            },
+            GovernorKind::Cache(c) => match (param, v) {
+                ("capacity", ParamValue::Count(n)) => c.set_capacity(n),
+                ("ttl", ParamValue::Duration(d)) => c.set_ttl(d),
+                ("hit_probability", ParamValue::Float(x)) => c.set_hit_probability(x),
+                ("serve_stale_on_error", ParamValue::Bool(b)) => c.set_serve_stale_on_error(b),
+                (p, v) => return Err(format!("cache.{p} = {v:?} is not run-time changeable")),
+            },
+            GovernorKind::SingleFlight(f) => match (param, v) {
+                ("share_errors", ParamValue::Bool(b)) => f.set_share_errors(b),
+                (p, v) => {
+                    return Err(format!("single_flight.{p} = {v:?} is not run-time changeable"));
+                }
+            },
         }
         Ok(())
     }

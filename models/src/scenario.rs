@@ -43,6 +43,15 @@ pub struct ScenarioSpec<V> {
     /// Token buckets on tokens (TPM-style).
     #[serde(default)]
     pub token_buckets: Vec<crate::flow::token_bucket::TokenBucketSpec>,
+    /// Retry policies (Resilience4j names; budgets).
+    #[serde(default)]
+    pub retries: Vec<crate::retry::RetrySpec>,
+    /// Response caches (TTL, LRU, semantic hit probability, stale serving).
+    #[serde(default)]
+    pub caches: Vec<crate::cache::CacheSpec>,
+    /// Single-flight: concurrent identical misses share one upstream call.
+    #[serde(default)]
+    pub single_flights: Vec<crate::cache::singleflight::SingleFlightSpec>,
     /// Fan-out pipelines: what one request runs (a source may target a pipeline or,
     /// for a single call, a call site directly).
     #[serde(default)]
@@ -127,6 +136,14 @@ impl<V> ScenarioSpec<V> {
         unique("flow_rules", self.flow_rules.iter().map(|s| s.name.as_str()))?;
         unique("param_flow_rules", self.param_flow_rules.iter().map(|s| s.name.as_str()))?;
         unique("token_buckets", self.token_buckets.iter().map(|s| s.name.as_str()))?;
+        unique("retries", self.retries.iter().map(|s| s.name.as_str()))?;
+        unique("caches", self.caches.iter().map(|s| s.name.as_str()))?;
+        unique("single_flights", self.single_flights.iter().map(|s| s.name.as_str()))?;
+        let class_names: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
+        for (i, r) in self.retries.iter().enumerate() {
+            r.check_classes(&class_names)
+                .map_err(|message| SpecError { path: format!("retries[{i}].class_policies"), message })?;
+        }
         unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;
         unique("pipelines", self.pipelines.iter().map(|s| s.name.as_str()))?;
         for (i, p) in self.pipelines.iter().enumerate() {
@@ -209,6 +226,9 @@ impl<V> ScenarioSpec<V> {
         ranges("flow_rules", &self.flow_rules)?;
         ranges("param_flow_rules", &self.param_flow_rules)?;
         ranges("token_buckets", &self.token_buckets)?;
+        ranges("retries", &self.retries)?;
+        ranges("caches", &self.caches)?;
+        ranges("single_flights", &self.single_flights)?;
         ranges("stations", &self.stations)?;
         let names = |v: Vec<&str>| v.join(", ");
         for (i, s) in self.sources.iter().enumerate() {
@@ -335,6 +355,9 @@ impl<V> ScenarioSpec<V> {
             flow_rules: self.flow_rules,
             param_flow_rules: self.param_flow_rules,
             token_buckets: self.token_buckets,
+            retries: self.retries,
+            caches: self.caches,
+            single_flights: self.single_flights,
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,

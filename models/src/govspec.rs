@@ -12,12 +12,12 @@
 use crate::cache::singleflight::{SingleFlight, SingleFlightSpec};
 use crate::cache::{Cache, CacheSpec};
 use crate::callsite::GovernorKind;
-use crate::retry::{Retry, RetrySpec};
 use crate::flow::hot_param::{ParamFlow, ParamFlowRuleSpec};
 use crate::flow::rules::{FlowRules, FlowRulesSpec};
 use crate::flow::token_bucket::{TokenBucket, TokenBucketSpec};
 use crate::gate::{Gate, GateSpec};
 use crate::params::{ParamValue, Params, Registry};
+use crate::retry::{Retry, RetrySpec};
 use crate::scenario::ScenarioSpec;
 use serde::{Deserialize, Serialize};
 use sim_core::SimTime;

@@ -58,6 +58,9 @@ pub struct ScenarioSpec<V> {
     pub pipelines: Vec<crate::pipeline::PipelineSpec>,
     pub call_sites: Vec<CallSiteSpec>,
     pub stations: Vec<StationSpec>,
+    /// Provider quotas (RPM, TPM, concurrency), referenced by stations.
+    #[serde(default)]
+    pub quotas: Vec<crate::quota::QuotaSpec>,
     /// Parameter changes during the run.
     #[serde(default = "Vec::new")]
     pub timeline: Vec<SetParam<V>>,
@@ -141,8 +144,10 @@ impl<V> ScenarioSpec<V> {
         unique("single_flights", self.single_flights.iter().map(|s| s.name.as_str()))?;
         let class_names: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
         for (i, r) in self.retries.iter().enumerate() {
-            r.check_classes(&class_names)
-                .map_err(|message| SpecError { path: format!("retries[{i}].class_policies"), message })?;
+            r.check_classes(&class_names).map_err(|message| SpecError {
+                path: format!("retries[{i}].class_policies"),
+                message,
+            })?;
         }
         unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;
         unique("pipelines", self.pipelines.iter().map(|s| s.name.as_str()))?;
@@ -180,6 +185,20 @@ impl<V> ScenarioSpec<V> {
             }
         }
         unique("stations", self.stations.iter().map(|s| s.name.as_str()))?;
+        unique("quotas", self.quotas.iter().map(|s| s.name.as_str()))?;
+        for (i, s) in self.stations.iter().enumerate() {
+            if let Some(q) = &s.quota
+                && !self.quotas.iter().any(|x| &x.name == q)
+            {
+                return Err(SpecError {
+                    path: format!("stations[{i}].quota"),
+                    message: format!(
+                        "no quota named \"{q}\"; quotas: [{}]",
+                        self.quotas.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+        }
         // Every value against its registry type and range, with the field path.
         fn ranges<P: Params>(list: &str, v: &[P]) -> Result<(), SpecError> {
             for (i, c) in v.iter().enumerate() {
@@ -230,6 +249,7 @@ impl<V> ScenarioSpec<V> {
         ranges("caches", &self.caches)?;
         ranges("single_flights", &self.single_flights)?;
         ranges("stations", &self.stations)?;
+        ranges("quotas", &self.quotas)?;
         let names = |v: Vec<&str>| v.join(", ");
         for (i, s) in self.sources.iter().enumerate() {
             if !self.call_sites.iter().any(|c| c.name == s.target)
@@ -314,6 +334,7 @@ impl<V> ScenarioSpec<V> {
         self.sources.iter().for_each(|c| r.add_component(c));
         self.register_governors(&mut r);
         self.stations.iter().for_each(|c| r.add_component(c));
+        self.quotas.iter().for_each(|c| r.add_component(c));
         r
     }
 
@@ -361,6 +382,7 @@ impl<V> ScenarioSpec<V> {
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,
+            quotas: self.quotas,
             timeline,
         })
     }

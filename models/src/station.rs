@@ -45,6 +45,35 @@ pub struct StationSpec {
     /// Factor on every service time started from now on (a provider slowdown).
     #[serde(default = "one", deserialize_with = "validate::multiplier")]
     pub latency_multiplier: f64,
+    /// The load curve: each call in service when a service starts adds this much to it
+    /// (latency = base + load_slope × in-flight), so an overloaded provider slows down.
+    #[serde(default)]
+    pub load_slope: SimDuration,
+    /// Token-based latency: added per prompt token of the call.
+    #[serde(default)]
+    pub per_prompt_token: SimDuration,
+    /// Token-based latency: added per output token of the call.
+    #[serde(default)]
+    pub per_output_token: SimDuration,
+    /// Probability that a call fails with a business error (bad prompt, content filter):
+    /// not the upstream's fault, never retried, never counted by breakers by default.
+    #[serde(default, deserialize_with = "validate::probability")]
+    pub business_error_rate: f64,
+    /// Price per 1000 prompt tokens (any currency; summed into `station.<name>.cost`).
+    #[serde(default)]
+    pub cost_per_1k_prompt_tokens: f64,
+    /// Price per 1000 output tokens.
+    #[serde(default)]
+    pub cost_per_1k_output_tokens: f64,
+    /// The provider's quota (an entry of the scenario's `quotas`): RPM, TPM, concurrency,
+    /// answered with 429 and a Retry-After.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub quota: Option<String>,
 }
 
 fn one() -> f64 {
@@ -121,6 +150,37 @@ impl Params for StationSpec {
                 runtime: true,
                 doc: "service time of one request (applies to services started after a change)",
             },
+            ParamDecl {
+                name: "load_slope",
+                ty: ParamType::Duration {
+                    min: SimDuration::ZERO,
+                    max: SimDuration::from_secs(3600),
+                },
+                unit: "ns",
+                runtime: true,
+                doc: "extra service time per call in service when a service starts (load curve)",
+            },
+            ParamDecl {
+                name: "per_output_token",
+                ty: ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
+                unit: "ns",
+                runtime: true,
+                doc: "service time added per output token (token-based latency)",
+            },
+            ParamDecl {
+                name: "per_prompt_token",
+                ty: ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
+                unit: "ns",
+                runtime: true,
+                doc: "service time added per prompt token",
+            },
+            ParamDecl {
+                name: "business_error_rate",
+                ty: ParamType::Float { min: 0.0, max: 1.0 },
+                unit: "probability",
+                runtime: true,
+                doc: "share of calls answered with a business error (never retried)",
+            },
         ]
     }
     fn get(&self, p: &str) -> Option<ParamValue> {
@@ -131,6 +191,10 @@ impl Params for StationSpec {
             "error_rate" => ParamValue::Float(self.error_rate),
             "cancellation" => ParamValue::Bool(self.cancellation),
             "latency_multiplier" => ParamValue::Float(self.latency_multiplier),
+            "load_slope" => ParamValue::Duration(self.load_slope),
+            "per_output_token" => ParamValue::Duration(self.per_output_token),
+            "per_prompt_token" => ParamValue::Duration(self.per_prompt_token),
+            "business_error_rate" => ParamValue::Float(self.business_error_rate),
             _ => return None,
         })
     }
@@ -142,6 +206,10 @@ impl Params for StationSpec {
             ("error_rate", ParamValue::Float(x)) => self.error_rate = x,
             ("cancellation", ParamValue::Bool(b)) => self.cancellation = b,
             ("latency_multiplier", ParamValue::Float(x)) => self.latency_multiplier = x,
+            ("load_slope", ParamValue::Duration(d)) => self.load_slope = d,
+            ("per_output_token", ParamValue::Duration(d)) => self.per_output_token = d,
+            ("per_prompt_token", ParamValue::Duration(d)) => self.per_prompt_token = d,
+            ("business_error_rate", ParamValue::Float(x)) => self.business_error_rate = x,
             (p, v) => return Err(format!("station has no parameter `{p}` of type {v:?}")),
         }
         Ok(())
@@ -169,6 +237,10 @@ pub struct Station<T> {
     pub error_rate: f64,
     pub cancellation: bool,
     pub latency_multiplier: f64,
+    pub load_slope: SimDuration,
+    pub per_prompt_token: SimDuration,
+    pub per_output_token: SimDuration,
+    pub business_error_rate: f64,
     busy: u64,
     queue: VecDeque<(T, SimTime)>,
     pub peak_queue: u64,
@@ -184,6 +256,10 @@ impl<T: Copy> Station<T> {
             error_rate: spec.error_rate,
             cancellation: spec.cancellation,
             latency_multiplier: spec.latency_multiplier,
+            load_slope: spec.load_slope,
+            per_prompt_token: spec.per_prompt_token,
+            per_output_token: spec.per_output_token,
+            business_error_rate: spec.business_error_rate,
             busy: 0,
             queue: VecDeque::new(),
             peak_queue: 0,
@@ -230,14 +306,9 @@ impl<T: Copy> Station<T> {
     }
 
     /// Removes a waiting item (cancellation); `true` if it was waiting.
-    pub fn remove_waiting(&mut self, pred: impl Fn(&T) -> bool) -> bool {
-        match self.queue.iter().position(|(t, _)| pred(t)) {
-            Some(i) => {
-                self.queue.remove(i);
-                true
-            }
-            None => false,
-        }
+    pub fn remove_waiting(&mut self, pred: impl Fn(&T) -> bool) -> Option<T> {
+        let i = self.queue.iter().position(|(t, _)| pred(t))?;
+        self.queue.remove(i).map(|(t, _)| t)
     }
 
     /// Frees a server whose work was cancelled; returns the next item to start, if any.
@@ -257,16 +328,11 @@ mod tests {
 
     #[test]
     fn admission_table() {
-        let spec = StationSpec {
-            name: "s".into(),
-            servers: 2,
-            queue_capacity: Some(1),
-            reject_as: RejectAs::QueueFull,
-            service: Dist::constant(SimDuration::from_ms(1)),
-            error_rate: 0.0,
-            cancellation: false,
-            latency_multiplier: 1.0,
-        };
+        let spec: StationSpec = ron::from_str(
+            r#"Station(name: "s", servers: 2, queue_capacity: Some(1), service: Constant("1ms"))"#,
+        )
+        .unwrap();
+        assert_eq!((spec.reject_as, spec.latency_multiplier), (RejectAs::QueueFull, 1.0));
         let mut st = Station::new(&spec);
         let t = SimTime(0);
         let got: Vec<Admit> = (0..4).map(|i| st.admit(i, t)).collect();

@@ -28,6 +28,8 @@ pub mod attr {
     pub const SERVICE_TIME: u32 = 1;
     /// Whether an upstream call meets an injected failure.
     pub const UPSTREAM_FAILURE: u32 = 2;
+    /// Whether an upstream call meets a business error.
+    pub const BUSINESS_ERROR: u32 = 5;
     /// The bits a call hands its governors ([`crate::governor::CallInfo::draw`]).
     pub const GOVERNOR_BITS: u32 = 3;
     /// The number of calls of a pipeline step.
@@ -129,8 +131,9 @@ struct Call {
     path: u32,
     /// 0 for the first attempt; a retry governor re-sends it with the next number.
     attempt: u32,
-    /// The upstream will answer 5xx (failure injection, drawn at the start of service).
-    upstream_fails: bool,
+    /// The upstream's error for this attempt (failure injection, drawn at the start of
+    /// service): 5xx or a business error.
+    upstream_error: Option<Reason>,
     /// In service at its station (else waiting there, or not sent yet).
     in_service: bool,
     /// The completion event, when the station may cancel it.
@@ -210,6 +213,10 @@ struct Job {
     seq: u64,
     path: u32,
     attempt: u32,
+    prompt_tokens: u32,
+    output_tokens: u32,
+    /// The provider quota's admission, given back when the work ends.
+    ticket: Option<crate::quota::Ticket>,
 }
 
 struct GateRt {
@@ -233,6 +240,15 @@ struct StationRt {
     /// Services finished for calls their client had abandoned.
     wasted: CounterId,
     abandoned_done: u64,
+    /// Index into the world's quotas (shared by every station naming it).
+    quota: Option<usize>,
+    /// Work in service by job id, kept only when its end matters (quota, cost).
+    running: Option<std::collections::BTreeMap<u64, Job>>,
+    cost_per_1k_prompt: f64,
+    cost_per_1k_output: f64,
+    cost: f64,
+    /// Cost of work whose client had given up (paid for, never used).
+    cost_abandoned: f64,
 }
 
 /// Run settings that are not part of the scenario.
@@ -298,6 +314,7 @@ pub struct QueueingWorld {
     params_now: std::collections::BTreeMap<String, ParamValue>,
     gates: Vec<GateRt>,
     stations: Vec<StationRt>,
+    quotas: Vec<(String, crate::quota::Quota)>,
     reqs: Vec<Option<Req>>,
     req_free: Vec<u32>,
     calls: Vec<Option<Call>>,

@@ -57,6 +57,18 @@ impl QueueingWorld {
                 completed: ctx.metrics.counter(&format!("station.{}.completed", s.name)),
                 wasted: ctx.metrics.counter(&format!("station.{}.abandoned_work", s.name)),
                 abandoned_done: 0,
+                quota: s
+                    .quota
+                    .as_ref()
+                    .map(|q| sc.quotas.iter().position(|x| &x.name == q).expect("checked")),
+                running: (s.quota.is_some()
+                    || s.cost_per_1k_prompt_tokens > 0.0
+                    || s.cost_per_1k_output_tokens > 0.0)
+                    .then(Default::default),
+                cost_per_1k_prompt: s.cost_per_1k_prompt_tokens,
+                cost_per_1k_output: s.cost_per_1k_output_tokens,
+                cost: 0.0,
+                cost_abandoned: 0.0,
             })
             .collect();
         // Declared pipelines, then one direct pipeline per call site a source targets.
@@ -138,6 +150,11 @@ impl QueueingWorld {
             params_now: sc.registry().iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             gates,
             stations,
+            quotas: sc
+                .quotas
+                .iter()
+                .map(|q| (q.name.clone(), crate::quota::Quota::new(q)))
+                .collect(),
             reqs: Vec::new(),
             req_free: Vec::new(),
             calls: Vec::new(),

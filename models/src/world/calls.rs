@@ -83,12 +83,38 @@ impl QueueingWorld {
         let c = self.call(slot);
         let r = self.reqs[c.req as usize].as_ref().expect("live request");
         let (site, source) = (c.site as usize, r.source);
-        let job =
-            Job { slot, id: c.job_id(), source, seq: r.seq, path: c.path, attempt: c.attempt };
+        let mut job = Job {
+            slot,
+            id: c.job_id(),
+            source,
+            seq: r.seq,
+            path: c.path,
+            attempt: c.attempt,
+            prompt_tokens: r.tokens.prompt.unwrap_or(0),
+            output_tokens: r.tokens.output.unwrap_or(0),
+            ticket: None,
+        };
         if r.arrival >= self.warmup {
             self.sources[source as usize].upstream_calls += 1;
         }
         let st = self.sites[site].station;
+        // The provider's quota answers first: 429, with a Retry-After, consumes nothing.
+        if let Some(q) = self.stations[st as usize].quota {
+            let q = &mut self.quotas[q].1;
+            let tokens = job.prompt_tokens as u64 + job.output_tokens as u64;
+            match q.admit(tokens, now) {
+                crate::quota::Admit::Admit(t) => job.ticket = Some(t),
+                crate::quota::Admit::Reject429 { retry_after } => {
+                    self.answer_with(
+                        slot,
+                        Outcome::Rejected(Reason::Upstream429),
+                        retry_after,
+                        ctx,
+                    );
+                    return;
+                }
+            }
+        }
         let admitted = self.stations[st as usize].st.admit(job, now);
         let timeout = self.sites[site].timeout;
         if admitted != Admit::Full && timeout > SimDuration::ZERO {
@@ -99,6 +125,7 @@ impl QueueingWorld {
             Admit::Start => self.start_service(st, job, ctx),
             Admit::Queued => {}
             Admit::Full => {
+                self.work_ended(st, &job, false, now);
                 let refusal = Outcome::Rejected(self.stations[st as usize].st.reject_as.reason());
                 self.answer(slot, refusal, ctx);
             }
@@ -112,31 +139,76 @@ impl QueueingWorld {
             .with_call(job.path, job.attempt);
         let station = &self.stations[st as usize].st;
         let mut service = station.service.sample(&mut key.attribute(attr::SERVICE_TIME));
+        // Token-based latency and the load curve (calls already in service, this one
+        // excluded: `busy` counts it since its admission).
+        service = service
+            + SimDuration(station.per_prompt_token.0.saturating_mul(job.prompt_tokens as u64))
+            + SimDuration(station.per_output_token.0.saturating_mul(job.output_tokens as u64))
+            + SimDuration(station.load_slope.0.saturating_mul(station.busy().saturating_sub(1)));
         if station.latency_multiplier != 1.0 {
             service = SimDuration::from_ns_f64(service.0 as f64 * station.latency_multiplier);
         }
-        let (error_rate, cancellable) = (station.error_rate, station.cancellation);
+        let (error_rate, business, cancellable) =
+            (station.error_rate, station.business_error_rate, station.cancellation);
         let done = Ev::ServiceDone { station: st, slot: job.slot, id: job.id };
         let Some(c) = self.calls[job.slot as usize].as_mut().filter(|c| c.job_id() == job.id)
         else {
             // Abandoned by its client while waiting, not cancelled: the work is done anyway.
             ctx.schedule_in(service, done);
+            if let Some(m) = &mut self.stations[st as usize].running {
+                m.insert(job.id, job);
+            }
             return;
         };
         c.in_service = true;
-        // A keyed draw: taking it or not never shifts any other random number.
-        c.upstream_fails = error_rate > 0.0 && key.uniform(attr::UPSTREAM_FAILURE) < error_rate;
+        // Keyed draws: taking them or not never shifts any other random number.
+        c.upstream_error = if error_rate > 0.0 && key.uniform(attr::UPSTREAM_FAILURE) < error_rate {
+            Some(Reason::Upstream5xx)
+        } else if business > 0.0 && key.uniform(attr::BUSINESS_ERROR) < business {
+            Some(Reason::BusinessError)
+        } else {
+            None
+        };
         if cancellable {
             c.service_timer = Some(ctx.timer_in(service, done));
         } else {
             ctx.schedule_in(service, done);
         }
         let req = c.req;
+        if let Some(m) = &mut self.stations[st as usize].running {
+            m.insert(job.id, job);
+        }
         self.request_started(req, now);
     }
 
+    /// The station's work for `job` is over (done, cancelled or refused): the quota gets
+    /// its ticket back, and finished work is paid for.
+    fn work_ended(&mut self, st: u16, job: &Job, served: bool, now: SimTime) {
+        let s = &mut self.stations[st as usize];
+        if let (Some(q), Some(t)) = (s.quota, job.ticket) {
+            let used = if served { job.prompt_tokens as u64 + job.output_tokens as u64 } else { 0 };
+            self.quotas[q].1.complete(t, used, now);
+        }
+        if served {
+            let cost = (job.prompt_tokens as f64 * s.cost_per_1k_prompt
+                + job.output_tokens as f64 * s.cost_per_1k_output)
+                / 1000.0;
+            s.cost += cost;
+            let abandoned =
+                self.calls[job.slot as usize].as_ref().is_none_or(|c| c.job_id() != job.id);
+            if abandoned {
+                self.stations[st as usize].cost_abandoned += cost;
+            }
+        }
+    }
+
     pub(super) fn on_service_done(&mut self, st: u16, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
         ctx.metrics.incr(self.stations[st as usize].completed);
+        if let Some(m) = &mut self.stations[st as usize].running {
+            let job = m.remove(&id).expect("work in service");
+            self.work_ended(st, &job, true, now);
+        }
         if let Some((next, _)) = self.stations[st as usize].st.complete() {
             self.start_service(st, next, ctx);
         }
@@ -152,14 +224,27 @@ impl QueueingWorld {
         if let Some(h) = c.upstream_timer.take() {
             ctx.cancel(h);
         }
-        let outcome =
-            if c.upstream_fails { Outcome::Failed(Reason::Upstream5xx) } else { Outcome::Success };
+        let outcome = match c.upstream_error {
+            Some(r) => Outcome::Failed(r),
+            None => Outcome::Success,
+        };
         self.answer(slot, outcome, ctx);
         self.resume_woken(ctx);
     }
 
     /// The upstream's answer (or the station's refusal) climbs the call site's whole stack.
     fn answer(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+        self.answer_with(slot, outcome, None, ctx);
+    }
+
+    /// [`Self::answer`] with the Retry-After the upstream sent.
+    fn answer_with(
+        &mut self,
+        slot: u32,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+        ctx: &mut Ctx<'_, Ev>,
+    ) {
         let site = self.call(slot).site as usize;
         let below = self.sites[site].stack.len();
         if below == 0 {
@@ -167,7 +252,7 @@ impl QueueingWorld {
             self.call_ended(slot, outcome, ctx);
             return;
         }
-        let info = self.info(slot);
+        let info = CallInfo { retry_after, ..self.info(slot) };
         let next = callsite::ascend(
             &self.sites[site].stack,
             &mut self.govs,
@@ -196,6 +281,10 @@ impl QueueingWorld {
         if in_service {
             if let Some(h) = service_timer {
                 ctx.cancel(h);
+                if let Some(m) = &mut self.stations[st as usize].running {
+                    let job = m.remove(&id).expect("in service");
+                    self.work_ended(st, &job, false, ctx.now());
+                }
                 if let Some((next, _)) = self.stations[st as usize].st.cancel_service() {
                     self.start_service(st, next, ctx);
                 }
@@ -203,7 +292,8 @@ impl QueueingWorld {
             }
         } else if self.stations[st as usize].st.cancellation {
             let removed = self.stations[st as usize].st.remove_waiting(|j| j.id == id);
-            debug_assert!(removed, "a call not in service waits at its station");
+            let job = removed.expect("a call not in service waits at its station");
+            self.work_ended(st, &job, false, ctx.now());
             self.update_station_gauges(st, ctx);
         }
         self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);

@@ -48,6 +48,36 @@ impl QueueingWorld {
                     &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
                 st.latency_multiplier = x;
             }
+            ("station", "load_slope", ParamValue::Duration(d)) => {
+                self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.load_slope =
+                    d;
+            }
+            ("station", "per_output_token", ParamValue::Duration(d)) => {
+                let st =
+                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
+                st.per_output_token = d;
+            }
+            ("station", "per_prompt_token", ParamValue::Duration(d)) => {
+                let st =
+                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
+                st.per_prompt_token = d;
+            }
+            ("station", "business_error_rate", ParamValue::Float(x)) => {
+                let st =
+                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
+                st.business_error_rate = x;
+            }
+            ("quota", param, v) => {
+                let now = ctx.now();
+                let q = &mut self.quotas.iter_mut().find(|q| q.0 == name).expect("checked").1;
+                match (param, v) {
+                    ("rpm", ParamValue::OptCount(n)) => q.set_rpm(n, now),
+                    ("tpm", ParamValue::OptCount(n)) => q.set_tpm(n, now),
+                    ("max_concurrency", ParamValue::OptCount(n)) => q.set_max_concurrency(n),
+                    ("refund_unused", ParamValue::Bool(b)) => q.set_refund_unused(b),
+                    (p, v) => unreachable!("quota.{p} = {v:?} is not run-time changeable"),
+                }
+            }
             ("source", "interarrival", ParamValue::DurationDist(d)) => {
                 self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival =
                     Some(d);

@@ -54,6 +54,15 @@ impl QueueingWorld {
             out.push_f64(format!("{p}.utilization"), s.busy.mean(end) / s.servers.mean(end));
             out.push_u64(format!("{p}.peak_queue"), s.st.peak_queue);
             out.push_u64(format!("{p}.abandoned_work"), s.abandoned_done);
+            if s.running.is_some() {
+                out.push_f64(format!("{p}.cost"), s.cost);
+                out.push_f64(format!("{p}.cost_abandoned"), s.cost_abandoned);
+            }
+        }
+        for (name, q) in &self.quotas {
+            let p = format!("quota.{name}");
+            out.push_u64(format!("{p}.admitted"), q.counters.admitted);
+            out.push_u64(format!("{p}.rejected_429"), q.counters.rejected);
         }
         out
     }
@@ -105,6 +114,16 @@ impl QueueingWorld {
                     g.granted,
                     g.returned,
                     g.in_use()
+                ));
+            }
+        }
+        for (name, q) in &self.quotas {
+            if q.counters.admitted != q.counters.completed + q.in_flight() {
+                v.push(format!(
+                    "I23 quota tickets: quota {name} admitted {} ≠ completed {} + in flight {}",
+                    q.counters.admitted,
+                    q.counters.completed,
+                    q.in_flight()
                 ));
             }
         }

@@ -101,7 +101,7 @@ impl QueueingWorld {
             issue,
             path,
             attempt: 0,
-            upstream_fails: false,
+            upstream_error: None,
             in_service: false,
             service_timer: None,
             upstream_timer: None,

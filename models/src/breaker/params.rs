@@ -1,0 +1,178 @@
+//! The breakers' parameters in the registry: `circuit_breaker.<name>.*` (Resilience4j) and
+//! `degrade_rule.<name>.*` (Sentinel).
+//!
+//! Architecture invariant: a parameter marked `runtime` has a setter on the run-time state
+//! that keeps the window ([`super::CircuitBreaker`], [`super::DegradeBreaker`]); the
+//! declared ranges are the ranges the scenario validation enforces.
+//!
+//! API boundary: the registry reads and writes specs by name; the world applies run-time
+//! changes through the state's setters (see the integration notes in the final report).
+
+use super::{CircuitBreakerSpec, CircuitBreakerStrategy, DegradeRuleSpec};
+use crate::params::{ParamDecl, ParamType, ParamValue as V, Params};
+use sim_core::SimDuration;
+
+const DAY: SimDuration = SimDuration::from_secs(86_400);
+
+fn pct(name: &'static str, doc: &'static str) -> ParamDecl {
+    ParamDecl {
+        name,
+        ty: ParamType::Float { min: 1e-9, max: 100.0 },
+        unit: "%",
+        runtime: true,
+        doc,
+    }
+}
+fn dur(name: &'static str, min: SimDuration, runtime: bool, doc: &'static str) -> ParamDecl {
+    ParamDecl { name, ty: ParamType::Duration { min, max: DAY }, unit: "ns", runtime, doc }
+}
+fn count(
+    name: &'static str,
+    max: u64,
+    unit: &'static str,
+    runtime: bool,
+    doc: &'static str,
+) -> ParamDecl {
+    ParamDecl { name, ty: ParamType::Count { min: 1, max }, unit, runtime, doc }
+}
+
+impl Params for CircuitBreakerSpec {
+    const KIND: &'static str = "circuit_breaker";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        vec![
+            pct("failure_rate_threshold", "open when the failure rate is ≥ this"),
+            pct("slow_call_rate_threshold", "open when the slow-call rate is ≥ this"),
+            dur("slow_call_duration_threshold", SimDuration(1), true, "slow when strictly longer"),
+            count("minimum_number_of_calls", 10_000_000, "calls", true, "results before a verdict"),
+            dur(
+                "wait_duration_in_open_state",
+                SimDuration::from_ms(1),
+                true,
+                "OPEN wait (next opening)",
+            ),
+            count(
+                "permitted_number_of_calls_in_half_open_state",
+                1_000_000,
+                "calls",
+                true,
+                "probe permits (next HALF_OPEN)",
+            ),
+            dur(
+                "max_wait_duration_in_half_open_state",
+                SimDuration::ZERO,
+                true,
+                "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)",
+            ),
+            ParamDecl {
+                name: "automatic_transition_from_open_to_half_open_enabled",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "OPEN → HALF_OPEN by timer instead of on the next call",
+            },
+            count("sliding_window_size", 1_000_000, "calls or s", false, "window length"),
+        ]
+    }
+    fn get(&self, p: &str) -> Option<V> {
+        Some(match p {
+            "failure_rate_threshold" => V::Float(self.failure_rate_threshold),
+            "slow_call_rate_threshold" => V::Float(self.slow_call_rate_threshold),
+            "slow_call_duration_threshold" => V::Duration(self.slow_call_duration_threshold),
+            "minimum_number_of_calls" => V::Count(self.minimum_number_of_calls),
+            "wait_duration_in_open_state" => V::Duration(self.wait_duration_in_open_state),
+            "permitted_number_of_calls_in_half_open_state" => {
+                V::Count(self.permitted_number_of_calls_in_half_open_state)
+            }
+            "max_wait_duration_in_half_open_state" => {
+                V::Duration(self.max_wait_duration_in_half_open_state)
+            }
+            "automatic_transition_from_open_to_half_open_enabled" => {
+                V::Bool(self.automatic_transition_from_open_to_half_open_enabled)
+            }
+            "sliding_window_size" => V::Count(self.sliding_window_size),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
+        match (p, v) {
+            ("failure_rate_threshold", V::Float(x)) => self.failure_rate_threshold = x,
+            ("slow_call_rate_threshold", V::Float(x)) => self.slow_call_rate_threshold = x,
+            ("slow_call_duration_threshold", V::Duration(d)) => {
+                self.slow_call_duration_threshold = d
+            }
+            ("minimum_number_of_calls", V::Count(n)) => self.minimum_number_of_calls = n,
+            ("wait_duration_in_open_state", V::Duration(d)) => self.wait_duration_in_open_state = d,
+            ("permitted_number_of_calls_in_half_open_state", V::Count(n)) => {
+                self.permitted_number_of_calls_in_half_open_state = n
+            }
+            ("max_wait_duration_in_half_open_state", V::Duration(d)) => {
+                self.max_wait_duration_in_half_open_state = d
+            }
+            ("automatic_transition_from_open_to_half_open_enabled", V::Bool(b)) => {
+                self.automatic_transition_from_open_to_half_open_enabled = b
+            }
+            ("sliding_window_size", V::Count(n)) => self.sliding_window_size = n,
+            (p, v) => return Err(format!("circuit_breaker has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}
+
+impl Params for DegradeRuleSpec {
+    const KIND: &'static str = "degrade_rule";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        vec![
+            ParamDecl {
+                name: "count",
+                ty: ParamType::Float { min: 0.0, max: 1e12 },
+                unit: "ms | ratio | errors",
+                runtime: true,
+                doc: "max RT (SLOW_REQUEST_RATIO), error ratio ≤ 1 (ERROR_RATIO) or error count",
+            },
+            ParamDecl {
+                name: "slow_ratio_threshold",
+                ty: ParamType::Float { min: 0.0, max: 1.0 },
+                unit: "ratio",
+                runtime: true,
+                doc: "slow-call ratio above which the rule opens",
+            },
+            count("time_window", 86_400, "s", true, "OPEN duration before a probe (next opening)"),
+            count("min_request_amount", 10_000_000, "calls", true, "completions before a verdict"),
+            count("stat_interval_ms", 86_400_000, "ms", false, "statistics bucket length"),
+        ]
+    }
+    fn get(&self, p: &str) -> Option<V> {
+        Some(match p {
+            "count" => V::Float(self.count),
+            "slow_ratio_threshold" if self.grade == CircuitBreakerStrategy::SlowRequestRatio => {
+                V::Float(self.slow_ratio_threshold)
+            }
+            "time_window" => V::Count(self.time_window),
+            "min_request_amount" => V::Count(self.min_request_amount),
+            "stat_interval_ms" => V::Count(self.stat_interval_ms),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
+        match (p, v) {
+            ("count", V::Float(x)) => {
+                if self.grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
+                    return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
+                }
+                self.count = x
+            }
+            ("slow_ratio_threshold", V::Float(x)) => self.slow_ratio_threshold = x,
+            ("time_window", V::Count(n)) => self.time_window = n,
+            ("min_request_amount", V::Count(n)) => self.min_request_amount = n,
+            ("stat_interval_ms", V::Count(n)) => self.stat_interval_ms = n,
+            (p, v) => return Err(format!("degrade_rule has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}

@@ -39,6 +39,8 @@ mod r4j_window;
 pub mod sentinel_degrade;
 
 #[cfg(test)]
+mod invariant_tests;
+#[cfg(test)]
 mod r4j_tests;
 #[cfg(test)]
 mod script;
@@ -49,6 +51,7 @@ pub use r4j::{BreakerCounters, CircuitBreaker};
 pub use r4j_spec::{
     CircuitBreakerSpec, HalfOpenWaitSpec, SlidingWindowType, StateAfterMaxWait, open_wait,
 };
+pub use r4j_window::{Snapshot, Verdict};
 pub use sentinel_degrade::{
     CircuitBreakerStrategy, DegradeBreaker, DegradeCounters, DegradeRuleSpec,
 };

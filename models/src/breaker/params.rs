@@ -176,3 +176,99 @@ impl Params for DegradeRuleSpec {
         Ok(())
     }
 }
+
+impl super::CircuitBreaker {
+    /// Applies a run-time change of a parameter declared `runtime` (the window is kept).
+    pub fn apply_param(&mut self, p: &str, v: V) -> Result<(), String> {
+        match (p, v) {
+            ("failure_rate_threshold", V::Float(x)) => self.set_failure_rate_threshold(x),
+            ("slow_call_rate_threshold", V::Float(x)) => self.set_slow_call_rate_threshold(x),
+            ("slow_call_duration_threshold", V::Duration(d)) => {
+                self.set_slow_call_duration_threshold(d)
+            }
+            ("minimum_number_of_calls", V::Count(n)) => self.set_minimum_number_of_calls(n),
+            ("wait_duration_in_open_state", V::Duration(d)) => {
+                self.set_wait_duration_in_open_state(d)
+            }
+            ("permitted_number_of_calls_in_half_open_state", V::Count(n)) => {
+                self.set_permitted_number_of_calls_in_half_open_state(n)
+            }
+            ("max_wait_duration_in_half_open_state", V::Duration(d)) => {
+                self.set_max_wait_duration_in_half_open_state(d)
+            }
+            ("automatic_transition_from_open_to_half_open_enabled", V::Bool(b)) => {
+                self.set_automatic_transition(b)
+            }
+            (p, v) => {
+                return Err(format!("circuit_breaker: `{p}` = {v:?} cannot change at run time"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl super::DegradeBreaker {
+    /// Applies a run-time change of a parameter declared `runtime` (the bucket is kept).
+    pub fn apply_param(&mut self, p: &str, v: V) -> Result<(), String> {
+        match (p, v) {
+            ("count", V::Float(x)) => {
+                if self.spec().grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
+                    return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
+                }
+                self.set_count(x)
+            }
+            ("slow_ratio_threshold", V::Float(x)) => self.set_slow_ratio_threshold(x),
+            ("time_window", V::Count(n)) => self.set_time_window(n),
+            ("min_request_amount", V::Count(n)) => self.set_min_request_amount(n),
+            (p, v) => return Err(format!("degrade_rule: `{p}` = {v:?} cannot change at run time")),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Registry;
+
+    /// Every declared parameter is listed with a value of its type, writes back unchanged,
+    /// and the run-time ones apply to the state.
+    #[test]
+    fn registry_round_trip_and_runtime_apply() {
+        let cb = CircuitBreakerSpec::with_defaults("llm");
+        let dr = DegradeRuleSpec::new("llm", CircuitBreakerStrategy::SlowRequestRatio, 5000.0, 30);
+        let mut reg = Registry::default();
+        reg.add_component(&cb);
+        reg.add_component(&dr);
+        assert_eq!(reg.len(), CircuitBreakerSpec::decls().len() + DegradeRuleSpec::decls().len());
+        for p in reg.iter() {
+            p.ty.check(&p.value).unwrap_or_else(|e| panic!("{}: {e}", p.path));
+        }
+        assert_eq!(
+            reg.get("circuit_breaker.llm.failure_rate_threshold").map(|p| p.value.clone()),
+            Some(V::Float(50.0))
+        );
+        let mut cb2 = cb.clone();
+        let mut state = super::super::CircuitBreaker::new(&cb);
+        for d in CircuitBreakerSpec::decls() {
+            let v = cb.get(d.name).unwrap();
+            cb2.set(d.name, v.clone()).unwrap();
+            assert_eq!(state.apply_param(d.name, v).is_ok(), d.runtime, "{}", d.name);
+        }
+        assert_eq!(cb2, cb);
+        let mut dr2 = dr.clone();
+        let mut rule = super::super::DegradeBreaker::new(&dr);
+        for d in DegradeRuleSpec::decls() {
+            let v = dr.get(d.name).unwrap();
+            dr2.set(d.name, v.clone()).unwrap();
+            assert_eq!(rule.apply_param(d.name, v).is_ok(), d.runtime, "{}", d.name);
+        }
+        assert_eq!(dr2, dr);
+        state.apply_param("failure_rate_threshold", V::Float(25.0)).unwrap();
+        assert_eq!(state.spec().failure_rate_threshold, 25.0);
+        assert!(cb2.set("failure_rate_threshold", V::Count(3)).is_err());
+        let mut ratio = DegradeRuleSpec::new("r", CircuitBreakerStrategy::ErrorRatio, 0.5, 1);
+        assert!(ratio.set("count", V::Float(2.0)).is_err());
+        assert_eq!(ratio.get("slow_ratio_threshold"), None, "only for SLOW_REQUEST_RATIO");
+    }
+}

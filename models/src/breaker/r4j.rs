@@ -79,6 +79,8 @@ pub struct CircuitBreaker {
     open_until: SimTime,
     half_open_deadline: Option<SimTime>,
     permits_left: u64,
+    /// Probe permits of the current HALF_OPEN episode (the setting when it began).
+    episode_permitted: u64,
     episode: u64,
     in_flight: BTreeMap<CallId, Flight>,
     waiters: PriorityWaitList,
@@ -104,6 +106,7 @@ impl CircuitBreaker {
             open_until: SimTime::ZERO,
             half_open_deadline: None,
             permits_left: 0,
+            episode_permitted: 0,
             episode: 0,
             in_flight: BTreeMap::new(),
             waiters: PriorityWaitList::new(max_waiting),
@@ -130,6 +133,19 @@ impl CircuitBreaker {
     }
     pub fn half_open_permits_left(&self) -> u64 {
         self.permits_left
+    }
+    /// Asserts the internal invariants (tests, the world's end-of-run checks).
+    pub fn check_invariants(&self) {
+        let probes = self.in_flight.values().filter(|f| f.probe == Some(self.episode)).count();
+        match self.state {
+            BreakerState::HalfOpen => {
+                assert!(self.permits_left + probes as u64 <= self.episode_permitted);
+                assert!(self.waiters.is_empty() || self.permits_left == 0);
+            }
+            _ => assert!(self.permits_left == 0 && self.waiters.is_empty()),
+        }
+        assert!(self.in_flight.len() <= MAX_IN_FLIGHT);
+        assert!(self.woken.iter().all(|c| self.in_flight.contains_key(c)));
     }
     /// End of the current OPEN wait (meaningful while OPEN).
     pub fn open_until(&self) -> SimTime {
@@ -204,6 +220,7 @@ impl CircuitBreaker {
         let permitted = self.spec.permitted_number_of_calls_in_half_open_state;
         self.episode += 1;
         self.permits_left = permitted;
+        self.episode_permitted = permitted;
         self.metrics = Window::count(permitted);
         let max_wait = self.spec.max_wait_duration_in_half_open_state;
         self.half_open_deadline = (max_wait > SimDuration::ZERO).then(|| now + max_wait);
@@ -228,7 +245,7 @@ impl CircuitBreaker {
             return;
         }
         self.permits_left += 1;
-        assert!(self.permits_left <= self.spec.permitted_number_of_calls_in_half_open_state);
+        assert!(self.permits_left <= self.episode_permitted);
         if let Some(c) = self.waiters.pop() {
             self.permits_left -= 1;
             self.admit(c, now, Some(self.episode));

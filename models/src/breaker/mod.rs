@@ -41,6 +41,8 @@ pub mod sentinel_degrade;
 #[cfg(test)]
 mod invariant_tests;
 #[cfg(test)]
+mod r4j_edge_tests;
+#[cfg(test)]
 mod r4j_tests;
 #[cfg(test)]
 mod script;
@@ -77,6 +79,10 @@ pub enum BreakerState {
     Open,
     #[serde(rename = "HALF_OPEN")]
     HalfOpen,
+    /// Resilience4j's FORCED_OPEN: switched off by configuration, every call rejected,
+    /// nothing recorded, until switched back on (→ CLOSED).
+    #[serde(rename = "FORCED_OPEN")]
+    ForcedOpen,
 }
 
 impl BreakerState {
@@ -86,14 +92,16 @@ impl BreakerState {
             BreakerState::Closed => "CLOSED",
             BreakerState::Open => "OPEN",
             BreakerState::HalfOpen => "HALF_OPEN",
+            BreakerState::ForcedOpen => "FORCED_OPEN",
         }
     }
-    /// Gauge value: 0 closed, 1 open, 2 half-open.
+    /// Gauge value: 0 closed, 1 open, 2 half-open, 3 forced open.
     pub fn gauge(self) -> u64 {
         match self {
             BreakerState::Closed => 0,
             BreakerState::Open => 1,
             BreakerState::HalfOpen => 2,
+            BreakerState::ForcedOpen => 3,
         }
     }
 }

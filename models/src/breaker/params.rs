@@ -10,7 +10,7 @@
 
 use super::{CircuitBreakerSpec, CircuitBreakerStrategy, DegradeRuleSpec};
 use crate::params::{ParamDecl, ParamType, ParamValue as V, Params};
-use sim_core::SimDuration;
+use sim_core::{SimDuration, SimTime};
 
 const DAY: SimDuration = SimDuration::from_secs(86_400);
 
@@ -74,6 +74,13 @@ impl Params for CircuitBreakerSpec {
                 doc: "OPEN → HALF_OPEN by timer instead of on the next call",
             },
             count("sliding_window_size", 1_000_000, "calls or s", false, "window length"),
+            ParamDecl {
+                name: "forced_open",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "switched off: every call rejected (FORCED_OPEN); false → CLOSED",
+            },
         ]
     }
     fn get(&self, p: &str) -> Option<V> {
@@ -93,6 +100,7 @@ impl Params for CircuitBreakerSpec {
                 V::Bool(self.automatic_transition_from_open_to_half_open_enabled)
             }
             "sliding_window_size" => V::Count(self.sliding_window_size),
+            "forced_open" => V::Bool(self.forced_open),
             _ => return None,
         })
     }
@@ -115,6 +123,7 @@ impl Params for CircuitBreakerSpec {
                 self.automatic_transition_from_open_to_half_open_enabled = b
             }
             ("sliding_window_size", V::Count(n)) => self.sliding_window_size = n,
+            ("forced_open", V::Bool(b)) => self.forced_open = b,
             (p, v) => return Err(format!("circuit_breaker has no parameter `{p}` of type {v:?}")),
         }
         Ok(())
@@ -179,7 +188,7 @@ impl Params for DegradeRuleSpec {
 
 impl super::CircuitBreaker {
     /// Applies a run-time change of a parameter declared `runtime` (the window is kept).
-    pub fn apply_param(&mut self, p: &str, v: V) -> Result<(), String> {
+    pub fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
         match (p, v) {
             ("failure_rate_threshold", V::Float(x)) => self.set_failure_rate_threshold(x),
             ("slow_call_rate_threshold", V::Float(x)) => self.set_slow_call_rate_threshold(x),
@@ -199,6 +208,7 @@ impl super::CircuitBreaker {
             ("automatic_transition_from_open_to_half_open_enabled", V::Bool(b)) => {
                 self.set_automatic_transition(b)
             }
+            ("forced_open", V::Bool(b)) => self.set_forced_open(b, now),
             (p, v) => {
                 return Err(format!("circuit_breaker: `{p}` = {v:?} cannot change at run time"));
             }
@@ -209,7 +219,7 @@ impl super::CircuitBreaker {
 
 impl super::DegradeBreaker {
     /// Applies a run-time change of a parameter declared `runtime` (the bucket is kept).
-    pub fn apply_param(&mut self, p: &str, v: V) -> Result<(), String> {
+    pub fn apply_param(&mut self, p: &str, v: V, _now: SimTime) -> Result<(), String> {
         match (p, v) {
             ("count", V::Float(x)) => {
                 if self.spec().grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
@@ -253,7 +263,12 @@ mod tests {
         for d in CircuitBreakerSpec::decls() {
             let v = cb.get(d.name).unwrap();
             cb2.set(d.name, v.clone()).unwrap();
-            assert_eq!(state.apply_param(d.name, v).is_ok(), d.runtime, "{}", d.name);
+            assert_eq!(
+                state.apply_param(d.name, v, SimTime::ZERO).is_ok(),
+                d.runtime,
+                "{}",
+                d.name
+            );
         }
         assert_eq!(cb2, cb);
         let mut dr2 = dr.clone();
@@ -261,10 +276,10 @@ mod tests {
         for d in DegradeRuleSpec::decls() {
             let v = dr.get(d.name).unwrap();
             dr2.set(d.name, v.clone()).unwrap();
-            assert_eq!(rule.apply_param(d.name, v).is_ok(), d.runtime, "{}", d.name);
+            assert_eq!(rule.apply_param(d.name, v, SimTime::ZERO).is_ok(), d.runtime, "{}", d.name);
         }
         assert_eq!(dr2, dr);
-        state.apply_param("failure_rate_threshold", V::Float(25.0)).unwrap();
+        state.apply_param("failure_rate_threshold", V::Float(25.0), SimTime::ZERO).unwrap();
         assert_eq!(state.spec().failure_rate_threshold, 25.0);
         assert!(cb2.set("failure_rate_threshold", V::Count(3)).is_err());
         let mut ratio = DegradeRuleSpec::new("r", CircuitBreakerStrategy::ErrorRatio, 0.5, 1);

@@ -23,6 +23,8 @@
 //!   unlimited) forces `transition_to_state_after_wait_duration` when it elapses.
 //!   Leaving HALF_OPEN wakes the waiters (CLOSED) or answers them `rejected:breaker_open`
 //!   (OPEN).
+//! * FORCED_OPEN (`forced_open`, a run-time switch): every call rejected, nothing recorded;
+//!   switching back on closes the breaker with fresh metrics.
 //!
 //! Key design decision: like Resilience4j, a result is recorded into the metrics of the
 //! state current when it *arrives*, whatever state admitted the call (a slow call admitted
@@ -101,7 +103,7 @@ impl CircuitBreaker {
         CircuitBreaker {
             metrics: closed_window(spec),
             spec: spec.clone(),
-            state: BreakerState::Closed,
+            state: if spec.forced_open { BreakerState::ForcedOpen } else { BreakerState::Closed },
             attempts: 0,
             open_until: SimTime::ZERO,
             half_open_deadline: None,
@@ -185,6 +187,24 @@ impl CircuitBreaker {
     pub fn set_automatic_transition(&mut self, on: bool) {
         self.spec.automatic_transition_from_open_to_half_open_enabled = on;
     }
+    /// Switches the breaker off (FORCED_OPEN; waiters are answered `breaker_open`) or back
+    /// on (CLOSED, fresh metrics, open-wait attempts reset).
+    pub fn set_forced_open(&mut self, on: bool, now: SimTime) {
+        self.spec.forced_open = on;
+        match (on, self.state) {
+            (true, BreakerState::ForcedOpen) | (false, BreakerState::Closed) => {}
+            (false, BreakerState::ForcedOpen) => self.enter_closed(now),
+            (false, _) => {} // already on: nothing to undo
+            (true, _) => {
+                self.permits_left = 0;
+                self.half_open_deadline = None;
+                while let Some(c) = self.waiters.pop() {
+                    self.answered.push((c, Outcome::Rejected(Reason::BreakerOpen)));
+                }
+                self.transition(BreakerState::ForcedOpen, now);
+            }
+        }
+    }
 
     fn admit(&mut self, call: CallId, now: SimTime, probe: Option<u64>) {
         assert!(self.in_flight.len() < MAX_IN_FLIGHT, "breaker tracks too many calls in flight");
@@ -254,17 +274,16 @@ impl CircuitBreaker {
     }
 
     fn record(&mut self, failed: bool, slow: bool, now: SimTime) {
+        if self.state == BreakerState::ForcedOpen {
+            return; // Resilience4j's ForcedOpenState records nothing
+        }
         let snap = self.metrics.record(failed, slow, now);
-        let min = match self.state {
-            BreakerState::Open => return,
-            BreakerState::Closed => {
-                self.metrics.effective_minimum(self.spec.minimum_number_of_calls)
-            }
-            BreakerState::HalfOpen => self
-                .spec
-                .minimum_number_of_calls
-                .min(self.spec.permitted_number_of_calls_in_half_open_state),
-        };
+        if self.state == BreakerState::Open {
+            return; // recorded (as Resilience4j does) but never checked
+        }
+        // CLOSED: capped at the window for COUNT_BASED only; HALF_OPEN: the window is
+        // COUNT_BASED of `permitted`, so min(minimum, permitted).
+        let min = self.metrics.effective_minimum(self.spec.minimum_number_of_calls);
         let v = verdict(
             &snap,
             min,
@@ -290,6 +309,10 @@ fn closed_window(spec: &CircuitBreakerSpec) -> Window {
 
 impl Governor for CircuitBreaker {
     fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
+        if self.state == BreakerState::ForcedOpen {
+            self.counters.not_permitted += 1;
+            return CallDecision::Reject(Reason::BreakerOpen);
+        }
         if self.state == BreakerState::Open {
             if now > self.open_until {
                 self.enter_half_open(now);

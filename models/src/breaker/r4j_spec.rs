@@ -105,6 +105,11 @@ pub struct CircuitBreakerSpec {
         serialize_with = "crate::validate::ser_present"
     )]
     pub half_open_wait: Option<HalfOpenWaitSpec>,
+    /// Switched off (Resilience4j's `transitionToForcedOpenState`): every call is rejected
+    /// with `breaker_open` and nothing is recorded; switching it back on closes the breaker
+    /// with fresh metrics. A run-time knob (SPEC §3.16: a model switched off).
+    #[serde(default)]
+    pub forced_open: bool,
 }
 
 fn d_50() -> f64 {
@@ -186,6 +191,7 @@ impl CircuitBreakerSpec {
             record_exceptions: super::default_record_exceptions(),
             ignore_exceptions: super::default_ignore_exceptions(),
             half_open_wait: None,
+            forced_open: false,
         }
     }
 }

@@ -8,7 +8,7 @@
 //! (degraded:timeout), and `Abandon`, `Wake` (the world's timer). `woken` / `answered`
 //! list the calls the step must release (all answered as rejected:breaker_open); a state
 //! change is expected exactly when `state` differs from the previous step's (override the
-//! chain with `ev: [OPEN, …]`); `timer: Some(At("60s"))` / `Some(Off)` checks `wake_at`.
+//! chain with `ev: Some([OPEN, …])`); `timer: Some(At("60s"))` / `Some(Off)` checks `wake_at`.
 //! A call's duration is the difference of its outcome's and its call's `t`.
 
 use super::BreakerState;

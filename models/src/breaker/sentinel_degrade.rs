@@ -296,7 +296,7 @@ impl Governor for DegradeBreaker {
         self.counters.completed += 1;
         self.counters.bad += bad as u64;
         match self.state {
-            BreakerState::Open => {}
+            BreakerState::Open | BreakerState::ForcedOpen => {}
             BreakerState::HalfOpen => {
                 if bad {
                     self.enter_open(now);

@@ -102,3 +102,30 @@ fn forced_open_switches_the_breaker_off_and_on() {
     assert_eq!(b.snapshot().calls, 1, "fresh metrics after switching back on");
     b.check_invariants();
 }
+
+/// HALF_OPEN metrics are COUNT_BASED of `permitted` even for a TIME_BASED breaker: two
+/// probe results 100 s apart are judged together (a 10 s time window would have dropped
+/// the first one and waited for a second result).
+#[test]
+fn half_open_metrics_are_count_based_for_time_based_breakers() {
+    let mut b = breaker(
+        r#"CircuitBreaker(name: "b", sliding_window_type: TIME_BASED, sliding_window_size: 10,
+           minimum_number_of_calls: 2, wait_duration_in_open_state: "1s",
+           permitted_number_of_calls_in_half_open_state: 2)"#,
+    );
+    run(
+        &mut b,
+        r#"[
+        (t: "0s", call: 1, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 2, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 1, act: Failure, state: CLOSED),
+        // seconds 0..=9: [F F] → OPEN until 1 s
+        (t: "0s", call: 2, act: Failure, state: OPEN),
+        (t: "2s", call: 3, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "2s", call: 4, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "100s", call: 3, act: Failure, state: HALF_OPEN),
+        // [F S]: 2 = min(2, 2) results, 50% ≥ 50 → OPEN
+        (t: "200s", call: 4, act: Success, state: OPEN),
+    ]"#,
+    );
+}

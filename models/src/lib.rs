@@ -14,6 +14,7 @@
 //! [`scenario`], [`world`], [`summary`], [`run`].
 
 pub mod batcher;
+pub mod breaker;
 pub mod cache;
 pub mod callsite;
 pub mod class;
@@ -38,8 +39,8 @@ pub mod source;
 pub mod station;
 pub mod summary;
 pub mod trace;
-mod validate;
 pub mod world;
+mod validate;
 
 pub use outcome::{Outcome, Reason};
 pub use run::{RunConfig, RunOutput, run};

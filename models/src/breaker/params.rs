@@ -1,0 +1,289 @@
+//! The breakers' parameters in the registry: `circuit_breaker.<name>.*` (Resilience4j) and
+//! `degrade_rule.<name>.*` (Sentinel).
+//!
+//! Architecture invariant: a parameter marked `runtime` has a setter on the run-time state
+//! that keeps the window ([`super::CircuitBreaker`], [`super::DegradeBreaker`]); the
+//! declared ranges are the ranges the scenario validation enforces.
+//!
+//! API boundary: the registry reads and writes specs by name; the world applies run-time
+//! changes through the state's setters (see the integration notes in the final report).
+
+use super::{CircuitBreakerSpec, CircuitBreakerStrategy, DegradeRuleSpec};
+use crate::params::{ParamDecl, ParamType, ParamValue as V, Params};
+use sim_core::{SimDuration, SimTime};
+
+const DAY: SimDuration = SimDuration::from_secs(86_400);
+
+fn pct(name: &'static str, doc: &'static str) -> ParamDecl {
+    ParamDecl {
+        name,
+        ty: ParamType::Float { min: 1e-9, max: 100.0 },
+        unit: "%",
+        runtime: true,
+        doc,
+    }
+}
+fn dur(name: &'static str, min: SimDuration, runtime: bool, doc: &'static str) -> ParamDecl {
+    ParamDecl { name, ty: ParamType::Duration { min, max: DAY }, unit: "ns", runtime, doc }
+}
+fn count(
+    name: &'static str,
+    max: u64,
+    unit: &'static str,
+    runtime: bool,
+    doc: &'static str,
+) -> ParamDecl {
+    ParamDecl { name, ty: ParamType::Count { min: 1, max }, unit, runtime, doc }
+}
+
+impl Params for CircuitBreakerSpec {
+    const KIND: &'static str = "circuit_breaker";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        vec![
+            pct("failure_rate_threshold", "open when the failure rate is ≥ this"),
+            pct("slow_call_rate_threshold", "open when the slow-call rate is ≥ this"),
+            dur("slow_call_duration_threshold", SimDuration(1), true, "slow when strictly longer"),
+            count("minimum_number_of_calls", 10_000_000, "calls", true, "results before a verdict"),
+            dur(
+                "wait_duration_in_open_state",
+                SimDuration::from_ms(1),
+                true,
+                "OPEN wait (next opening)",
+            ),
+            count(
+                "permitted_number_of_calls_in_half_open_state",
+                1_000_000,
+                "calls",
+                true,
+                "probe permits (next HALF_OPEN)",
+            ),
+            dur(
+                "max_wait_duration_in_half_open_state",
+                SimDuration::ZERO,
+                true,
+                "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)",
+            ),
+            ParamDecl {
+                name: "automatic_transition_from_open_to_half_open_enabled",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "OPEN → HALF_OPEN by timer instead of on the next call",
+            },
+            count("sliding_window_size", 1_000_000, "calls or s", false, "window length"),
+            ParamDecl {
+                name: "forced_open",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "switched off: every call rejected (FORCED_OPEN); false → CLOSED",
+            },
+        ]
+    }
+    fn get(&self, p: &str) -> Option<V> {
+        Some(match p {
+            "failure_rate_threshold" => V::Float(self.failure_rate_threshold),
+            "slow_call_rate_threshold" => V::Float(self.slow_call_rate_threshold),
+            "slow_call_duration_threshold" => V::Duration(self.slow_call_duration_threshold),
+            "minimum_number_of_calls" => V::Count(self.minimum_number_of_calls),
+            "wait_duration_in_open_state" => V::Duration(self.wait_duration_in_open_state),
+            "permitted_number_of_calls_in_half_open_state" => {
+                V::Count(self.permitted_number_of_calls_in_half_open_state)
+            }
+            "max_wait_duration_in_half_open_state" => {
+                V::Duration(self.max_wait_duration_in_half_open_state)
+            }
+            "automatic_transition_from_open_to_half_open_enabled" => {
+                V::Bool(self.automatic_transition_from_open_to_half_open_enabled)
+            }
+            "sliding_window_size" => V::Count(self.sliding_window_size),
+            "forced_open" => V::Bool(self.forced_open),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
+        match (p, v) {
+            ("failure_rate_threshold", V::Float(x)) => self.failure_rate_threshold = x,
+            ("slow_call_rate_threshold", V::Float(x)) => self.slow_call_rate_threshold = x,
+            ("slow_call_duration_threshold", V::Duration(d)) => {
+                self.slow_call_duration_threshold = d
+            }
+            ("minimum_number_of_calls", V::Count(n)) => self.minimum_number_of_calls = n,
+            ("wait_duration_in_open_state", V::Duration(d)) => self.wait_duration_in_open_state = d,
+            ("permitted_number_of_calls_in_half_open_state", V::Count(n)) => {
+                self.permitted_number_of_calls_in_half_open_state = n
+            }
+            ("max_wait_duration_in_half_open_state", V::Duration(d)) => {
+                self.max_wait_duration_in_half_open_state = d
+            }
+            ("automatic_transition_from_open_to_half_open_enabled", V::Bool(b)) => {
+                self.automatic_transition_from_open_to_half_open_enabled = b
+            }
+            ("sliding_window_size", V::Count(n)) => self.sliding_window_size = n,
+            ("forced_open", V::Bool(b)) => self.forced_open = b,
+            (p, v) => return Err(format!("circuit_breaker has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}
+
+impl Params for DegradeRuleSpec {
+    const KIND: &'static str = "degrade_rule";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        vec![
+            ParamDecl {
+                name: "count",
+                ty: ParamType::Float { min: 0.0, max: 1e12 },
+                unit: "ms | ratio | errors",
+                runtime: true,
+                doc: "max RT (SLOW_REQUEST_RATIO), error ratio ≤ 1 (ERROR_RATIO) or error count",
+            },
+            ParamDecl {
+                name: "slow_ratio_threshold",
+                ty: ParamType::Float { min: 0.0, max: 1.0 },
+                unit: "ratio",
+                runtime: true,
+                doc: "slow-call ratio above which the rule opens",
+            },
+            count("time_window", 86_400, "s", true, "OPEN duration before a probe (next opening)"),
+            count("min_request_amount", 10_000_000, "calls", true, "completions before a verdict"),
+            count("stat_interval_ms", 86_400_000, "ms", false, "statistics bucket length"),
+        ]
+    }
+    fn get(&self, p: &str) -> Option<V> {
+        Some(match p {
+            "count" => V::Float(self.count),
+            "slow_ratio_threshold" if self.grade == CircuitBreakerStrategy::SlowRequestRatio => {
+                V::Float(self.slow_ratio_threshold)
+            }
+            "time_window" => V::Count(self.time_window),
+            "min_request_amount" => V::Count(self.min_request_amount),
+            "stat_interval_ms" => V::Count(self.stat_interval_ms),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
+        match (p, v) {
+            ("count", V::Float(x)) => {
+                if self.grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
+                    return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
+                }
+                self.count = x
+            }
+            ("slow_ratio_threshold", V::Float(x)) => self.slow_ratio_threshold = x,
+            ("time_window", V::Count(n)) => self.time_window = n,
+            ("min_request_amount", V::Count(n)) => self.min_request_amount = n,
+            ("stat_interval_ms", V::Count(n)) => self.stat_interval_ms = n,
+            (p, v) => return Err(format!("degrade_rule has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}
+
+impl super::CircuitBreaker {
+    /// Applies a run-time change of a parameter declared `runtime` (the window is kept).
+    pub fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
+        match (p, v) {
+            ("failure_rate_threshold", V::Float(x)) => self.set_failure_rate_threshold(x),
+            ("slow_call_rate_threshold", V::Float(x)) => self.set_slow_call_rate_threshold(x),
+            ("slow_call_duration_threshold", V::Duration(d)) => {
+                self.set_slow_call_duration_threshold(d)
+            }
+            ("minimum_number_of_calls", V::Count(n)) => self.set_minimum_number_of_calls(n),
+            ("wait_duration_in_open_state", V::Duration(d)) => {
+                self.set_wait_duration_in_open_state(d)
+            }
+            ("permitted_number_of_calls_in_half_open_state", V::Count(n)) => {
+                self.set_permitted_number_of_calls_in_half_open_state(n)
+            }
+            ("max_wait_duration_in_half_open_state", V::Duration(d)) => {
+                self.set_max_wait_duration_in_half_open_state(d)
+            }
+            ("automatic_transition_from_open_to_half_open_enabled", V::Bool(b)) => {
+                self.set_automatic_transition(b)
+            }
+            ("forced_open", V::Bool(b)) => self.set_forced_open(b, now),
+            (p, v) => {
+                return Err(format!("circuit_breaker: `{p}` = {v:?} cannot change at run time"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl super::DegradeBreaker {
+    /// Applies a run-time change of a parameter declared `runtime` (the bucket is kept).
+    pub fn apply_param(&mut self, p: &str, v: V, _now: SimTime) -> Result<(), String> {
+        match (p, v) {
+            ("count", V::Float(x)) => {
+                if self.spec().grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
+                    return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
+                }
+                self.set_count(x)
+            }
+            ("slow_ratio_threshold", V::Float(x)) => self.set_slow_ratio_threshold(x),
+            ("time_window", V::Count(n)) => self.set_time_window(n),
+            ("min_request_amount", V::Count(n)) => self.set_min_request_amount(n),
+            (p, v) => return Err(format!("degrade_rule: `{p}` = {v:?} cannot change at run time")),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Registry;
+
+    /// Every declared parameter is listed with a value of its type, writes back unchanged,
+    /// and the run-time ones apply to the state.
+    #[test]
+    fn registry_round_trip_and_runtime_apply() {
+        let cb = CircuitBreakerSpec::with_defaults("llm");
+        let dr = DegradeRuleSpec::new("llm", CircuitBreakerStrategy::SlowRequestRatio, 5000.0, 30);
+        let mut reg = Registry::default();
+        reg.add_component(&cb);
+        reg.add_component(&dr);
+        assert_eq!(reg.len(), CircuitBreakerSpec::decls().len() + DegradeRuleSpec::decls().len());
+        for p in reg.iter() {
+            p.ty.check(&p.value).unwrap_or_else(|e| panic!("{}: {e}", p.path));
+        }
+        assert_eq!(
+            reg.get("circuit_breaker.llm.failure_rate_threshold").map(|p| p.value.clone()),
+            Some(V::Float(50.0))
+        );
+        let mut cb2 = cb.clone();
+        let mut state = super::super::CircuitBreaker::new(&cb);
+        for d in CircuitBreakerSpec::decls() {
+            let v = cb.get(d.name).unwrap();
+            cb2.set(d.name, v.clone()).unwrap();
+            assert_eq!(
+                state.apply_param(d.name, v, SimTime::ZERO).is_ok(),
+                d.runtime,
+                "{}",
+                d.name
+            );
+        }
+        assert_eq!(cb2, cb);
+        let mut dr2 = dr.clone();
+        let mut rule = super::super::DegradeBreaker::new(&dr);
+        for d in DegradeRuleSpec::decls() {
+            let v = dr.get(d.name).unwrap();
+            dr2.set(d.name, v.clone()).unwrap();
+            assert_eq!(rule.apply_param(d.name, v, SimTime::ZERO).is_ok(), d.runtime, "{}", d.name);
+        }
+        assert_eq!(dr2, dr);
+        state.apply_param("failure_rate_threshold", V::Float(25.0), SimTime::ZERO).unwrap();
+        assert_eq!(state.spec().failure_rate_threshold, 25.0);
+        assert!(cb2.set("failure_rate_threshold", V::Count(3)).is_err());
+        let mut ratio = DegradeRuleSpec::new("r", CircuitBreakerStrategy::ErrorRatio, 0.5, 1);
+        assert!(ratio.set("count", V::Float(2.0)).is_err());
+        assert_eq!(ratio.get("slow_ratio_threshold"), None, "only for SLOW_REQUEST_RATIO");
+    }
+}

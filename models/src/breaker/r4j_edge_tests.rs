@@ -1,0 +1,131 @@
+//! Edge cases of the Resilience4j breaker: stale probes, a woken call abandoned before
+//! the drain, and switching the breaker off and on at run time (FORCED_OPEN).
+
+use super::r4j_tests::{PRIORITY, breaker};
+use super::script::run;
+use super::{BreakerState, state_event};
+use crate::governor::{CallDecision, CallInfo, Governor};
+use crate::ids::CallId;
+use crate::outcome::{Outcome, Reason};
+use sim_core::SimTime;
+
+/// A probe of an earlier HALF_OPEN episode that ends ignored does not free a permit of
+/// the current episode (Resilience4j would; see the module doc).
+#[test]
+fn stale_probe_gives_no_permit_back() {
+    let mut b = breaker(
+        r#"CircuitBreaker(name: "b", sliding_window_size: 1, minimum_number_of_calls: 1,
+           wait_duration_in_open_state: "1s", permitted_number_of_calls_in_half_open_state: 1,
+           max_wait_duration_in_half_open_state: "1s")"#,
+    );
+    run(
+        &mut b,
+        r#"[
+        (t: "0s", call: 1, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 1, act: Failure, state: OPEN),
+        // episode 1: call 2 holds its only permit
+        (t: "2s", call: 2, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        // forced OPEN at 3 s, until 4 s
+        (t: "3s", act: Wake, state: OPEN),
+        // episode 2: call 3 holds its only permit
+        (t: "4.5s", call: 3, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "4.6s", call: 2, act: Ignored, state: HALF_OPEN),
+        (t: "4.6s", call: 4, act: Call, expect: Some(Reject), state: HALF_OPEN),
+        // a late failure admitted in episode 1 is still recorded: [F] → OPEN
+        (t: "4.7s", call: 3, act: Failure, state: OPEN),
+    ]"#,
+    );
+    b.check_invariants();
+}
+
+/// A call woken with a permit and abandoned before the call site drained `take_woken` is
+/// not reported woken; its permit goes to the next waiter.
+#[test]
+fn woken_then_abandoned_before_drain() {
+    let mut b = breaker(PRIORITY);
+    let t = |ms: u64| SimTime(ms * 1_000_000);
+    let c = CallInfo::simple;
+    assert_eq!(b.on_call(&c(1, 0), t(0)), CallDecision::Pass);
+    b.on_outcome(&c(1, 0), Outcome::Failed(Reason::Timeout), t(0));
+    assert_eq!(b.on_call(&c(2, 0), t(2000)), CallDecision::Pass);
+    assert!(matches!(b.on_call(&c(3, 1), t(2000)), CallDecision::Wait { .. }));
+    assert!(matches!(b.on_call(&c(4, 0), t(2000)), CallDecision::Wait { .. }));
+    b.on_outcome(&c(2, 0), Outcome::Failed(Reason::BusinessError), t(2100)); // → call 4
+    b.on_abandon(&c(4, 0), t(2100)); // before the drain → call 3
+    let mut w = vec![];
+    b.take_woken(&mut w);
+    assert_eq!(w, vec![CallId(3)]);
+    b.check_invariants();
+}
+
+/// FORCED_OPEN rejects everything and records nothing; switching back on closes with fresh
+/// metrics; waiters of a HALF_OPEN episode are answered when it is switched off.
+#[test]
+fn forced_open_switches_the_breaker_off_and_on() {
+    let mut b = breaker(PRIORITY);
+    run(
+        &mut b,
+        r#"[
+        (t: "0s", call: 1, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 1, act: Failure, state: OPEN),
+        (t: "2s", call: 2, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "2s", call: 3, class: 1, act: Call, expect: Some(Wait("2.5s")), state: HALF_OPEN),
+    ]"#,
+    );
+    b.set_forced_open(true, SimTime(2_100_000_000));
+    let (mut a, mut e) = (vec![], vec![]);
+    b.take_answered(&mut a);
+    assert_eq!(a, vec![(CallId(3), Outcome::Rejected(Reason::BreakerOpen))]);
+    b.take_events(&mut e);
+    let t = SimTime(2_100_000_000);
+    assert_eq!(e, vec![state_event(t, BreakerState::HalfOpen, BreakerState::ForcedOpen)]);
+    run(
+        &mut b,
+        r#"[
+        (t: "2.1s", call: 4, act: Call, expect: Some(Reject), state: FORCED_OPEN),
+        // the probe's failure is not recorded (window of 1 would re-open on it)
+        (t: "2.2s", call: 2, act: Failure, state: FORCED_OPEN, timer: Some(Off)),
+        (t: "100s", call: 5, act: Call, expect: Some(Reject), state: FORCED_OPEN),
+    ]"#,
+    );
+    b.set_forced_open(false, SimTime(101_000_000_000));
+    b.take_events(&mut e);
+    let t = SimTime(101_000_000_000);
+    assert_eq!(e[1..], [state_event(t, BreakerState::ForcedOpen, BreakerState::Closed)]);
+    run(
+        &mut b,
+        r#"[
+        (t: "101s", call: 6, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "101s", call: 6, act: Success, state: CLOSED),
+    ]"#,
+    );
+    assert_eq!(b.snapshot().calls, 1, "fresh metrics after switching back on");
+    b.check_invariants();
+}
+
+/// HALF_OPEN metrics are COUNT_BASED of `permitted` even for a TIME_BASED breaker: two
+/// probe results 100 s apart are judged together (a 10 s time window would have dropped
+/// the first one and waited for a second result).
+#[test]
+fn half_open_metrics_are_count_based_for_time_based_breakers() {
+    let mut b = breaker(
+        r#"CircuitBreaker(name: "b", sliding_window_type: TIME_BASED, sliding_window_size: 10,
+           minimum_number_of_calls: 2, wait_duration_in_open_state: "1s",
+           permitted_number_of_calls_in_half_open_state: 2)"#,
+    );
+    run(
+        &mut b,
+        r#"[
+        (t: "0s", call: 1, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 2, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 1, act: Failure, state: CLOSED),
+        // seconds 0..=9: [F F] → OPEN until 1 s
+        (t: "0s", call: 2, act: Failure, state: OPEN),
+        (t: "2s", call: 3, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "2s", call: 4, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "100s", call: 3, act: Failure, state: HALF_OPEN),
+        // [F S]: 2 = min(2, 2) results, 50% ≥ 50 → OPEN
+        (t: "200s", call: 4, act: Success, state: OPEN),
+    ]"#,
+    );
+}

@@ -1,0 +1,217 @@
+//! The Resilience4j circuit breaker's configuration as written in scenarios: Resilience4j's
+//! parameter names in snake_case (Spring Boot's for the exponential open wait), its
+//! defaults, range checks inside deserialization, and the open-wait interval function.
+//!
+//! Architecture invariant: every value a [`CircuitBreakerSpec`] holds after deserialization
+//! is in the range [`super::CircuitBreaker::new`] asserts.
+//!
+//! API boundary: plain data; the run-time state lives in [`super::r4j`].
+
+use super::OutcomePattern;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use sim_core::SimDuration;
+use sim_core::time::NS_PER_MS;
+
+/// `slidingWindowType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SlidingWindowType {
+    #[serde(rename = "COUNT_BASED")]
+    CountBased,
+    #[serde(rename = "TIME_BASED")]
+    TimeBased,
+}
+
+/// `transitionToStateAfterWaitDuration`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StateAfterMaxWait {
+    #[serde(rename = "OPEN")]
+    Open,
+    #[serde(rename = "CLOSED")]
+    Closed,
+}
+
+/// The priority-aware half-open (not in Resilience4j).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename = "HalfOpenWait")]
+pub struct HalfOpenWaitSpec {
+    /// How long a call waits for a probe permit before it is rejected (`breaker_open`).
+    pub max_wait: SimDuration,
+    /// Bound on waiting calls; beyond it calls are rejected at once.
+    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    pub max_waiting: u64,
+}
+
+/// A Resilience4j circuit breaker as written in scenarios (Resilience4j's names in
+/// snake_case, its defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename = "CircuitBreaker")]
+pub struct CircuitBreakerSpec {
+    #[serde(deserialize_with = "crate::validate::name")]
+    pub name: String,
+    /// Percent in (0, 100]; open when the failure rate is ≥ this.
+    #[serde(default = "d_50", deserialize_with = "super::percent")]
+    pub failure_rate_threshold: f64,
+    /// Percent in (0, 100]; open when the slow-call rate is ≥ this.
+    #[serde(default = "d_100", deserialize_with = "super::percent")]
+    pub slow_call_rate_threshold: f64,
+    /// A call is slow when its duration is strictly greater than this (≥ 1 ns).
+    #[serde(default = "d_60s", deserialize_with = "positive_duration")]
+    pub slow_call_duration_threshold: SimDuration,
+    #[serde(default = "d_10", deserialize_with = "crate::validate::at_least_one")]
+    pub permitted_number_of_calls_in_half_open_state: u64,
+    /// `"0s"` = unlimited.
+    #[serde(default)]
+    pub max_wait_duration_in_half_open_state: SimDuration,
+    #[serde(default = "d_open")]
+    pub transition_to_state_after_wait_duration: StateAfterMaxWait,
+    #[serde(default = "d_count")]
+    pub sliding_window_type: SlidingWindowType,
+    /// Results (COUNT_BASED) or seconds (TIME_BASED), in [1, 1 000 000].
+    #[serde(default = "d_100u", deserialize_with = "window_size")]
+    pub sliding_window_size: u64,
+    #[serde(default = "d_100u", deserialize_with = "crate::validate::at_least_one")]
+    pub minimum_number_of_calls: u64,
+    /// ≥ 1 ms.
+    #[serde(default = "d_60s", deserialize_with = "at_least_1ms")]
+    pub wait_duration_in_open_state: SimDuration,
+    /// Spring's `enableExponentialBackoff`: the open wait grows per re-open.
+    #[serde(default)]
+    pub enable_exponential_backoff: bool,
+    /// In [1, 1000]; Resilience4j's `IntervalFunction.DEFAULT_MULTIPLIER` 1.5.
+    #[serde(default = "d_mult", deserialize_with = "multiplier")]
+    pub exponential_backoff_multiplier: f64,
+    /// Cap of the exponential wait (≥ 1 ms); none by default.
+    #[serde(
+        default,
+        deserialize_with = "opt_at_least_1ms",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::validate::ser_present"
+    )]
+    pub exponential_max_wait_duration_in_open_state: Option<SimDuration>,
+    #[serde(default)]
+    pub automatic_transition_from_open_to_half_open_enabled: bool,
+    #[serde(default = "super::default_record_exceptions", deserialize_with = "super::patterns")]
+    pub record_exceptions: Vec<OutcomePattern>,
+    #[serde(default = "super::default_ignore_exceptions", deserialize_with = "super::patterns")]
+    pub ignore_exceptions: Vec<OutcomePattern>,
+    /// Priority-aware half-open; none = Resilience4j's immediate rejection.
+    #[serde(
+        default,
+        deserialize_with = "crate::validate::present",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::validate::ser_present"
+    )]
+    pub half_open_wait: Option<HalfOpenWaitSpec>,
+    /// Switched off (Resilience4j's `transitionToForcedOpenState`): every call is rejected
+    /// with `breaker_open` and nothing is recorded; switching it back on closes the breaker
+    /// with fresh metrics. A run-time knob (SPEC §3.16: a model switched off).
+    #[serde(default)]
+    pub forced_open: bool,
+}
+
+fn d_50() -> f64 {
+    50.0
+}
+fn d_100() -> f64 {
+    100.0
+}
+fn d_60s() -> SimDuration {
+    SimDuration::from_secs(60)
+}
+fn d_10() -> u64 {
+    10
+}
+fn d_100u() -> u64 {
+    100
+}
+fn d_open() -> StateAfterMaxWait {
+    StateAfterMaxWait::Open
+}
+fn d_count() -> SlidingWindowType {
+    SlidingWindowType::CountBased
+}
+fn d_mult() -> f64 {
+    1.5
+}
+
+fn positive_duration<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
+    let x = SimDuration::deserialize(d)?;
+    if x == SimDuration::ZERO {
+        return Err(D::Error::custom("expected a duration > 0"));
+    }
+    Ok(x)
+}
+fn at_least_1ms<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
+    let x = SimDuration::deserialize(d)?;
+    if x.0 < NS_PER_MS {
+        return Err(D::Error::custom(format!("expected a duration ≥ 1ms, found {x}")));
+    }
+    Ok(x)
+}
+fn opt_at_least_1ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SimDuration>, D::Error> {
+    at_least_1ms(d).map(Some)
+}
+fn window_size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let n = u64::deserialize(d)?;
+    if !(1..=1_000_000).contains(&n) {
+        return Err(D::Error::custom(format!("expected a window size in [1, 1000000], found {n}")));
+    }
+    Ok(n)
+}
+fn multiplier<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if !(1.0..=1000.0).contains(&x) {
+        return Err(D::Error::custom(format!("expected a multiplier in [1, 1000], found {x}")));
+    }
+    Ok(x)
+}
+
+impl CircuitBreakerSpec {
+    /// A spec with every default (tests, programmatic construction).
+    pub fn with_defaults(name: &str) -> Self {
+        CircuitBreakerSpec {
+            name: name.into(),
+            failure_rate_threshold: 50.0,
+            slow_call_rate_threshold: 100.0,
+            slow_call_duration_threshold: d_60s(),
+            permitted_number_of_calls_in_half_open_state: 10,
+            max_wait_duration_in_half_open_state: SimDuration::ZERO,
+            transition_to_state_after_wait_duration: StateAfterMaxWait::Open,
+            sliding_window_type: SlidingWindowType::CountBased,
+            sliding_window_size: 100,
+            minimum_number_of_calls: 100,
+            wait_duration_in_open_state: d_60s(),
+            enable_exponential_backoff: false,
+            exponential_backoff_multiplier: 1.5,
+            exponential_max_wait_duration_in_open_state: None,
+            automatic_transition_from_open_to_half_open_enabled: false,
+            record_exceptions: super::default_record_exceptions(),
+            ignore_exceptions: super::default_ignore_exceptions(),
+            half_open_wait: None,
+            forced_open: false,
+        }
+    }
+}
+
+/// Resilience4j's `IntervalFunction` at `attempt` (≥ 1): constant, or exponential in whole
+/// milliseconds with every step truncated (`(long) Math.min(x * multiplier, max)`).
+pub fn open_wait(spec: &CircuitBreakerSpec, attempt: u32) -> SimDuration {
+    assert!(attempt >= 1);
+    if !spec.enable_exponential_backoff {
+        return spec.wait_duration_in_open_state;
+    }
+    let max_ms =
+        spec.exponential_max_wait_duration_in_open_state.map_or(u64::MAX, |m| m.0 / NS_PER_MS);
+    let mut x = spec.wait_duration_in_open_state.0 / NS_PER_MS;
+    for _ in 1..attempt {
+        let next = (x as f64 * spec.exponential_backoff_multiplier).min(max_ms as f64) as u64;
+        if next == x {
+            break; // saturated (cap reached, or the product truncates back to x)
+        }
+        x = next;
+    }
+    SimDuration(x.min(max_ms).saturating_mul(NS_PER_MS))
+}

@@ -27,6 +27,8 @@ pub enum GovernorKind {
     Retry(crate::retry::Retry),
     Cache(crate::cache::Cache),
     SingleFlight(crate::cache::singleflight::SingleFlight),
+    CircuitBreaker(crate::breaker::CircuitBreaker),
+    DegradeRule(crate::breaker::sentinel_degrade::DegradeBreaker),
 }
 
 impl GovernorKind {
@@ -49,6 +51,8 @@ macro_rules! each {
             GovernorKind::Retry($g) => $e,
             GovernorKind::Cache($g) => $e,
             GovernorKind::SingleFlight($g) => $e,
+            GovernorKind::CircuitBreaker($g) => $e,
+            GovernorKind::DegradeRule($g) => $e,
         }
     };
 }

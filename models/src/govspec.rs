@@ -9,6 +9,8 @@
 //! Architecture invariant: a governor's component path is `<Params::KIND>.<name>`, the
 //! same string in the registry, in metric names and in `events.parquet`.
 
+use crate::breaker::sentinel_degrade::{DegradeBreaker, DegradeRuleSpec};
+use crate::breaker::{CircuitBreaker, CircuitBreakerSpec};
 use crate::cache::singleflight::{SingleFlight, SingleFlightSpec};
 use crate::cache::{Cache, CacheSpec};
 use crate::callsite::GovernorKind;
@@ -39,6 +41,10 @@ pub enum GovernorRef {
     Cache(String),
     /// Single-flight (concurrent identical misses share one call) from `single_flights`.
     SingleFlight(String),
+    /// A Resilience4j circuit breaker from `circuit_breakers`.
+    CircuitBreaker(String),
+    /// A Sentinel degrade rule (circuit breaker) from `degrade_rules`.
+    DegradeRule(String),
 }
 
 impl GovernorRef {
@@ -50,7 +56,9 @@ impl GovernorRef {
             | GovernorRef::TokenBucket(n)
             | GovernorRef::Retry(n)
             | GovernorRef::Cache(n)
-            | GovernorRef::SingleFlight(n) => n,
+            | GovernorRef::SingleFlight(n)
+            | GovernorRef::CircuitBreaker(n)
+            | GovernorRef::DegradeRule(n) => n,
         }
     }
     /// The registry kind (`gate`, `flow`, …).
@@ -63,6 +71,8 @@ impl GovernorRef {
             GovernorRef::Retry(_) => RetrySpec::KIND,
             GovernorRef::Cache(_) => CacheSpec::KIND,
             GovernorRef::SingleFlight(_) => SingleFlightSpec::KIND,
+            GovernorRef::CircuitBreaker(_) => CircuitBreakerSpec::KIND,
+            GovernorRef::DegradeRule(_) => DegradeRuleSpec::KIND,
         }
     }
     /// The scenario list it is declared in.
@@ -75,6 +85,8 @@ impl GovernorRef {
             GovernorRef::Retry(_) => "retries",
             GovernorRef::Cache(_) => "caches",
             GovernorRef::SingleFlight(_) => "single_flights",
+            GovernorRef::CircuitBreaker(_) => "circuit_breakers",
+            GovernorRef::DegradeRule(_) => "degrade_rules",
         }
     }
     /// `<kind>.<name>`: its component path.
@@ -115,6 +127,8 @@ impl<V> ScenarioSpec<V> {
         of("retries", &self.retries, &mut out);
         of("caches", &self.caches, &mut out);
         of("single_flights", &self.single_flights, &mut out);
+        of("circuit_breakers", &self.circuit_breakers, &mut out);
+        of("degrade_rules", &self.degrade_rules, &mut out);
         out
     }
 
@@ -135,6 +149,14 @@ impl<V> ScenarioSpec<V> {
         out.extend(
             self.single_flights.iter().map(|s| GovernorKind::SingleFlight(SingleFlight::new(s))),
         );
+        out.extend(
+            self.circuit_breakers
+                .iter()
+                .map(|s| GovernorKind::CircuitBreaker(CircuitBreaker::new(s))),
+        );
+        out.extend(
+            self.degrade_rules.iter().map(|s| GovernorKind::DegradeRule(DegradeBreaker::new(s))),
+        );
         assert_eq!(out.len(), self.declared_governors().len(), "arena order = declared order");
         out
     }
@@ -147,6 +169,8 @@ impl<V> ScenarioSpec<V> {
         self.retries.iter().for_each(|c| r.add_component(c));
         self.caches.iter().for_each(|c| r.add_component(c));
         self.single_flights.iter().for_each(|c| r.add_component(c));
+        self.circuit_breakers.iter().for_each(|c| r.add_component(c));
+        self.degrade_rules.iter().for_each(|c| r.add_component(c));
     }
 }
 
@@ -174,6 +198,8 @@ impl GovernorKind {
                 ("serve_stale_on_error", ParamValue::Bool(b)) => c.set_serve_stale_on_error(b),
                 (p, v) => return Err(format!("cache.{p} = {v:?} is not run-time changeable")),
             },
+            GovernorKind::CircuitBreaker(b) => b.apply_param(param, v, now)?,
+            GovernorKind::DegradeRule(b) => b.apply_param(param, v, now)?,
             GovernorKind::SingleFlight(f) => match (param, v) {
                 ("share_errors", ParamValue::Bool(b)) => f.set_share_errors(b),
                 (p, v) => {

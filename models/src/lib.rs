@@ -39,8 +39,8 @@ pub mod source;
 pub mod station;
 pub mod summary;
 pub mod trace;
-pub mod world;
 mod validate;
+pub mod world;
 
 pub use outcome::{Outcome, Reason};
 pub use run::{RunConfig, RunOutput, run};

@@ -52,6 +52,12 @@ pub struct ScenarioSpec<V> {
     /// Single-flight: concurrent identical misses share one upstream call.
     #[serde(default)]
     pub single_flights: Vec<crate::cache::singleflight::SingleFlightSpec>,
+    /// Resilience4j circuit breakers.
+    #[serde(default)]
+    pub circuit_breakers: Vec<crate::breaker::CircuitBreakerSpec>,
+    /// Sentinel degrade rules (circuit breakers).
+    #[serde(default)]
+    pub degrade_rules: Vec<crate::breaker::sentinel_degrade::DegradeRuleSpec>,
     /// Fan-out pipelines: what one request runs (a source may target a pipeline or,
     /// for a single call, a call site directly).
     #[serde(default)]
@@ -142,6 +148,12 @@ impl<V> ScenarioSpec<V> {
         unique("retries", self.retries.iter().map(|s| s.name.as_str()))?;
         unique("caches", self.caches.iter().map(|s| s.name.as_str()))?;
         unique("single_flights", self.single_flights.iter().map(|s| s.name.as_str()))?;
+        unique("circuit_breakers", self.circuit_breakers.iter().map(|s| s.name.as_str()))?;
+        unique("degrade_rules", self.degrade_rules.iter().map(|s| s.name.as_str()))?;
+        for (i, d) in self.degrade_rules.iter().enumerate() {
+            d.check()
+                .map_err(|message| SpecError { path: format!("degrade_rules[{i}]"), message })?;
+        }
         let class_names: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
         for (i, r) in self.retries.iter().enumerate() {
             r.check_classes(&class_names).map_err(|message| SpecError {
@@ -248,6 +260,8 @@ impl<V> ScenarioSpec<V> {
         ranges("retries", &self.retries)?;
         ranges("caches", &self.caches)?;
         ranges("single_flights", &self.single_flights)?;
+        ranges("circuit_breakers", &self.circuit_breakers)?;
+        ranges("degrade_rules", &self.degrade_rules)?;
         ranges("stations", &self.stations)?;
         ranges("quotas", &self.quotas)?;
         let names = |v: Vec<&str>| v.join(", ");
@@ -379,6 +393,8 @@ impl<V> ScenarioSpec<V> {
             retries: self.retries,
             caches: self.caches,
             single_flights: self.single_flights,
+            circuit_breakers: self.circuit_breakers,
+            degrade_rules: self.degrade_rules,
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,

@@ -13,8 +13,10 @@
 //! [`callsite`] (the driver), [`gate`], [`source`], [`station`], [`params`] (the registry),
 //! [`scenario`], [`world`], [`summary`], [`run`].
 
+pub mod attributes;
 pub mod callsite;
 pub mod class;
+pub mod closed_loop;
 pub mod dispatch;
 pub mod gate;
 pub mod governor;
@@ -31,6 +33,7 @@ pub mod source;
 pub mod station;
 pub mod summary;
 pub mod trace;
+pub mod users;
 mod validate;
 pub mod world;
 

@@ -48,6 +48,24 @@ impl QueueingWorld {
                 self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival =
                     Some(d);
             }
+            ("source", "rate_multiplier", ParamValue::Float(x)) => {
+                let i = self.sources.iter().position(|s| s.name == name).expect("checked");
+                self.set_rate(i as u16, x, ctx);
+            }
+            ("source", "users", ParamValue::Count(n)) => {
+                let i = self.sources.iter().position(|s| s.name == name).expect("checked");
+                self.set_clients(i as u16, n, ctx);
+            }
+            ("source", "think_time", ParamValue::DurationDist(d)) => {
+                let s = self.sources.iter_mut().find(|s| s.name == name).expect("checked");
+                s.traffic.closed.as_mut().expect("a closed-loop source").think_time = d;
+            }
+            ("segment", "class", ParamValue::OptCount(k)) => {
+                let p = self.population.as_mut().expect("checked: a population");
+                let i = p.names.iter().position(|s| s == name).expect("checked");
+                assert!(k.is_none_or(|k| (k as usize) < self.classes.len()), "checked class index");
+                p.class[i] = k.map(|k| k as u16);
+            }
             ("gate", param, v) => {
                 let i = self.gates.iter().find(|g| g.name == name).expect("checked").gov;
                 let g = self.govs[i].as_gate_mut().expect("a gate");
@@ -91,6 +109,22 @@ impl QueueingWorld {
                 .iter()
                 .find(|s| s.name == name)
                 .and_then(|s| s.interarrival.as_ref().map(crate::params::dist_to_text)),
+            ("source", "rate_multiplier") => {
+                self.sources.iter().find(|s| s.name == name).map(|s| s.traffic.rate.to_string())
+            }
+            ("source", "users") => {
+                self.sources.iter().find(|s| s.name == name).map(|s| s.traffic.active.to_string())
+            }
+            ("source", "think_time") => self
+                .sources
+                .iter()
+                .find(|s| s.name == name)
+                .and_then(|s| s.traffic.closed.as_ref())
+                .map(|c| crate::params::dist_to_text(&c.think_time)),
+            ("segment", "class") => self.population.as_ref().and_then(|p| {
+                let i = p.names.iter().position(|s| s == name)?;
+                Some(ParamValue::OptCount(p.class[i].map(u64::from)).to_string())
+            }),
             ("gate", p) => self.gates.iter().find(|g| g.name == name).map(|rt| {
                 let g = self.govs[rt.gov].as_gate().expect("a gate");
                 match p {

@@ -174,6 +174,12 @@ impl<V> ScenarioSpec<V> {
         for (i, s) in self.sources.iter().enumerate() {
             let at =
                 |f: &str, message: String| SpecError { path: format!("sources[{i}].{f}"), message };
+            if s.rate_multiplier != 1.0 && s.interarrival.is_none() {
+                return Err(at(
+                    "rate_multiplier",
+                    "only a renewal source (`interarrival`) has a rate multiplier; a trace has `rate_scale`, closed-loop users pace themselves".into(),
+                ));
+            }
             if let Some(cl) = &s.closed_loop {
                 if s.interarrival.is_some() || s.trace.is_some() || s.profile.is_some() {
                     return Err(at(

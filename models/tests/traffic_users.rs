@@ -387,3 +387,23 @@ fn bad_traffic_settings_name_their_field() {
     let e = sc.check_timeline().unwrap_err().to_string();
     assert!(e.contains("timeline[0].value: expected None or Some(class index < 3)"), "{e}");
 }
+
+/// `rate_multiplier` composes with a profile: ×3 from 60 s on a Poisson source of 20/s whose
+/// profile steps from ×1 to ×2 at 30 s. Expected counts per 30 s: 600, 1200, 3600, 3600.
+#[test]
+fn rate_multiplier_composes_with_a_profile() {
+    let sc = load(&format!(
+        r#"Scenario(name: "rate-profile", {BIG}
+        sources: [(name: "a", interarrival: Exponential(mean: "50ms"), target: "c",
+                   profile: Some(Profile(points: [("0s", 1.0), ("30s", 2.0)], shape: Step)))],
+        timeline: [(at: "60s", path: "source.a.rate_multiplier", value: Float(3.0))])"#
+    ));
+    let r = run(&sc, 4, 120_000);
+    let mut n = [0u64; 4];
+    for q in &r.requests {
+        n[(q.arrival.0 / 30_000_000_000) as usize] += 1;
+    }
+    for (got, want) in n.iter().zip([600.0, 1200.0, 3600.0, 3600.0]) {
+        assert!((*got as f64 - want).abs() <= 4.0 * f64::sqrt(want), "{n:?}");
+    }
+}

@@ -13,11 +13,13 @@
 //! [`callsite`] (the driver), [`gate`], [`source`], [`station`], [`params`] (the registry),
 //! [`scenario`], [`world`], [`summary`], [`run`].
 
+pub mod attributes;
 pub mod batcher;
 pub mod breaker;
 pub mod cache;
 pub mod callsite;
 pub mod class;
+pub mod closed_loop;
 pub mod connpool;
 pub mod dispatch;
 pub mod flow;
@@ -39,6 +41,7 @@ pub mod source;
 pub mod station;
 pub mod summary;
 pub mod trace;
+pub mod users;
 mod validate;
 pub mod world;
 

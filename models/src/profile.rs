@@ -217,6 +217,36 @@ impl Profile {
         unreachable!("a profile with positive area finishes within two periods of breakpoints")
     }
 
+    /// The operational time (ns × multiplier) accumulated over `[from, to)`: the inverse of
+    /// [`Profile::advance`] (a run-time rate change keeps the work left to a pending gap).
+    pub fn work(&self, from: SimTime, to: SimTime) -> f64 {
+        let (mut t, end) = (from.0, to.0.max(from.0));
+        let mut acc = 0.0;
+        if let (Some(per), Some(area)) = (self.period, self.period_area()) {
+            let k = (end - t) / per.0;
+            if k > 2 {
+                acc += (k - 1) as f64 * area;
+                t += (k - 1) * per.0;
+            }
+        }
+        // Bounded: at most two periods' (or the whole profile's) breakpoints remain.
+        for _ in 0..(4 * self.points.len() + 8) {
+            if t >= end {
+                return acc;
+            }
+            let (next, m0, m1) = self.segment(t);
+            let stop = next.min(end);
+            let m_end = if next == stop {
+                m1
+            } else {
+                m0 + (m1 - m0) * (stop - t) as f64 / (next - t) as f64
+            };
+            acc += (m0 + m_end) / 2.0 * (stop - t) as f64;
+            t = stop;
+        }
+        unreachable!("a span of at most three periods crosses a bounded number of breakpoints")
+    }
+
     /// The profile's points.
     pub fn points(&self) -> &[(SimDuration, f64)] {
         &self.points
@@ -278,6 +308,24 @@ mod tests {
         // A profile that ends at zero never sends again.
         let off = Profile::new(vec![(s(0), 1.0), (s(5), 0.0)], Shape::Step, None).unwrap();
         assert_eq!(off.advance(SimTime::ZERO + s(6), 1.0), None);
+    }
+
+    #[test]
+    fn work_inverts_advance() {
+        // Ramp 1 → 11 over [10 s, 20 s]: work over [0, 20 s) = 10 + 60 = 70 s; [15 s, 25 s)
+        // = (6 + 11)/2 · 5 + 11 · 5 = 97.5 s.
+        let lin = Profile::new(vec![(s(10), 1.0), (s(20), 11.0)], Shape::Linear, None).unwrap();
+        let w = |a: u64, b: u64| lin.work(SimTime::ZERO + s(a), SimTime::ZERO + s(b)) / 1e9;
+        assert!((w(0, 20) - 70.0).abs() < 1e-9);
+        assert!((w(15, 25) - 97.5).abs() < 1e-9);
+        // Periodic on/off (×2 on [5, 10) of every 10 s): 100 s hold 10 periods → 100 s of work.
+        let per = Profile::new(vec![(s(0), 0.0), (s(5), 2.0)], Shape::Step, Some(s(10))).unwrap();
+        assert!(
+            (per.work(SimTime::ZERO + s(3), SimTime::ZERO + s(103)) / 1e9 - 100.0).abs() < 1e-9
+        );
+        let back = per
+            .advance(SimTime::ZERO + s(3), per.work(SimTime::ZERO + s(3), SimTime::ZERO + s(57)));
+        assert_eq!(back, Some(SimTime::ZERO + s(57)));
     }
 
     /// Review cases: a narrow periodic pulse over hours, and a ramp starting at zero.

@@ -67,6 +67,9 @@ pub struct ScenarioSpec<V> {
     /// Provider quotas (RPM, TPM, concurrency), referenced by stations.
     #[serde(default)]
     pub quotas: Vec<crate::quota::QuotaSpec>,
+    /// A user population (ids, VIP share, segments); `None`: requests carry no user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<crate::users::UsersSpec>,
     /// Parameter changes during the run.
     #[serde(default = "Vec::new")]
     pub timeline: Vec<SetParam<V>>,
@@ -227,6 +230,22 @@ impl<V> ScenarioSpec<V> {
         for (i, s) in self.sources.iter().enumerate() {
             let at =
                 |f: &str, message: String| SpecError { path: format!("sources[{i}].{f}"), message };
+            if s.rate_multiplier != 1.0 && s.interarrival.is_none() {
+                return Err(at(
+                    "rate_multiplier",
+                    "only a renewal source (`interarrival`) has a rate multiplier; a trace has `rate_scale`, closed-loop users pace themselves".into(),
+                ));
+            }
+            if let Some(cl) = &s.closed_loop {
+                if s.interarrival.is_some() || s.trace.is_some() || s.profile.is_some() {
+                    return Err(at(
+                        "closed_loop",
+                        "a closed-loop source has no `interarrival`, `trace` or `profile` (its users pace themselves)".into(),
+                    ));
+                }
+                cl.check().map_err(|(f, m)| at(&format!("closed_loop.{f}"), m))?;
+                continue;
+            }
             match (&s.interarrival, &s.trace) {
                 (Some(_), Some(_)) | (None, None) => {
                     return Err(at(
@@ -294,6 +313,7 @@ impl<V> ScenarioSpec<V> {
                 });
             }
         }
+        self.check_traffic()?;
         for (i, c) in self.call_sites.iter().enumerate() {
             if !self.stations.iter().any(|s| s.name == c.upstream) {
                 return Err(SpecError {
@@ -349,7 +369,29 @@ impl<V> ScenarioSpec<V> {
         self.register_governors(&mut r);
         self.stations.iter().for_each(|c| r.add_component(c));
         self.quotas.iter().for_each(|c| r.add_component(c));
+        if let Some(u) = &self.users {
+            let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
+            u.segment_params(&classes).iter().for_each(|c| r.add_component(c));
+        }
         r
+    }
+
+    /// Checks the traffic attributes: populations, trace assignment rules.
+    fn check_traffic(&self) -> Result<(), SpecError> {
+        let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
+        if let Some(u) = &self.users {
+            u.check(&classes)
+                .map_err(|(f, message)| SpecError { path: format!("users.{f}"), message })?;
+        }
+        for (i, s) in self.sources.iter().enumerate() {
+            if let Some(a) = &s.assign {
+                a.check(&classes).map_err(|(f, message)| SpecError {
+                    path: format!("sources[{i}].assign.{f}"),
+                    message,
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// Sets a parameter by path, checking it against the registry (sweeps use this).
@@ -366,6 +408,11 @@ impl<V> ScenarioSpec<V> {
             "source" => find(&mut self.sources, name).set(param, value),
             "gate" => find(&mut self.gates, name).set(param, value),
             "station" => find(&mut self.stations, name).set(param, value),
+            "segment" => {
+                let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();
+                let classes: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
+                self.users.as_mut().expect("registered").set_segment_class(name, value, &classes)
+            }
             _ => unreachable!("registry kinds are listed here"),
         }
     }
@@ -399,6 +446,7 @@ impl<V> ScenarioSpec<V> {
             call_sites: self.call_sites,
             stations: self.stations,
             quotas: self.quotas,
+            users: self.users,
             timeline,
         })
     }
@@ -425,6 +473,18 @@ impl Scenario {
             spec.ty
                 .check(&s.value)
                 .map_err(|m| SpecError { path: format!("timeline[{i}].value"), message: m })?;
+            if s.path.starts_with("segment.")
+                && let ParamValue::OptCount(Some(k)) = s.value
+                && k as usize >= self.classes.len()
+            {
+                return Err(SpecError {
+                    path: format!("timeline[{i}].value"),
+                    message: format!(
+                        "expected None or Some(class index < {}), found Some({k})",
+                        self.classes.len()
+                    ),
+                });
+            }
         }
         Ok(())
     }

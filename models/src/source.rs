@@ -6,6 +6,8 @@
 //! `start`. Per-request attributes are
 //! keyed by `(seed, source, sequence)`, never drawn from this stream.
 
+use crate::attributes::{AssignSpec, KeySpec};
+use crate::closed_loop::ClosedLoopSpec;
 use crate::params::{ParamDecl, ParamType, ParamValue, Params};
 use crate::profile::Profile;
 use crate::trace::TraceSpec;
@@ -58,6 +60,77 @@ pub struct SourceSpec {
     /// surges, on/off). `None`: constant.
     #[serde(default)]
     pub profile: Option<Profile>,
+    /// Closed-loop users instead of an arrival process (exclusive with `interarrival` and
+    /// `trace`).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub closed_loop: Option<ClosedLoopSpec>,
+    /// Prompt tokens per request (rounded; a trace's own column takes precedence).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prompt_tokens: Option<Dist<f64>>,
+    /// Output tokens per request (rounded; a trace's own column takes precedence).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output_tokens: Option<Dist<f64>>,
+    /// Conversation history tokens per request (rounded).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub history_tokens: Option<Dist<f64>>,
+    /// Cache key popularity, e.g. `keys: Zipf(n: 10000, s: 1.1)` (key = rank, 1 = hottest).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub keys: Option<KeySpec>,
+    /// Weight of every request of this source, overriding its class's (an urgent batch).
+    #[serde(
+        default,
+        deserialize_with = "validate::opt_at_least_one",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub weight: Option<u64>,
+    /// Class, user and key of a trace's rows by rule (bands, shares, hashing).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub assign: Option<AssignSpec>,
+    /// Scales the arrival rate (renewal sources; composes with `profile`; run-time
+    /// changeable, applied exactly to the pending arrival). In [0.001, 1000].
+    #[serde(
+        default = "one",
+        deserialize_with = "validate::multiplier",
+        skip_serializing_if = "is_one"
+    )]
+    pub rate_multiplier: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 impl Params for SourceSpec {
@@ -95,11 +168,34 @@ impl Params for SourceSpec {
                 runtime: false,
                 doc: "replay speed of a trace source (2 = twice the recorded rate)",
             },
+            ParamDecl {
+                name: "rate_multiplier",
+                ty: ParamType::Float { min: 1e-3, max: 1e3 },
+                unit: "×",
+                runtime: true,
+                doc: "scales the arrival rate (renewal sources; composes with the profile; the pending arrival is rescaled exactly)",
+            },
+            ParamDecl {
+                name: "users",
+                ty: ParamType::Count { min: 1, max: crate::closed_loop::MAX_CLIENTS },
+                unit: "users",
+                runtime: true,
+                doc: "closed-loop users (more start at once; fewer stop after their current request)",
+            },
+            ParamDecl {
+                name: "think_time",
+                ty: ParamType::DurationDist,
+                unit: "ns",
+                runtime: true,
+                doc: "closed-loop think time (takes effect from the next think)",
+            },
         ]
     }
     fn field_of(param: &str) -> String {
         match param {
             "trace_rate_scale" => "trace.rate_scale".into(),
+            "users" => "closed_loop.users".into(),
+            "think_time" => "closed_loop.think_time".into(),
             p => p.into(),
         }
     }
@@ -109,6 +205,11 @@ impl Params for SourceSpec {
             "trace_rate_scale" => ParamValue::Float(self.trace.as_ref()?.rate_scale),
             "start" => ParamValue::Duration(self.start),
             "limit" => ParamValue::OptCount(self.limit),
+            "rate_multiplier" if self.interarrival.is_some() => {
+                ParamValue::Float(self.rate_multiplier)
+            }
+            "users" => ParamValue::Count(self.closed_loop.as_ref()?.users),
+            "think_time" => ParamValue::DurationDist(self.closed_loop.as_ref()?.think_time.clone()),
             _ => return None,
         })
     }
@@ -120,6 +221,13 @@ impl Params for SourceSpec {
             }
             ("start", ParamValue::Duration(d)) => self.start = d,
             ("limit", ParamValue::OptCount(n)) => self.limit = n,
+            ("rate_multiplier", ParamValue::Float(x)) => self.rate_multiplier = x,
+            ("users", ParamValue::Count(n)) if self.closed_loop.is_some() => {
+                self.closed_loop.as_mut().expect("checked").users = n;
+            }
+            ("think_time", ParamValue::DurationDist(d)) if self.closed_loop.is_some() => {
+                self.closed_loop.as_mut().expect("checked").think_time = d;
+            }
             (p, v) => return Err(format!("source has no parameter `{p}` of type {v:?}")),
         }
         Ok(())

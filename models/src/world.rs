@@ -29,11 +29,27 @@ pub mod attr {
     /// Whether an upstream call meets an injected failure.
     pub const UPSTREAM_FAILURE: u32 = 2;
     /// Whether an upstream call meets a business error.
-    pub const BUSINESS_ERROR: u32 = 5;
+    pub const BUSINESS_ERROR: u32 = 14;
     /// The bits a call hands its governors ([`crate::governor::CallInfo::draw`]).
     pub const GOVERNOR_BITS: u32 = 3;
     /// The number of calls of a pipeline step.
     pub const FANOUT: u32 = 4;
+    /// Request attributes drawn from the source's distributions (`world/traffic.rs`).
+    pub const PROMPT_TOKENS: u32 = 5;
+    pub const OUTPUT_TOKENS: u32 = 6;
+    pub const HISTORY_TOKENS: u32 = 7;
+    /// The cache key's popularity rank.
+    pub const KEY: u32 = 8;
+    /// The user of an open-loop request (a scenario with a population).
+    pub const USER: u32 = 9;
+    /// The class by share of a trace row (`assign.class_shares`).
+    pub const CLASS_SHARE: u32 = 10;
+    /// A closed-loop user's think time after this turn (or before its first, on turn 0's
+    /// key with call path 1).
+    pub const THINK_TIME: u32 = 11;
+    /// A closed-loop user's coin: re-send this turn after a failure or a give-up?
+    pub const USER_RETRY: u32 = 12;
+    pub const USER_RETRY_DELAY: u32 = 13;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -66,6 +82,16 @@ pub enum Ev {
     GovWake {
         gov: u16,
     },
+    /// A closed-loop user sends its next request.
+    UserSend {
+        source: u16,
+        user: u32,
+    },
+    /// A closed-loop user stops waiting for its request.
+    UserGiveUp {
+        source: u16,
+        user: u32,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -78,6 +104,8 @@ impl sim_core::Event for Ev {
             Ev::UpstreamTimeout { .. } => 5,
             Ev::RetryDue { .. } => 6,
             Ev::GovWake { .. } => 7,
+            Ev::UserSend { .. } => 8,
+            Ev::UserGiveUp { .. } => 9,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -89,13 +117,18 @@ impl sim_core::Event for Ev {
             | Ev::RetryDue { id, .. } => id,
             Ev::GovWake { gov } => gov as u64,
             Ev::WarmupEnd => 0,
+            Ev::UserSend { source, user } | Ev::UserGiveUp { source, user } => {
+                ((source as u64) << 32) | user as u64
+            }
         }
     }
     fn phase(&self) -> Phase {
         match self {
             Ev::ServiceDone { .. } => Phase::Completion,
-            Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } => Phase::Timeout,
-            Ev::Arrival { .. } | Ev::RetryDue { .. } => Phase::Arrival,
+            Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } | Ev::UserGiveUp { .. } => {
+                Phase::Timeout
+            }
+            Ev::Arrival { .. } | Ev::RetryDue { .. } | Ev::UserSend { .. } => Phase::Arrival,
             Ev::WarmupEnd | Ev::GovWake { .. } => Phase::Dispatch,
         }
     }
@@ -113,6 +146,12 @@ struct Req {
     /// When its first call started service.
     start: Option<SimTime>,
     tokens: Tokens,
+    /// The user (0: none), the cache key (0: none), the weight (its class's unless the
+    /// source overrides it) and the closed-loop user waiting for it (`NO_CLIENT`: none).
+    user: u64,
+    key: u64,
+    weight: u64,
+    client: u32,
     progress: Progress,
     /// Its calls not yet ended.
     live_calls: u32,
@@ -170,6 +209,7 @@ struct PipelineRt {
 /// Per-class results.
 struct ClassRt {
     name: String,
+    weight: u64,
     sla: SimDuration,
     stats: SourceStats,
     /// Measured requests answered within the SLA.
@@ -194,6 +234,8 @@ struct SourceRt {
     upstream_calls: u64,
     arrivals: CounterId,
     latency: HistId,
+    /// Request attributes, rate multiplier, closed-loop users (`world/traffic.rs`).
+    traffic: traffic::TrafficRt,
 }
 
 struct SiteRt {
@@ -273,11 +315,14 @@ pub struct ModelEvent {
     pub to: String,
 }
 
-/// Token counts a request carries (from a trace; `None` where unknown).
+/// Token counts a request carries (from a trace or the source's distributions; `None`
+/// where unknown).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tokens {
     pub prompt: Option<u32>,
     pub output: Option<u32>,
+    /// Conversation history carried with the prompt.
+    pub history: Option<u32>,
 }
 
 /// What happened to one request (kept when `record_requests` is on).
@@ -296,6 +341,11 @@ pub struct RequestRecord {
     /// `None`: still in the system at the end of the run.
     pub outcome: Option<Outcome>,
     pub tokens: Tokens,
+    /// Index into the scenario's classes (resolved at arrival).
+    pub class: u16,
+    /// User id (0: none) and cache key (0: none).
+    pub user: u64,
+    pub key: u64,
 }
 
 pub struct QueueingWorld {
@@ -330,6 +380,8 @@ pub struct QueueingWorld {
     woken: std::collections::VecDeque<Woken>,
     records: Option<Vec<RequestRecord>>,
     events: Vec<ModelEvent>,
+    /// The scenario's user population, if any.
+    population: Option<crate::users::Population>,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -342,8 +394,10 @@ fn slot_of(c: CallId) -> (u32, u32) {
 mod build;
 mod calls;
 mod changes;
+mod clients;
 mod report;
 mod requests;
+mod traffic;
 
 impl QueueingWorld {
     /// Requests in the system now.
@@ -365,6 +419,8 @@ impl sim_core::World for QueueingWorld {
             Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
             Ev::RetryDue { slot, .. } => self.on_retry_due(slot, ctx),
             Ev::GovWake { gov } => self.on_gov_wake(gov as usize, ctx),
+            Ev::UserSend { source, user } => self.on_user_send(source, user, ctx),
+            Ev::UserGiveUp { source, user } => self.on_user_give_up(source, user, ctx),
         }
     }
     fn apply_change(&mut self, change: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
@@ -378,6 +434,7 @@ impl sim_core::World for QueueingWorld {
         self.live
             .saturating_add(self.live_calls)
             .saturating_add(pending)
+            .saturating_add(self.sources.iter().map(|s| s.traffic.clients()).sum::<u64>())
             .saturating_add(self.sources.len() as u64)
             .saturating_add(self.govs.len() as u64)
             .saturating_add(self.stations.iter().map(|s| s.st.servers).sum::<u64>())
@@ -404,6 +461,9 @@ impl sim_core::World for QueueingWorld {
                 None => "request".into(),
             },
             Ev::GovWake { gov } => self.gov_names[gov as usize].clone(),
+            Ev::UserSend { source, .. } | Ev::UserGiveUp { source, .. } => {
+                format!("source.{}", self.sources[source as usize].name)
+            }
         }
     }
 }

@@ -137,6 +137,7 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
             "gate.llm.permits",
             "source.chat.interarrival",
             "source.chat.limit",
+            "source.chat.rate_multiplier",
             "source.chat.start",
             "station.llm.business_error_rate",
             "station.llm.cancellation",

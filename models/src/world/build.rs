@@ -119,10 +119,13 @@ impl QueueingWorld {
                 upstream_calls: 0,
                 arrivals: ctx.metrics.counter(&format!("source.{}.arrivals", s.name)),
                 latency: ctx.metrics.histogram(&format!("source.{}.latency", s.name)),
+                traffic: traffic::TrafficRt::new(s, &sc.classes),
             })
             .collect();
         for (i, s) in sc.sources.iter().enumerate() {
-            ctx.schedule_at(SimTime::ZERO + s.start, Ev::Arrival { source: i as u16 });
+            if s.closed_loop.is_none() {
+                ctx.schedule_at(SimTime::ZERO + s.start, Ev::Arrival { source: i as u16 });
+            }
         }
         if run.warmup > SimDuration::ZERO {
             ctx.schedule_at(SimTime::ZERO + run.warmup, Ev::WarmupEnd);
@@ -137,6 +140,7 @@ impl QueueingWorld {
                 .iter()
                 .map(|c| ClassRt {
                     name: c.name.clone(),
+                    weight: c.weight,
                     sla: c.sla,
                     stats: SourceStats::default(),
                     within_sla: 0,
@@ -169,7 +173,12 @@ impl QueueingWorld {
             woken: Default::default(),
             records: run.record_requests.then(Vec::new),
             events: Vec::new(),
+            population: sc.users.as_ref().map(|u| {
+                let classes: Vec<&str> = sc.classes.iter().map(|c| c.name.as_str()).collect();
+                crate::users::Population::new(u, &classes, run.seed)
+            }),
         };
+        w.start_clients(ctx);
         for g in 0..n_govs {
             w.sync_wake(g, ctx);
         }

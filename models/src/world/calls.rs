@@ -17,9 +17,9 @@ impl QueueingWorld {
         CallInfo {
             call: call_id(slot, c.generation),
             class: ClassId(r.class),
-            key: 0,
-            user: 0,
-            tokens: r.tokens.prompt.unwrap_or(0).saturating_add(r.tokens.output.unwrap_or(0)),
+            key: r.key,
+            user: r.user,
+            tokens: r.tokens.total(),
             draw: key.with_call(c.path, 0).bits(attr::GOVERNOR_BITS),
             retry_after: None,
         }

@@ -82,6 +82,24 @@ impl QueueingWorld {
                 self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival =
                     Some(d);
             }
+            ("source", "rate_multiplier", ParamValue::Float(x)) => {
+                let i = self.sources.iter().position(|s| s.name == name).expect("checked");
+                self.set_rate(i as u16, x, ctx);
+            }
+            ("source", "users", ParamValue::Count(n)) => {
+                let i = self.sources.iter().position(|s| s.name == name).expect("checked");
+                self.set_clients(i as u16, n, ctx);
+            }
+            ("source", "think_time", ParamValue::DurationDist(d)) => {
+                let s = self.sources.iter_mut().find(|s| s.name == name).expect("checked");
+                s.traffic.closed.as_mut().expect("a closed-loop source").think_time = d;
+            }
+            ("segment", "class", ParamValue::OptCount(k)) => {
+                let p = self.population.as_mut().expect("checked: a population");
+                let i = p.names.iter().position(|s| s == name).expect("checked");
+                assert!(k.is_none_or(|k| (k as usize) < self.classes.len()), "checked class index");
+                p.class[i] = k.map(|k| k as u16);
+            }
             (kind, param, v)
                 if self.gov_names.iter().any(|g| g.starts_with(&format!("{kind}."))) =>
             {

@@ -24,6 +24,7 @@ impl QueueingWorld {
         for ((s, o), n) in self.sources.iter().zip(&oldest).zip(&in_flight) {
             let p = format!("source.{}", s.name);
             s.stats.emit(&p, *n, o.map(|t| end - t), &mut out);
+            s.traffic.emit(&p, &mut out);
             if !self.pipelines[s.pipeline as usize].direct {
                 // Amplification: upstream calls (retries included) ÷ user requests.
                 out.push_u64(format!("{p}.upstream_calls"), s.upstream_calls);
@@ -34,10 +35,19 @@ impl QueueingWorld {
             }
         }
         // Per class: the sums over its sources, and the share answered within the SLA.
+        // (From the requests' own classes: a population or trace rule can give a request
+        // another class than its source's.)
+        let mut class_in_flight = vec![0u64; self.classes.len()];
+        let mut class_oldest: Vec<Option<SimTime>> = vec![None; self.classes.len()];
+        for r in self.reqs.iter().flatten() {
+            let o = &mut class_oldest[r.class as usize];
+            *o = Some(o.map_or(r.arrival, |t| t.min(r.arrival)));
+            if r.arrival >= self.warmup {
+                class_in_flight[r.class as usize] += 1;
+            }
+        }
         for (k, c) in self.classes.iter().enumerate() {
-            let of_class = |i: &usize| self.sources[*i].class as usize == k;
-            let n: u64 = (0..self.sources.len()).filter(of_class).map(|i| in_flight[i]).sum();
-            let o = (0..self.sources.len()).filter(of_class).filter_map(|i| oldest[i]).min();
+            let (n, o) = (class_in_flight[k], class_oldest[k]);
             let p = format!("class.{}", c.name);
             c.stats.emit(&p, n, o.map(|t| end - t), &mut out);
             let answered = c.stats.success + c.stats.degraded.iter().sum::<u64>();
@@ -161,6 +171,9 @@ impl QueueingWorld {
             end: None,
             outcome: None,
             tokens: r.tokens,
+            class: r.class,
+            user: r.user,
+            key: r.key,
         }));
         out
     }

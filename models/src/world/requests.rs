@@ -6,46 +6,61 @@ impl QueueingWorld {
     pub(super) fn on_arrival(&mut self, source: u16, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         let src = &mut self.sources[source as usize];
+        src.traffic.pending = None;
         let seq = src.issued;
         src.issued += 1;
-        src.stats.offered += 1;
-        let class = &mut self.classes[src.class as usize].stats;
-        class.offered += 1;
-        if now >= self.warmup {
-            src.stats.measured_offered += 1;
-            class.measured_offered += 1;
-        }
-        ctx.metrics.incr(src.arrivals);
         if src.limit.is_none_or(|l| src.issued < l) {
+            let rate = src.traffic.rate;
             let next = match (&src.trace, &src.interarrival) {
                 // A trace source: the next row's time, until the rows run out.
                 (Some(t), _) => t.offset(src.issued as usize).map(|off| src.start + off),
                 (None, Some(dist)) => {
                     let gap = dist.sample(&mut src.stream);
                     match &src.profile {
-                        None => Some(now + gap),
+                        None if rate == 1.0 => Some(now + gap),
+                        None => Some(now + SimDuration::from_ns_f64(gap.0 as f64 / rate)),
                         // `None`: the profile stays at zero for ever; the source is done.
-                        Some(p) => p.advance(now, gap.0 as f64),
+                        Some(p) => p.advance(now, gap.0 as f64 / rate),
                     }
                 }
                 (None, None) => unreachable!("checked: a source has a trace or an inter-arrival"),
             };
             if let Some(at) = next {
-                ctx.schedule_at(at, Ev::Arrival { source });
+                if src.trace.is_some() {
+                    ctx.schedule_at(at, Ev::Arrival { source });
+                } else {
+                    // A timer, so a run-time rate change can rescale the pending gap.
+                    let h = ctx.timer_at(at, Ev::Arrival { source });
+                    src.traffic.pending = Some((at, h));
+                }
             }
         }
-        let tokens = src
-            .trace
-            .as_ref()
-            .and_then(|t| t.data.as_ref())
-            .map(|d| Tokens {
-                prompt: d.prompt_tokens.get(seq as usize).copied().flatten(),
-                output: d.output_tokens.get(seq as usize).copied().flatten(),
-            })
-            .unwrap_or_default();
+        self.new_request(source, seq, None, ctx);
+    }
+
+    /// A request of `source` with sequence number `seq` (the key of its random numbers)
+    /// enters the system, sent by closed-loop user `client` if any.
+    pub(super) fn new_request(
+        &mut self,
+        source: u16,
+        seq: u64,
+        client: Option<u32>,
+        ctx: &mut Ctx<'_, Ev>,
+    ) -> RequestId {
+        let now = ctx.now();
+        let a = self.draw_attributes(source, seq, client);
+        let src = &mut self.sources[source as usize];
+        src.stats.offered += 1;
+        let class = &mut self.classes[a.class as usize].stats;
+        class.offered += 1;
+        if now >= self.warmup {
+            src.stats.measured_offered += 1;
+            class.measured_offered += 1;
+        }
+        ctx.metrics.incr(src.arrivals);
         let id = RequestId(self.next_request);
         self.next_request += 1;
-        let (class, pipeline, src_key) = (src.class, src.pipeline, src.key);
+        let (pipeline, src_key) = (src.pipeline, src.key);
         let key = DrawKey::request(self.seed, src_key, seq);
         let p = &self.pipelines[pipeline as usize].p;
         let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
@@ -53,12 +68,16 @@ impl QueueingWorld {
         let r = Req {
             id,
             source,
-            class,
+            class: a.class,
             seq,
             pipeline,
             arrival: now,
             start: None,
-            tokens,
+            tokens: a.tokens,
+            user: a.user,
+            key: a.key,
+            weight: a.weight,
+            client: client.unwrap_or(traffic::NO_CLIENT),
             progress,
             live_calls: 0,
         };
@@ -74,6 +93,7 @@ impl QueueingWorld {
             }
         };
         self.advance(slot, advance, ctx);
+        id
     }
 
     /// Acts on the pipeline's verdict for request `req`.
@@ -164,6 +184,9 @@ impl QueueingWorld {
                 end: Some(now),
                 outcome: Some(outcome),
                 tokens: r.tokens,
+                class: r.class,
+                user: r.user,
+                key: r.key,
             });
         }
         let measured = r.arrival >= self.warmup;
@@ -182,6 +205,9 @@ impl QueueingWorld {
         // The time series shows the warm-up too: its own time axis tells them apart.
         if matches!(outcome, Outcome::Success | Outcome::Degraded(_)) {
             ctx.metrics.record(src.latency, latency.0);
+        }
+        if r.client != traffic::NO_CLIENT {
+            self.client_answered(r.source, r.client, r.id, outcome, ctx);
         }
     }
 

@@ -1,0 +1,208 @@
+//! What a request carries when it enters (class, user, key, weight, tokens), and a
+//! source's run-time rate multiplier.
+//!
+//! Every attribute is one keyed draw over `(seed, source, sequence)` with its own id in
+//! [`attr`], so a source without these settings draws nothing new and runs exactly as
+//! before, and adding an attribute never moves arrivals or other attributes.
+
+use super::*;
+use crate::attributes::{AssignSpec, KeyTable, hash_into, sample_tokens};
+use crate::closed_loop::{Client, ClosedLoopSpec};
+use crate::source::SourceSpec;
+
+/// `Req::client` of a request no closed-loop user waits for.
+pub(super) const NO_CLIENT: u32 = u32::MAX;
+
+/// A source's traffic settings at run time.
+pub(super) struct TrafficRt {
+    prompt: Option<sim_core::Dist<f64>>,
+    output: Option<sim_core::Dist<f64>>,
+    history: Option<sim_core::Dist<f64>>,
+    keys: Option<KeyTable>,
+    weight: Option<u64>,
+    assign: Option<AssignSpec>,
+    /// Class index of each name in `assign` (bands, then shares), resolved once.
+    assign_classes: Vec<(String, u16)>,
+    /// Rate multiplier (renewal sources).
+    pub(super) rate: f64,
+    /// The pending arrival of a renewal source after its first, as a cancellable timer.
+    pub(super) pending: Option<(SimTime, TimerHandle)>,
+    /// Closed-loop users.
+    pub(super) closed: Option<ClosedLoopSpec>,
+    /// Users active now (≤ `clients.len()`, which only grows).
+    pub(super) active: u64,
+    pub(super) clients: Vec<Client>,
+    pub(super) gave_up: u64,
+    pub(super) user_retries: u64,
+}
+
+/// The attributes of a new request.
+pub(super) struct Attributes {
+    pub class: u16,
+    pub user: u64,
+    pub key: u64,
+    pub weight: u64,
+    pub tokens: Tokens,
+}
+
+impl TrafficRt {
+    pub(super) fn new(s: &SourceSpec, classes: &[crate::class::ClassSpec]) -> TrafficRt {
+        let idx = |c: &str| classes.iter().position(|k| k.name == c).expect("checked") as u16;
+        let assign_classes = s
+            .assign
+            .iter()
+            .flat_map(|a| {
+                a.bands
+                    .iter()
+                    .map(|b| b.class.clone())
+                    .chain(a.class_shares.iter().map(|c| c.0.clone()))
+            })
+            .map(|c| {
+                let i = idx(&c);
+                (c, i)
+            })
+            .collect();
+        TrafficRt {
+            prompt: s.prompt_tokens.clone(),
+            output: s.output_tokens.clone(),
+            history: s.history_tokens.clone(),
+            keys: s.keys.as_ref().map(KeyTable::new),
+            weight: s.weight,
+            assign: s.assign.clone(),
+            assign_classes,
+            rate: s.rate_multiplier,
+            pending: None,
+            closed: s.closed_loop.clone(),
+            active: 0,
+            clients: Vec::new(),
+            gave_up: 0,
+            user_retries: 0,
+        }
+    }
+
+    /// Closed-loop users now active (for the engine's same-instant guard).
+    pub(super) fn clients(&self) -> u64 {
+        self.active
+    }
+
+    /// Summary columns of a closed-loop source (none for other sources).
+    pub(super) fn emit(&self, prefix: &str, out: &mut Summary) {
+        if self.closed.is_some() {
+            out.push_u64(format!("{prefix}.gave_up"), self.gave_up);
+            out.push_u64(format!("{prefix}.user_retries"), self.user_retries);
+            out.push_u64(format!("{prefix}.users"), self.active);
+        }
+    }
+}
+
+impl Tokens {
+    /// Prompt tokens (0 when unknown).
+    pub fn prompt_or_zero(&self) -> u32 {
+        self.prompt.unwrap_or(0)
+    }
+    /// Output tokens (0 when unknown).
+    pub fn output_or_zero(&self) -> u32 {
+        self.output.unwrap_or(0)
+    }
+    /// Prompt + output, what a token limiter charges (0 when unknown).
+    pub fn total(&self) -> u32 {
+        self.prompt_or_zero().saturating_add(self.output_or_zero())
+    }
+}
+
+impl QueueingWorld {
+    /// Draws the attributes of request `seq` of `source` (keyed; pure).
+    pub(super) fn draw_attributes(&self, source: u16, seq: u64, client: Option<u32>) -> Attributes {
+        let src = &self.sources[source as usize];
+        let t = &src.traffic;
+        let key = DrawKey::request(self.seed, src.key, seq);
+        let row = src.trace.as_ref().and_then(|t| t.data.as_ref());
+        let mut tokens = row
+            .map(|d| Tokens {
+                prompt: d.prompt_tokens.get(seq as usize).copied().flatten(),
+                output: d.output_tokens.get(seq as usize).copied().flatten(),
+                history: None,
+            })
+            .unwrap_or_default();
+        let fill = |have: &mut Option<u32>, d: &Option<sim_core::Dist<f64>>, id: u32| {
+            if have.is_none()
+                && let Some(d) = d
+            {
+                *have = Some(sample_tokens(d, &mut key.attribute(id)));
+            }
+        };
+        fill(&mut tokens.prompt, &t.prompt, attr::PROMPT_TOKENS);
+        fill(&mut tokens.output, &t.output, attr::OUTPUT_TOKENS);
+        fill(&mut tokens.history, &t.history, attr::HISTORY_TOKENS);
+        let mut class = src.class;
+        if let Some(a) = &t.assign
+            && let Some(name) =
+                a.class_of(tokens.prompt, tokens.output, key.uniform(attr::CLASS_SHARE))
+        {
+            class = t.assign_classes.iter().find(|(c, _)| c == name).expect("resolved").1;
+        }
+        let pop = self.population.as_ref();
+        let user = match (client, t.assign.as_ref().and_then(|a| a.hash_users), pop) {
+            (Some(c), _, Some(p)) => c as u64 % p.count + 1,
+            (Some(c), _, None) => c as u64 + 1,
+            (None, Some(n), _) => hash_into(seq, src.key, n),
+            (None, None, Some(p)) => p.user_of(key.uniform(attr::USER)),
+            (None, None, None) => 0,
+        };
+        if let Some(p) = pop
+            && user != 0
+        {
+            class = p.class_of(user, class);
+        }
+        let request_key = match (t.assign.as_ref().and_then(|a| a.hash_keys), &t.keys) {
+            (Some(n), _) => hash_into(seq, src.key ^ 0x4b45_5953, n), // "KEYS"
+            (None, Some(table)) => table.sample(key.uniform(attr::KEY)),
+            (None, None) => 0,
+        };
+        Attributes {
+            class,
+            user,
+            key: request_key,
+            weight: t.weight.unwrap_or(self.classes[class as usize].weight),
+            tokens,
+        }
+    }
+
+    /// The request a live call belongs to (`None` once the call has ended).
+    fn request_of_call(&self, call: CallId) -> Option<&Req> {
+        let (slot, generation) = slot_of(call);
+        let c = self.calls.get(slot as usize)?.as_ref().filter(|c| c.generation == generation)?;
+        Some(self.reqs[c.req as usize].as_ref().expect("a call's request outlives it"))
+    }
+
+    /// The tokens of the request a live call belongs to (prompt and output separately, for
+    /// an upstream that needs both); `None` once the call has ended.
+    pub fn call_tokens(&self, call: CallId) -> Option<Tokens> {
+        self.request_of_call(call).map(|r| r.tokens)
+    }
+
+    /// The weight of the request a live call belongs to (its class's, or its source's
+    /// override), for weighted upstream policies.
+    pub fn call_weight(&self, call: CallId) -> Option<u64> {
+        self.request_of_call(call).map(|r| r.weight)
+    }
+
+    /// `source.<name>.rate_multiplier = rate`: the pending gap is rescaled exactly (the
+    /// operational time left to it is kept, at the new rate).
+    pub(super) fn set_rate(&mut self, source: u16, rate: f64, ctx: &mut Ctx<'_, Ev>) {
+        assert!(rate > 0.0 && rate.is_finite());
+        let now = ctx.now();
+        let src = &mut self.sources[source as usize];
+        let old = std::mem::replace(&mut src.traffic.rate, rate);
+        let Some((at, h)) = src.traffic.pending.take() else { return };
+        ctx.cancel(h).expect("the pending arrival has not fired");
+        let next = match &src.profile {
+            None => Some(now + SimDuration::from_ns_f64((at - now).0 as f64 * old / rate)),
+            Some(p) => p.advance(now, p.work(now, at) * old / rate),
+        };
+        if let Some(at) = next {
+            let h = ctx.timer_at(at, Ev::Arrival { source });
+            src.traffic.pending = Some((at, h));
+        }
+    }
+}

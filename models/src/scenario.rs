@@ -40,6 +40,9 @@ pub struct ScenarioSpec<V> {
     pub pipelines: Vec<crate::pipeline::PipelineSpec>,
     pub call_sites: Vec<CallSiteSpec>,
     pub stations: Vec<StationSpec>,
+    /// Application instances (balancer, dispatcher, worker pool) requests enter first.
+    #[serde(default)]
+    pub apps: Vec<crate::app::AppSpec>,
     /// Parameter changes during the run.
     #[serde(default = "Vec::new")]
     pub timeline: Vec<SetParam<V>>,
@@ -260,7 +263,7 @@ impl<V> ScenarioSpec<V> {
                 }
             }
         }
-        Ok(())
+        self.check_apps()
     }
 
     /// Every parameter of every component.
@@ -270,6 +273,9 @@ impl<V> ScenarioSpec<V> {
         self.sources.iter().for_each(|c| r.add_component(c));
         self.gates.iter().for_each(|c| r.add_component(c));
         self.stations.iter().for_each(|c| r.add_component(c));
+        self.apps.iter().for_each(|c| r.add_component(c));
+        self.apps.iter().filter_map(|a| a.dispatcher.as_ref()).for_each(|c| r.add_component(c));
+        self.apps.iter().flat_map(|a| a.pools()).for_each(|c| r.add_component(c));
         r
     }
 
@@ -287,6 +293,7 @@ impl<V> ScenarioSpec<V> {
             "source" => find(&mut self.sources, name).set(param, value),
             "gate" => find(&mut self.gates, name).set(param, value),
             "station" => find(&mut self.stations, name).set(param, value),
+            "app" | "dispatcher" | "pool" => self.set_app_param(kind, name, param, value),
             _ => unreachable!("registry kinds are listed here"),
         }
     }
@@ -311,6 +318,7 @@ impl<V> ScenarioSpec<V> {
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,
+            apps: self.apps,
             timeline,
         })
     }

@@ -33,6 +33,10 @@ pub mod attr {
     pub const GOVERNOR_BITS: u32 = 3;
     /// The number of calls of a pipeline step.
     pub const FANOUT: u32 = 4;
+    /// The CPU time of a request's local work on its app's worker thread.
+    pub const LOCAL_WORK: u32 = 5;
+    /// The instance a `Random` balancer picks.
+    pub const BALANCER: u32 = 6;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -65,6 +69,21 @@ pub enum Ev {
     GovWake {
         gov: u16,
     },
+    /// An app instance's dispatcher asked to be woken (deferred replay, polling loop).
+    DispatchWake {
+        app: u16,
+        inst: u16,
+    },
+    /// An app instance's pool: an idle thread's keep-alive runs out.
+    PoolWake {
+        app: u16,
+        inst: u16,
+    },
+    /// A request's local work on its thread is done: its pipeline starts (`id`: request id).
+    LocalWorkDone {
+        slot: u32,
+        id: u64,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -77,6 +96,9 @@ impl sim_core::Event for Ev {
             Ev::UpstreamTimeout { .. } => 5,
             Ev::RetryDue { .. } => 6,
             Ev::GovWake { .. } => 7,
+            Ev::DispatchWake { .. } => 8,
+            Ev::PoolWake { .. } => 9,
+            Ev::LocalWorkDone { .. } => 10,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -88,14 +110,19 @@ impl sim_core::Event for Ev {
             | Ev::RetryDue { id, .. } => id,
             Ev::GovWake { gov } => gov as u64,
             Ev::WarmupEnd => 0,
+            Ev::DispatchWake { app, inst } | Ev::PoolWake { app, inst } => {
+                ((app as u64) << 16) | inst as u64
+            }
+            Ev::LocalWorkDone { id, .. } => id,
         }
     }
     fn phase(&self) -> Phase {
         match self {
-            Ev::ServiceDone { .. } => Phase::Completion,
+            Ev::ServiceDone { .. } | Ev::LocalWorkDone { .. } => Phase::Completion,
             Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } => Phase::Timeout,
             Ev::Arrival { .. } | Ev::RetryDue { .. } => Phase::Arrival,
             Ev::WarmupEnd | Ev::GovWake { .. } => Phase::Dispatch,
+            Ev::DispatchWake { .. } | Ev::PoolWake { .. } => Phase::Dispatch,
         }
     }
 }
@@ -115,6 +142,8 @@ struct Req {
     progress: Progress,
     /// Its calls not yet ended.
     live_calls: u32,
+    /// Its place on its app's entry path (`None`: its source has no app).
+    entry: Option<entry::ReqEntry>,
 }
 
 /// One upstream call of a request (a pipeline step's call), through one call site.
@@ -192,6 +221,8 @@ struct SourceRt {
     upstream_calls: u64,
     arrivals: CounterId,
     latency: HistId,
+    /// The app its requests enter (index into `apps`).
+    app: Option<u16>,
 }
 
 struct SiteRt {
@@ -312,6 +343,9 @@ pub struct QueueingWorld {
     woken: std::collections::VecDeque<Woken>,
     records: Option<Vec<RequestRecord>>,
     events: Vec<ModelEvent>,
+    /// App instances on the entry path (empty without apps).
+    apps: Vec<entry::AppRt>,
+    dispatch_wait: Vec<entry::DispatchWait>,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -324,6 +358,8 @@ fn slot_of(c: CallId) -> (u32, u32) {
 mod build;
 mod calls;
 mod changes;
+mod entry;
+mod entry_report;
 mod report;
 mod requests;
 
@@ -347,6 +383,9 @@ impl sim_core::World for QueueingWorld {
             Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
             Ev::RetryDue { slot, .. } => self.on_retry_due(slot, ctx),
             Ev::GovWake { gov } => self.on_gov_wake(gov as usize, ctx),
+            Ev::DispatchWake { app, inst } => self.on_dispatch_wake(app, inst, ctx),
+            Ev::PoolWake { app, inst } => self.on_pool_wake(app, inst, ctx),
+            Ev::LocalWorkDone { slot, id } => self.on_local_work_done(slot, id, ctx),
         }
     }
     fn apply_change(&mut self, change: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
@@ -363,6 +402,7 @@ impl sim_core::World for QueueingWorld {
             .saturating_add(self.sources.len() as u64)
             .saturating_add(self.govs.len() as u64)
             .saturating_add(self.stations.iter().map(|s| s.st.servers).sum::<u64>())
+            .saturating_add(self.entry_entities())
     }
     fn component_of(&self, ev: &Ev) -> String {
         let call = |slot: u32| self.calls.get(slot as usize).and_then(|c| c.as_ref());
@@ -386,6 +426,20 @@ impl sim_core::World for QueueingWorld {
                 None => "request".into(),
             },
             Ev::GovWake { gov } => self.gov_names[gov as usize].clone(),
+            Ev::DispatchWake { app, .. } | Ev::PoolWake { app, .. } => {
+                format!("app.{}", self.apps[app as usize].spec.name)
+            }
+            Ev::LocalWorkDone { slot, .. } => {
+                match self
+                    .reqs
+                    .get(slot as usize)
+                    .and_then(|r| r.as_ref())
+                    .and_then(|r| r.entry.as_ref())
+                {
+                    Some(e) => format!("app.{}", self.apps[e.app as usize].spec.name),
+                    None => "request".into(),
+                }
+            }
         }
     }
 }

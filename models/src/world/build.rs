@@ -103,6 +103,7 @@ impl QueueingWorld {
                 upstream_calls: 0,
                 arrivals: ctx.metrics.counter(&format!("source.{}.arrivals", s.name)),
                 latency: ctx.metrics.histogram(&format!("source.{}.latency", s.name)),
+                app: None,
             })
             .collect();
         for (i, s) in sc.sources.iter().enumerate() {
@@ -110,6 +111,12 @@ impl QueueingWorld {
         }
         if run.warmup > SimDuration::ZERO {
             ctx.schedule_at(SimTime::ZERO + run.warmup, Ev::WarmupEnd);
+        }
+        // The entry path: nothing is registered or scheduled for a scenario without apps.
+        let (apps, app_of, dispatch_wait) = Self::entry_build(sc, ctx);
+        let mut sources = sources;
+        for (s, a) in sources.iter_mut().zip(app_of) {
+            s.app = a;
         }
         let n_govs = govs.len();
         let mut w = QueueingWorld {
@@ -147,7 +154,10 @@ impl QueueingWorld {
             woken: Default::default(),
             records: run.record_requests.then(Vec::new),
             events: Vec::new(),
+            apps,
+            dispatch_wait,
         };
+        w.entry_start_all(ctx);
         for g in 0..n_govs {
             w.sync_wake(g, ctx);
         }

@@ -60,6 +60,7 @@ impl QueueingWorld {
                 self.resume_woken(ctx);
                 self.update_gate_gauges(ctx);
             }
+            (k @ ("app" | "dispatcher" | "pool"), p, v) => self.entry_set(k, name, p, v, ctx),
             (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
         }
     }
@@ -98,6 +99,7 @@ impl QueueingWorld {
                     _ => format!("\"{}\"", g.acquire_timeout()),
                 }
             }),
+            ("app" | "dispatcher" | "pool", p) => self.entry_current(kind, name, p),
             _ => None,
         }
         .unwrap_or_else(|| "?".into())

@@ -55,6 +55,7 @@ impl QueueingWorld {
             out.push_u64(format!("{p}.peak_queue"), s.st.peak_queue);
             out.push_u64(format!("{p}.abandoned_work"), s.abandoned_done);
         }
+        self.entry_summary(end, &mut out);
         out
     }
 
@@ -124,6 +125,7 @@ impl QueueingWorld {
                 ));
             }
         }
+        self.entry_invariants(&mut v);
         v
     }
 

@@ -45,7 +45,7 @@ impl QueueingWorld {
             .unwrap_or_default();
         let id = RequestId(self.next_request);
         self.next_request += 1;
-        let (class, pipeline, src_key) = (src.class, src.pipeline, src.key);
+        let (class, pipeline, src_key, app) = (src.class, src.pipeline, src.key, src.app);
         let key = DrawKey::request(self.seed, src_key, seq);
         let p = &self.pipelines[pipeline as usize].p;
         let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
@@ -61,6 +61,7 @@ impl QueueingWorld {
             tokens,
             progress,
             live_calls: 0,
+            entry: None,
         };
         self.live += 1;
         let slot = match self.req_free.pop() {
@@ -73,11 +74,14 @@ impl QueueingWorld {
                 (self.reqs.len() - 1) as u32
             }
         };
-        self.advance(slot, advance, ctx);
+        match app {
+            Some(app) => self.entry_arrive(slot, app, advance, ctx),
+            None => self.advance(slot, advance, ctx),
+        }
     }
 
     /// Acts on the pipeline's verdict for request `req`.
-    fn advance(&mut self, req: u32, advance: Advance, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn advance(&mut self, req: u32, advance: Advance, ctx: &mut Ctx<'_, Ev>) {
         match advance {
             Advance::Issue(issues) => {
                 for issue in issues {
@@ -148,7 +152,7 @@ impl QueueingWorld {
         self.advance(c.req, advance, ctx);
     }
 
-    fn end_request(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn end_request(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         let r = self.reqs[slot as usize].take().expect("ends once");
         assert_eq!(r.live_calls, 0, "a request ends after its last call");
@@ -183,6 +187,9 @@ impl QueueingWorld {
         if matches!(outcome, Outcome::Success | Outcome::Degraded(_)) {
             ctx.metrics.record(src.latency, latency.0);
         }
+        if let Some(e) = r.entry {
+            self.entry_ended(e, ctx);
+        }
     }
 
     /// The first service start of a request's calls: its wait is measured once.
@@ -205,6 +212,7 @@ impl QueueingWorld {
             s.servers.restart(now);
             s.st.peak_queue = s.st.queue_len();
         }
+        self.entry_warmup_end(now);
     }
 }
 

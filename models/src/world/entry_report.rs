@@ -216,6 +216,7 @@ impl QueueingWorld {
                 }
                 if i.backlog.len() as u64 > a.spec.accept_backlog
                     || a.overhead_cores().is_some_and(|c| i.cpu_busy > c)
+                    || a.spec.gateway_threads.is_some_and(|g| i.gateway_busy > g)
                 {
                     v.push(format!("I23 entry: app {} instance {k}: over a bound", a.spec.name));
                 }

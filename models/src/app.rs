@@ -281,3 +281,63 @@ impl<V> crate::scenario::ScenarioSpec<V> {
         unreachable!("registered: {kind}.{name}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::ScenarioSpec;
+
+    fn check(apps: &str, source_app: &str) -> Result<(), (String, String)> {
+        let text = format!(
+            r#"Scenario(name: "t",
+            sources: [(name: "s", interarrival: Constant("1s"), target: "c"{source_app})],
+            call_sites: [(name: "c", upstream: "st")],
+            stations: [(name: "st", servers: 1, service: Constant("1s"))],
+            apps: [{apps}])"#
+        );
+        let sc: ScenarioSpec<crate::params::ParamValue> = ron::from_str(&text).expect("parses");
+        sc.check().map_err(|e| (e.path, e.message))
+    }
+
+    const POOL: &str = r#"pool: Some(Shared((name: "w", core_pool_size: 1, maximum_pool_size: 2, queue_capacity: 0)))"#;
+    const DISP: &str = r#"dispatcher: Some((name: "d", policy: Strict, queues: [(class: "P0", capacity: 1), (class: "P1", capacity: 1), (class: "P2", capacity: 1)]))"#;
+
+    /// (apps, the source's app field) → the field path of the error, or `None` if valid.
+    #[test]
+    fn cross_checks_name_the_culprit() {
+        let per_class = r#"pool: Some(PerClass(pools: [
+            (name: "a", core_pool_size: 1, maximum_pool_size: 1, queue_capacity: 0),
+            (name: "b", core_pool_size: 1, maximum_pool_size: 1, queue_capacity: 0),
+            (name: "c", core_pool_size: 1, maximum_pool_size: 1, queue_capacity: 0)], max_borrow: [0, 0, 0]))"#;
+        let table: Vec<(String, &str, Option<&str>)> = vec![
+            (format!(r#"(name: "x", {POOL}, {DISP})"#), r#", app: "x""#, None),
+            (format!(r#"(name: "x", {POOL})"#), r#", app: "y""#, Some("sources[0].app")),
+            (format!(r#"(name: "x", {DISP})"#), "", Some("apps[0].pool")),
+            (format!(r#"(name: "x", {per_class}, {DISP})"#), "", Some("apps[0].pool")),
+            (format!(r#"(name: "x", {per_class})"#), "", None),
+            (
+                format!(
+                    r#"(name: "x", {POOL}, {})"#,
+                    DISP.replace(r#", (class: "P2", capacity: 1)"#, "")
+                ),
+                "",
+                Some("apps[0].dispatcher.queues"),
+            ),
+            (
+                format!(r#"(name: "x", {POOL}), (name: "y", {POOL})"#),
+                "",
+                Some("apps[1].pool[0].name"),
+            ),
+            (r#"(name: "x"), (name: "x")"#.to_string(), "", Some("apps[1].name")),
+        ];
+        for (apps, src, want) in table {
+            let got = check(&apps, src);
+            assert_eq!(got.as_ref().err().map(|e| e.0.as_str()), want, "{apps}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn instances_range_is_checked_while_parsing() {
+        let r: Result<super::AppSpec, _> = ron::from_str(r#"(name: "x", instances: 0)"#);
+        assert!(r.unwrap_err().to_string().contains("expected 1 to 1024 instances, found 0"));
+    }
+}

@@ -422,3 +422,118 @@ fn pool_and_dispatcher_knobs_change_at_run_time() {
     });
     assert!(bad.check_timeline().unwrap_err().message.contains("cannot change during a run"));
 }
+
+/// A pool without a dispatcher (the pool's own Java path) and its rejection policies.
+fn pool_only(pool: &str, blocking: bool, secs_per_call: &str) -> String {
+    format!(
+        r#"Scenario(
+    name: "pool-only",
+    sources: [
+        (name: "chat", interarrival: Constant("10ms"), limit: Some(300), target: "llm", class: "P0", app: "svc"),
+        (name: "batch", interarrival: Constant("25ms"), limit: Some(120), target: "llm", class: "P2", app: "svc"),
+    ],
+    apps: [(name: "svc", pool: Some({pool}), blocking: {blocking}, local_work: Some(Constant("10ms")))],
+    call_sites: [(name: "llm", upstream: "llm")],
+    stations: [(name: "llm", servers: 1000, service: Constant("{secs_per_call}"))],
+)"#
+    )
+}
+
+const SHARED_ABORT: &str = r#"Shared((name: "w", core_pool_size: 2, maximum_pool_size: 4, queue_capacity: 10, rejection_policy: Abort))"#;
+
+/// Blocking: 4 threads held 10 ms + 390 ms = 0.4 s each serve 10/s of the 140/s offered over
+/// 3 s; the queue (10) fills, the pool grows to 4, the rest is refused `pool_full`. Non-
+/// blocking: a thread is held only for the 10 ms of local work, so 4 threads serve 400/s
+/// and nothing is refused (Java's order: 2 core threads, then the queue, then growth).
+#[test]
+fn blocking_holds_the_thread_non_blocking_releases_it() {
+    let s = run(&load(&pool_only(SHARED_ABORT, true, "390ms")), 1, 10, 0);
+    let refused = get(&s, "class.P0.rejected_pool_full") + get(&s, "class.P2.rejected_pool_full");
+    let done = get(&s, "class.P0.completed") + get(&s, "class.P2.completed");
+    println!("blocking: done {done} refused {refused}");
+    assert_eq!(done + refused, 420.0, "all ended by 10 s");
+    // 3 s × 10/s = 30, + 4 on threads + 10 queued at the end of the arrivals, ±2.
+    assert!((42.0..=46.0).contains(&done), "{done}");
+    assert_eq!(get(&s, "app.svc.0.largest_pool_size"), 4.0);
+    stepped(&load(&pool_only(SHARED_ABORT, true, "390ms")), 1, 4);
+
+    let s = run(&load(&pool_only(SHARED_ABORT, false, "390ms")), 1, 10, 0);
+    assert_eq!(get(&s, "class.P0.completed") + get(&s, "class.P2.completed"), 420.0);
+    // 420 × 10 ms = 4.2 thread-seconds in 10 s.
+    let busy = get(&s, "app.svc.0.threads_busy_mean");
+    assert!((0.41..=0.43).contains(&busy), "{busy}");
+    stepped(&load(&pool_only(SHARED_ABORT, false, "390ms")), 1, 4);
+}
+
+/// `DiscardOldest` drops the queue head (failed `shed`), `Discard` the newcomer, the pool's
+/// `CallerRuns` runs on a gateway thread; per-class pools lend idle threads. Conservation
+/// after every event in each case.
+#[test]
+fn pool_policies_and_per_class_pools_conserve_requests() {
+    for pool in [
+        SHARED_ABORT.replace("Abort", "DiscardOldest"),
+        SHARED_ABORT.replace("Abort", "Discard"),
+        SHARED_ABORT.replace("Abort", "CallerRuns"),
+        r#"PerClass(pools: [
+            (name: "p0", core_pool_size: 2, maximum_pool_size: 2, queue_capacity: 5),
+            (name: "p1", core_pool_size: 1, maximum_pool_size: 1, queue_capacity: 5),
+            (name: "p2", core_pool_size: 2, maximum_pool_size: 2, queue_capacity: 5),
+        ], max_borrow: [2, 0, 0])"#
+            .to_string(),
+    ] {
+        let sc = load(&pool_only(&pool, true, "190ms"));
+        let s = run(&sc, 3, 10, 0);
+        let ended = |c: &str| {
+            ["completed", "failed", "rejected"]
+                .iter()
+                .map(|k| get(&s, &format!("class.{c}.{k}")))
+                .sum::<f64>()
+        };
+        assert_eq!(ended("P0") + ended("P2"), 420.0, "{pool}");
+        let failed = get(&s, "class.P0.failed_shed") + get(&s, "class.P2.failed_shed");
+        if pool.contains("Discard") {
+            assert!(failed > 0.0, "{pool}: dropped tasks fail `shed`");
+        }
+        if pool.contains("CallerRuns") {
+            assert!(get(&s, "app.svc.0.caller_runs") > 0.0);
+            assert_eq!(get(&s, "class.P0.rejected") + get(&s, "class.P2.rejected"), 0.0);
+        }
+        stepped(&sc, 3, 5);
+    }
+}
+
+/// Keep-alive: 4 simultaneous requests grow a pool of core 1 to 4 threads (SynchronousQueue);
+/// 1 s after their 100 ms of work the 3 threads above core exit (a `PoolWake` event).
+#[test]
+fn idle_threads_above_core_exit_after_keep_alive() {
+    let sc = load(
+        r#"Scenario(
+    name: "keep-alive",
+    sources: [(name: "burst", interarrival: Constant("0s"), limit: Some(4), target: "llm", app: "svc")],
+    apps: [(name: "svc", pool: Some(Shared((name: "w", core_pool_size: 1, maximum_pool_size: 4,
+        queue_capacity: 0, keep_alive_time: "1s"))))],
+    call_sites: [(name: "llm", upstream: "llm")],
+    stations: [(name: "llm", servers: 10, service: Constant("100ms"))],
+)"#,
+    );
+    let cfg = RunConfig {
+        sample_every: Some(SimDuration::from_ms(100)),
+        ..RunConfig::new(1, SimDuration::from_secs(3))
+    };
+    let out = models::run(&sc, &cfg);
+    assert!(out.violations.is_empty(), "{:?}", out.violations);
+    let alive = |t_ms: u64| {
+        out.series
+            .iter()
+            .find(|r| {
+                r.metric == "app.svc.0.threads_alive.mean" && r.bucket_start_ns == t_ms * 1_000_000
+            })
+            .map(|r| r.value)
+            .unwrap_or_else(|| {
+                panic!("no sample at {t_ms} ms: {:?}", &out.series[..out.series.len().min(40)])
+            })
+    };
+    // Busy 0–100 ms, idle from 100 ms, exit at 1.1 s.
+    assert_eq!(alive(500), 4.0);
+    assert_eq!(alive(1500), 1.0);
+}

@@ -13,6 +13,7 @@
 //! [`callsite`] (the driver), [`gate`], [`source`], [`station`], [`params`] (the registry),
 //! [`scenario`], [`world`], [`summary`], [`run`].
 
+pub mod app;
 pub mod attributes;
 pub mod batcher;
 pub mod breaker;

@@ -70,6 +70,9 @@ pub struct ScenarioSpec<V> {
     /// A user population (ids, VIP share, segments); `None`: requests carry no user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<crate::users::UsersSpec>,
+    /// Application instances (balancer, dispatcher, worker pool) requests enter first.
+    #[serde(default)]
+    pub apps: Vec<crate::app::AppSpec>,
     /// Parameter changes during the run.
     #[serde(default = "Vec::new")]
     pub timeline: Vec<SetParam<V>>,
@@ -358,7 +361,7 @@ impl<V> ScenarioSpec<V> {
                 }
             }
         }
-        Ok(())
+        self.check_apps()
     }
 
     /// Every parameter of every component.
@@ -373,6 +376,9 @@ impl<V> ScenarioSpec<V> {
             let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
             u.segment_params(&classes).iter().for_each(|c| r.add_component(c));
         }
+        self.apps.iter().for_each(|c| r.add_component(c));
+        self.apps.iter().filter_map(|a| a.dispatcher.as_ref()).for_each(|c| r.add_component(c));
+        self.apps.iter().flat_map(|a| a.pools()).for_each(|c| r.add_component(c));
         r
     }
 
@@ -413,6 +419,7 @@ impl<V> ScenarioSpec<V> {
                 let classes: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
                 self.users.as_mut().expect("registered").set_segment_class(name, value, &classes)
             }
+            "app" | "dispatcher" | "pool" => self.set_app_param(kind, name, param, value),
             _ => unreachable!("registry kinds are listed here"),
         }
     }
@@ -447,6 +454,7 @@ impl<V> ScenarioSpec<V> {
             stations: self.stations,
             quotas: self.quotas,
             users: self.users,
+            apps: self.apps,
             timeline,
         })
     }

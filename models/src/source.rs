@@ -60,6 +60,15 @@ pub struct SourceSpec {
     /// surges, on/off). `None`: constant.
     #[serde(default)]
     pub profile: Option<Profile>,
+    /// The app (instances behind a balancer) its requests enter before their pipeline;
+    /// `None`: the pipeline starts at arrival.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub app: Option<String>,
     /// Closed-loop users instead of an arrival process (exclusive with `interarrival` and
     /// `trace`).
     #[serde(

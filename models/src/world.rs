@@ -50,6 +50,10 @@ pub mod attr {
     /// A closed-loop user's coin: re-send this turn after a failure or a give-up?
     pub const USER_RETRY: u32 = 12;
     pub const USER_RETRY_DELAY: u32 = 13;
+    /// The CPU time of a request's local work on its app's worker thread.
+    pub const LOCAL_WORK: u32 = 15;
+    /// The instance a `Random` balancer picks.
+    pub const BALANCER: u32 = 16;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -92,6 +96,21 @@ pub enum Ev {
         source: u16,
         user: u32,
     },
+    /// An app instance's dispatcher asked to be woken (deferred replay, polling loop).
+    DispatchWake {
+        app: u16,
+        inst: u16,
+    },
+    /// An app instance's pool: an idle thread's keep-alive runs out.
+    PoolWake {
+        app: u16,
+        inst: u16,
+    },
+    /// A request's local work on its thread is done: its pipeline starts (`id`: request id).
+    LocalWorkDone {
+        slot: u32,
+        id: u64,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -106,6 +125,9 @@ impl sim_core::Event for Ev {
             Ev::GovWake { .. } => 7,
             Ev::UserSend { .. } => 8,
             Ev::UserGiveUp { .. } => 9,
+            Ev::DispatchWake { .. } => 10,
+            Ev::PoolWake { .. } => 11,
+            Ev::LocalWorkDone { .. } => 12,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -120,16 +142,21 @@ impl sim_core::Event for Ev {
             Ev::UserSend { source, user } | Ev::UserGiveUp { source, user } => {
                 ((source as u64) << 32) | user as u64
             }
+            Ev::DispatchWake { app, inst } | Ev::PoolWake { app, inst } => {
+                ((app as u64) << 16) | inst as u64
+            }
+            Ev::LocalWorkDone { id, .. } => id,
         }
     }
     fn phase(&self) -> Phase {
         match self {
-            Ev::ServiceDone { .. } => Phase::Completion,
+            Ev::ServiceDone { .. } | Ev::LocalWorkDone { .. } => Phase::Completion,
             Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } | Ev::UserGiveUp { .. } => {
                 Phase::Timeout
             }
             Ev::Arrival { .. } | Ev::RetryDue { .. } | Ev::UserSend { .. } => Phase::Arrival,
             Ev::WarmupEnd | Ev::GovWake { .. } => Phase::Dispatch,
+            Ev::DispatchWake { .. } | Ev::PoolWake { .. } => Phase::Dispatch,
         }
     }
 }
@@ -155,6 +182,8 @@ struct Req {
     progress: Progress,
     /// Its calls not yet ended.
     live_calls: u32,
+    /// Its place on its app's entry path (`None`: its source has no app).
+    entry: Option<entry::ReqEntry>,
 }
 
 /// One upstream call of a request (a pipeline step's call), through one call site.
@@ -236,6 +265,8 @@ struct SourceRt {
     latency: HistId,
     /// Request attributes, rate multiplier, closed-loop users (`world/traffic.rs`).
     traffic: traffic::TrafficRt,
+    /// The app its requests enter (index into `apps`).
+    app: Option<u16>,
 }
 
 struct SiteRt {
@@ -382,6 +413,9 @@ pub struct QueueingWorld {
     events: Vec<ModelEvent>,
     /// The scenario's user population, if any.
     population: Option<crate::users::Population>,
+    /// App instances on the entry path (empty without apps).
+    apps: Vec<entry::AppRt>,
+    dispatch_wait: Vec<entry::DispatchWait>,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -395,6 +429,8 @@ mod build;
 mod calls;
 mod changes;
 mod clients;
+mod entry;
+mod entry_report;
 mod report;
 mod requests;
 mod traffic;
@@ -421,6 +457,9 @@ impl sim_core::World for QueueingWorld {
             Ev::GovWake { gov } => self.on_gov_wake(gov as usize, ctx),
             Ev::UserSend { source, user } => self.on_user_send(source, user, ctx),
             Ev::UserGiveUp { source, user } => self.on_user_give_up(source, user, ctx),
+            Ev::DispatchWake { app, inst } => self.on_dispatch_wake(app, inst, ctx),
+            Ev::PoolWake { app, inst } => self.on_pool_wake(app, inst, ctx),
+            Ev::LocalWorkDone { slot, id } => self.on_local_work_done(slot, id, ctx),
         }
     }
     fn apply_change(&mut self, change: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
@@ -438,6 +477,7 @@ impl sim_core::World for QueueingWorld {
             .saturating_add(self.sources.len() as u64)
             .saturating_add(self.govs.len() as u64)
             .saturating_add(self.stations.iter().map(|s| s.st.servers).sum::<u64>())
+            .saturating_add(self.entry_entities())
     }
     fn component_of(&self, ev: &Ev) -> String {
         let call = |slot: u32| self.calls.get(slot as usize).and_then(|c| c.as_ref());
@@ -463,6 +503,20 @@ impl sim_core::World for QueueingWorld {
             Ev::GovWake { gov } => self.gov_names[gov as usize].clone(),
             Ev::UserSend { source, .. } | Ev::UserGiveUp { source, .. } => {
                 format!("source.{}", self.sources[source as usize].name)
+            }
+            Ev::DispatchWake { app, .. } | Ev::PoolWake { app, .. } => {
+                format!("app.{}", self.apps[app as usize].spec.name)
+            }
+            Ev::LocalWorkDone { slot, .. } => {
+                match self
+                    .reqs
+                    .get(slot as usize)
+                    .and_then(|r| r.as_ref())
+                    .and_then(|r| r.entry.as_ref())
+                {
+                    Some(e) => format!("app.{}", self.apps[e.app as usize].spec.name),
+                    None => "request".into(),
+                }
             }
         }
     }

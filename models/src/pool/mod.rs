@@ -129,6 +129,10 @@ impl<T> PoolSet<T> {
     pub fn pool(&self, i: usize) -> &ThreadPool<T> {
         &self.pools[i]
     }
+    /// Run-time changes of one pool's sizes and keep-alive (the world's parameter knobs).
+    pub fn pool_mut(&mut self, i: usize) -> &mut ThreadPool<T> {
+        &mut self.pools[i]
+    }
     pub fn pools(&self) -> usize {
         self.pools.len()
     }

@@ -120,6 +120,7 @@ impl QueueingWorld {
                 arrivals: ctx.metrics.counter(&format!("source.{}.arrivals", s.name)),
                 latency: ctx.metrics.histogram(&format!("source.{}.latency", s.name)),
                 traffic: traffic::TrafficRt::new(s, &sc.classes),
+                app: None,
             })
             .collect();
         for (i, s) in sc.sources.iter().enumerate() {
@@ -129,6 +130,12 @@ impl QueueingWorld {
         }
         if run.warmup > SimDuration::ZERO {
             ctx.schedule_at(SimTime::ZERO + run.warmup, Ev::WarmupEnd);
+        }
+        // The entry path: nothing is registered or scheduled for a scenario without apps.
+        let (apps, app_of, dispatch_wait) = Self::entry_build(sc, ctx);
+        let mut sources = sources;
+        for (s, a) in sources.iter_mut().zip(app_of) {
+            s.app = a;
         }
         let n_govs = govs.len();
         let mut w = QueueingWorld {
@@ -177,7 +184,10 @@ impl QueueingWorld {
                 let classes: Vec<&str> = sc.classes.iter().map(|c| c.name.as_str()).collect();
                 crate::users::Population::new(u, &classes, run.seed)
             }),
+            apps,
+            dispatch_wait,
         };
+        w.entry_start_all(ctx);
         w.start_clients(ctx);
         for g in 0..n_govs {
             w.sync_wake(g, ctx);

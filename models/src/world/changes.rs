@@ -113,6 +113,7 @@ impl QueueingWorld {
                 self.resume_woken(ctx);
                 self.update_gate_gauges(ctx);
             }
+            (k @ ("app" | "dispatcher" | "pool"), p, v) => self.entry_set(k, name, p, v, ctx),
             (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
         }
     }

@@ -74,6 +74,7 @@ impl QueueingWorld {
             out.push_u64(format!("{p}.admitted"), q.counters.admitted);
             out.push_u64(format!("{p}.rejected_429"), q.counters.rejected);
         }
+        self.entry_summary(end, &mut out);
         out
     }
 
@@ -130,7 +131,7 @@ impl QueueingWorld {
         for (name, q) in &self.quotas {
             if q.counters.admitted != q.counters.completed + q.in_flight() {
                 v.push(format!(
-                    "I23 quota tickets: quota {name} admitted {} ≠ completed {} + in flight {}",
+                    "I24 quota tickets: quota {name} admitted {} ≠ completed {} + in flight {}",
                     q.counters.admitted,
                     q.counters.completed,
                     q.in_flight()
@@ -153,6 +154,7 @@ impl QueueingWorld {
                 ));
             }
         }
+        self.entry_invariants(&mut v);
         v
     }
 

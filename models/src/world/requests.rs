@@ -60,7 +60,7 @@ impl QueueingWorld {
         ctx.metrics.incr(src.arrivals);
         let id = RequestId(self.next_request);
         self.next_request += 1;
-        let (pipeline, src_key) = (src.pipeline, src.key);
+        let (pipeline, src_key, app) = (src.pipeline, src.key, src.app);
         let key = DrawKey::request(self.seed, src_key, seq);
         let p = &self.pipelines[pipeline as usize].p;
         let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
@@ -80,6 +80,7 @@ impl QueueingWorld {
             client: client.unwrap_or(traffic::NO_CLIENT),
             progress,
             live_calls: 0,
+            entry: None,
         };
         self.live += 1;
         let slot = match self.req_free.pop() {
@@ -92,12 +93,15 @@ impl QueueingWorld {
                 (self.reqs.len() - 1) as u32
             }
         };
-        self.advance(slot, advance, ctx);
+        match app {
+            Some(app) => self.entry_arrive(slot, app, advance, ctx),
+            None => self.advance(slot, advance, ctx),
+        }
         id
     }
 
     /// Acts on the pipeline's verdict for request `req`.
-    fn advance(&mut self, req: u32, advance: Advance, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn advance(&mut self, req: u32, advance: Advance, ctx: &mut Ctx<'_, Ev>) {
         match advance {
             Advance::Issue(issues) => {
                 for issue in issues {
@@ -168,7 +172,7 @@ impl QueueingWorld {
         self.advance(c.req, advance, ctx);
     }
 
-    fn end_request(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn end_request(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         let r = self.reqs[slot as usize].take().expect("ends once");
         assert_eq!(r.live_calls, 0, "a request ends after its last call");
@@ -209,6 +213,9 @@ impl QueueingWorld {
         if r.client != traffic::NO_CLIENT {
             self.client_answered(r.source, r.client, r.id, outcome, ctx);
         }
+        if let Some(e) = r.entry {
+            self.entry_ended(e, ctx);
+        }
     }
 
     /// The first service start of a request's calls: its wait is measured once.
@@ -231,6 +238,7 @@ impl QueueingWorld {
             s.servers.restart(now);
             s.st.peak_queue = s.st.queue_len();
         }
+        self.entry_warmup_end(now);
     }
 }
 

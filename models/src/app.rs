@@ -1,0 +1,343 @@
+//! Application instances: the request's entry path (SPEC §3.2–§3.4, DESIGN §2 "Composition").
+//!
+//! An app is `instances` identical copies of one service process behind a load balancer.
+//! Each instance has its own copy of the priority dispatcher ([`crate::dispatch`]) and of
+//! the worker pool ([`crate::pool`]), a CPU of `thread_overhead.cpu_cores` cores, and
+//! `gateway_threads` gateway (accepting) threads. A request of a source with `app: "<name>"`
+//! goes: balancer → instance → dispatcher (or straight to the pool) → a worker thread runs
+//! `local_work` (CPU, stretched by the per-thread overhead) → the request's pipeline starts
+//! → (blocking) the thread is held until the request ends.
+//!
+//! The key design decision: the dispatcher only hands a task to a worker that can start it at
+//! once; the world never pushes a dispatched task into the pool's own FIFO (its priority
+//! would be lost there). Without a dispatcher the pool's Java path applies unchanged
+//! (queue, grow, reject). CPU contention is a FIFO over `cpu_cores`: the same capacity as
+//! processor sharing (so the same saturation throughput, `pool::overhead::analytic_throughput`),
+//! simpler to time exactly.
+//!
+//! Architecture invariant: per instance, busy pool threads = requests holding a worker
+//! thread, busy gateway threads = requests holding one, busy cores = requests in their CPU
+//! part, and tasks in the dispatcher and pool queues = requests waiting there (checked by
+//! `QueueingWorld::check_invariants`, I23).
+//!
+//! API boundary: scenario types only ([`AppSpec`], [`Balancer`]); the run-time state is in
+//! `world/entry.rs`. Parameters: `app.<name>.healthy`; the dispatcher's and pools' own under
+//! `dispatcher.<name>.*` and `pool.<name>.*` (applied to every instance's copy).
+
+use crate::dispatch::DispatcherSpec;
+use crate::params::{ParamDecl, ParamType, ParamValue, Params};
+use crate::pool::PoolLayout;
+use crate::pool::overhead::ThreadOverheadSpec;
+use crate::validate;
+use serde::{Deserialize, Serialize};
+use sim_core::{Dist, SimDuration};
+
+/// How an app's load balancer picks an instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Balancer {
+    /// Instances in turn (one counter per app).
+    RoundRobin,
+    /// The instance with the fewest requests assigned and not yet ended; ties: lowest index.
+    LeastOutstanding,
+    /// Uniform, keyed by the request (attribute `world::attr::BALANCER`).
+    Random,
+}
+
+/// An application: instances behind a balancer, each with a dispatcher and a pool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "App")]
+pub struct AppSpec {
+    #[serde(deserialize_with = "validate::name")]
+    pub name: String,
+    /// Identical instances (1 ..= 1024).
+    #[serde(default = "one", deserialize_with = "instances")]
+    pub instances: u64,
+    #[serde(default = "round_robin")]
+    pub balancer: Balancer,
+    /// The priority dispatcher in front of the pool (needs a `Shared` pool).
+    #[serde(default)]
+    pub dispatcher: Option<DispatcherSpec>,
+    /// Worker threads; `None` = unlimited (every request runs at once).
+    #[serde(default)]
+    pub pool: Option<PoolLayout>,
+    /// Per-thread overhead and CPU cores; `None` = no overhead and no CPU contention.
+    #[serde(default)]
+    pub thread_overhead: Option<ThreadOverheadSpec>,
+    /// CPU time on the worker thread per request, before its pipeline starts (stretched by
+    /// `service_multiplier(threads alive)`); `None` = none.
+    #[serde(default)]
+    pub local_work: Option<Dist<SimDuration>>,
+    /// `true`: the thread is held until the request's pipeline ends (synchronous calls);
+    /// `false`: released after `local_work`, the pipeline runs asynchronously.
+    #[serde(default = "yes")]
+    pub blocking: bool,
+    /// Gateway threads per instance; a caller-runs request occupies one for its run, and an
+    /// arrival finding none free waits in the accept backlog. `None` = unlimited.
+    #[serde(default, deserialize_with = "validate::opt_at_least_one")]
+    pub gateway_threads: Option<u64>,
+    /// Bound on arrivals waiting for a gateway thread (full: rejected `queue_full`).
+    #[serde(default = "default_backlog")]
+    pub accept_backlog: u64,
+    /// Health signal for the dispatcher's deferred queue (until breakers exist).
+    #[serde(default = "yes")]
+    pub healthy: bool,
+}
+
+fn one() -> u64 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn round_robin() -> Balancer {
+    Balancer::RoundRobin
+}
+fn default_backlog() -> u64 {
+    100
+}
+fn instances<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    use serde::de::Error as _;
+    let n = u64::deserialize(d)?;
+    if !(1..=1024).contains(&n) {
+        return Err(D::Error::custom(format!("expected 1 to 1024 instances, found {n}")));
+    }
+    Ok(n)
+}
+
+impl AppSpec {
+    /// Cross-field checks: `classes` are the scenario's class names, in order.
+    pub fn validate(&self, classes: &[String]) -> Result<(), (String, String)> {
+        let e = |f: &str, m: String| Err((f.to_string(), m));
+        if let Some(d) = &self.dispatcher {
+            d.validate().map_err(|m| ("dispatcher".to_string(), m))?;
+            let names: Vec<&str> = d.queues.iter().map(|q| q.class.as_str()).collect();
+            if names != classes.iter().map(|c| c.as_str()).collect::<Vec<_>>() {
+                return e(
+                    "dispatcher.queues",
+                    format!(
+                        "expected one queue per class in class order [{}], found [{}]",
+                        classes.join(", "),
+                        names.join(", ")
+                    ),
+                );
+            }
+            match &self.pool {
+                Some(PoolLayout::Shared(_)) => {}
+                Some(PoolLayout::PerClass { .. }) => {
+                    return e(
+                        "pool",
+                        "a dispatcher needs a `Shared` pool (per-class pools already separate \
+                         the classes; the dispatcher cannot know which class's pool is free)"
+                            .into(),
+                    );
+                }
+                None => return e("pool", "a dispatcher needs a pool to feed".into()),
+            }
+        }
+        if let Some(p) = &self.pool {
+            p.validate().map_err(|m| ("pool".to_string(), m))?;
+            if let PoolLayout::PerClass { pools, .. } = p
+                && pools.len() != classes.len()
+            {
+                return e(
+                    "pool.pools",
+                    format!(
+                        "expected one pool per class ({}), found {}",
+                        classes.len(),
+                        pools.len()
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The pool specs of this app (for the registry), in pool order.
+    pub fn pools(&self) -> Vec<&crate::pool::worker::ThreadPoolSpec> {
+        match &self.pool {
+            None => Vec::new(),
+            Some(PoolLayout::Shared(p)) => vec![p],
+            Some(PoolLayout::PerClass { pools, .. }) => pools.iter().collect(),
+        }
+    }
+    pub fn pools_mut(&mut self) -> Vec<&mut crate::pool::worker::ThreadPoolSpec> {
+        match &mut self.pool {
+            None => Vec::new(),
+            Some(PoolLayout::Shared(p)) => vec![p],
+            Some(PoolLayout::PerClass { pools, .. }) => pools.iter_mut().collect(),
+        }
+    }
+}
+
+impl Params for AppSpec {
+    const KIND: &'static str = "app";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        vec![
+            ParamDecl {
+                name: "healthy",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "health signal: deferred tasks are replayed only while true",
+            },
+            ParamDecl {
+                name: "instances",
+                ty: ParamType::Count { min: 1, max: 1024 },
+                unit: "",
+                runtime: false,
+                doc: "identical instances behind the balancer",
+            },
+        ]
+    }
+    fn get(&self, p: &str) -> Option<ParamValue> {
+        Some(match p {
+            "healthy" => ParamValue::Bool(self.healthy),
+            "instances" => ParamValue::Count(self.instances),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
+        match (p, v) {
+            ("healthy", ParamValue::Bool(b)) => self.healthy = b,
+            ("instances", ParamValue::Count(n)) => self.instances = n,
+            (p, v) => return Err(format!("app has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}
+
+impl<V> crate::scenario::ScenarioSpec<V> {
+    /// Cross-reference checks of apps: unique names (apps, dispatchers, pools), each app's
+    /// own consistency, and every source's `app` naming one.
+    pub(crate) fn check_apps(&self) -> Result<(), crate::scenario::SpecError> {
+        use crate::scenario::SpecError;
+        use std::collections::BTreeSet;
+        let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();
+        let mut seen = [BTreeSet::new(), BTreeSet::new(), BTreeSet::new()];
+        for (i, a) in self.apps.iter().enumerate() {
+            let at =
+                |f: &str, message: String| SpecError { path: format!("apps[{i}].{f}"), message };
+            let mut names = vec![(0, "name".to_string(), a.name.as_str())];
+            if let Some(d) = &a.dispatcher {
+                names.push((1, "dispatcher.name".into(), d.name.as_str()));
+            }
+            for (j, p) in a.pools().into_iter().enumerate() {
+                names.push((2, format!("pool[{j}].name"), p.name.as_str()));
+            }
+            for (k, f, n) in names {
+                if !seen[k].insert(n.to_string()) {
+                    let what = ["apps", "dispatchers", "pools"][k];
+                    return Err(at(&f, format!("duplicate name \"{n}\" (unique among {what})")));
+                }
+            }
+            a.validate(&classes).map_err(|(f, m)| at(&f, m))?;
+            for (d, v) in AppSpec::decls().iter().filter_map(|d| a.get(d.name).map(|v| (d, v))) {
+                d.ty.check(&v).map_err(|m| at(d.name, m))?;
+            }
+        }
+        for (i, s) in self.sources.iter().enumerate() {
+            if let Some(app) = &s.app
+                && !self.apps.iter().any(|a| &a.name == app)
+            {
+                return Err(SpecError {
+                    path: format!("sources[{i}].app"),
+                    message: format!(
+                        "no app named \"{app}\"; apps: [{}]",
+                        self.apps.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// `set_param` for `app.*`, `dispatcher.*` and `pool.*` (already checked).
+    pub(crate) fn set_app_param(
+        &mut self,
+        kind: &str,
+        name: &str,
+        param: &str,
+        value: ParamValue,
+    ) -> Result<(), String> {
+        for a in &mut self.apps {
+            match kind {
+                "app" if a.name == name => return a.set(param, value),
+                "dispatcher" => {
+                    if let Some(d) = a.dispatcher.as_mut().filter(|d| d.name == name) {
+                        return d.set(param, value);
+                    }
+                }
+                "pool" => {
+                    if let Some(p) = a.pools_mut().into_iter().find(|p| p.name == name) {
+                        return p.set(param, value);
+                    }
+                }
+                _ => {}
+            }
+        }
+        unreachable!("registered: {kind}.{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::ScenarioSpec;
+
+    fn check(apps: &str, source_app: &str) -> Result<(), (String, String)> {
+        let text = format!(
+            r#"Scenario(name: "t",
+            sources: [(name: "s", interarrival: Constant("1s"), target: "c"{source_app})],
+            call_sites: [(name: "c", upstream: "st")],
+            stations: [(name: "st", servers: 1, service: Constant("1s"))],
+            apps: [{apps}])"#
+        );
+        let sc: ScenarioSpec<crate::params::ParamValue> = ron::from_str(&text).expect("parses");
+        sc.check().map_err(|e| (e.path, e.message))
+    }
+
+    const POOL: &str = r#"pool: Some(Shared((name: "w", core_pool_size: 1, maximum_pool_size: 2, queue_capacity: 0)))"#;
+    const DISP: &str = r#"dispatcher: Some((name: "d", policy: Strict, queues: [(class: "P0", capacity: 1), (class: "P1", capacity: 1), (class: "P2", capacity: 1)]))"#;
+
+    /// (apps, the source's app field) → the field path of the error, or `None` if valid.
+    #[test]
+    fn cross_checks_name_the_culprit() {
+        let per_class = r#"pool: Some(PerClass(pools: [
+            (name: "a", core_pool_size: 1, maximum_pool_size: 1, queue_capacity: 0),
+            (name: "b", core_pool_size: 1, maximum_pool_size: 1, queue_capacity: 0),
+            (name: "c", core_pool_size: 1, maximum_pool_size: 1, queue_capacity: 0)], max_borrow: [0, 0, 0]))"#;
+        let table: Vec<(String, &str, Option<&str>)> = vec![
+            (format!(r#"(name: "x", {POOL}, {DISP})"#), r#", app: "x""#, None),
+            (format!(r#"(name: "x", {POOL})"#), r#", app: "y""#, Some("sources[0].app")),
+            (format!(r#"(name: "x", {DISP})"#), "", Some("apps[0].pool")),
+            (format!(r#"(name: "x", {per_class}, {DISP})"#), "", Some("apps[0].pool")),
+            (format!(r#"(name: "x", {per_class})"#), "", None),
+            (
+                format!(
+                    r#"(name: "x", {POOL}, {})"#,
+                    DISP.replace(r#", (class: "P2", capacity: 1)"#, "")
+                ),
+                "",
+                Some("apps[0].dispatcher.queues"),
+            ),
+            (
+                format!(r#"(name: "x", {POOL}), (name: "y", {POOL})"#),
+                "",
+                Some("apps[1].pool[0].name"),
+            ),
+            (r#"(name: "x"), (name: "x")"#.to_string(), "", Some("apps[1].name")),
+        ];
+        for (apps, src, want) in table {
+            let got = check(&apps, src);
+            assert_eq!(got.as_ref().err().map(|e| e.0.as_str()), want, "{apps}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn instances_range_is_checked_while_parsing() {
+        let r: Result<super::AppSpec, _> = ron::from_str(r#"(name: "x", instances: 0)"#);
+        assert!(r.unwrap_err().to_string().contains("expected 1 to 1024 instances, found 0"));
+    }
+}

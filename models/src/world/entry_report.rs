@@ -1,0 +1,310 @@
+//! The entry path's wiring, gauges, summary columns, invariant checks (I23) and run-time
+//! changes. A scenario without apps builds nothing here and reports nothing from here.
+//!
+//! Gauges per instance `i` (0-based) of app `a`: `app.<a>.<i>.queue_depth.<class>` (the
+//! dispatcher's class queue, or with no dispatcher the requests of that class in the pool's
+//! own queue), `….deferred`, `….threads_busy`, `….threads_alive`, `….gateway_busy`,
+//! `….backlog`, `….outstanding`.
+//!
+//! Summary columns (only when the scenario has apps): per class
+//! `class.<c>.dispatch_wait_ms_mean` / `_max` and `class.<c>.dispatched` (measured requests:
+//! arrival → a worker or gateway thread starts them); per instance `app.<a>.<i>.assigned`,
+//! `….caller_runs`, `….threads_busy_mean` (time average), `….largest_pool_size`, and the
+//! dispatcher's `….rejected`, `….deferred_total`.
+
+use super::entry::{AppRt, DispatchWait, InstanceGauges, InstanceRt, Stage};
+use super::*;
+use crate::app::AppSpec;
+use crate::dispatch::Dispatcher;
+use crate::params::Params;
+use crate::pool::PoolSet;
+
+impl QueueingWorld {
+    /// Runtime state of the scenario's apps (empty without apps: nothing registered).
+    pub(super) fn entry_build(
+        sc: &Scenario,
+        ctx: &mut Ctx<'_, Ev>,
+    ) -> (Vec<AppRt>, Vec<Option<u16>>, Vec<DispatchWait>) {
+        let mut first = 0u32;
+        let apps = sc
+            .apps
+            .iter()
+            .map(|a: &AppSpec| {
+                let instances = (0..a.instances)
+                    .map(|k| {
+                        let p = format!("app.{}.{k}", a.name);
+                        let mut disp =
+                            a.dispatcher.as_ref().map(|d| Dispatcher::new(d, SimTime::ZERO));
+                        if let Some(d) = disp.as_mut() {
+                            d.set_healthy(a.healthy, SimTime::ZERO);
+                        }
+                        InstanceRt {
+                            disp,
+                            pool: a.pool.as_ref().map(|l| PoolSet::new(l, SimTime::ZERO)),
+                            outstanding: 0,
+                            assigned: 0,
+                            caller_runs: 0,
+                            gateway_busy: 0,
+                            backlog: Default::default(),
+                            cpu_busy: 0,
+                            cpu_queue: Default::default(),
+                            pool_waiting: vec![0; sc.classes.len()],
+                            disp_wake: None,
+                            pool_wake: None,
+                            busy_avg: TimeAverage::default(),
+                            gauges: InstanceGauges {
+                                queue_depth: sc
+                                    .classes
+                                    .iter()
+                                    .map(|c| {
+                                        ctx.metrics.gauge(&format!("{p}.queue_depth.{}", c.name))
+                                    })
+                                    .collect(),
+                                deferred: ctx.metrics.gauge(&format!("{p}.deferred")),
+                                threads_busy: ctx.metrics.gauge(&format!("{p}.threads_busy")),
+                                threads_alive: ctx.metrics.gauge(&format!("{p}.threads_alive")),
+                                gateway_busy: ctx.metrics.gauge(&format!("{p}.gateway_busy")),
+                                backlog: ctx.metrics.gauge(&format!("{p}.backlog")),
+                                outstanding: ctx.metrics.gauge(&format!("{p}.outstanding")),
+                            },
+                        }
+                    })
+                    .collect::<Vec<_>>();
+                let rt = AppRt {
+                    spec: a.clone(),
+                    healthy: a.healthy,
+                    rr_next: 0,
+                    first_instance: first,
+                    instances,
+                };
+                first += a.instances as u32;
+                rt
+            })
+            .collect();
+        let of_source = sc
+            .sources
+            .iter()
+            .map(|s| {
+                s.app
+                    .as_ref()
+                    .map(|n| sc.apps.iter().position(|a| &a.name == n).expect("checked") as u16)
+            })
+            .collect();
+        (apps, of_source, vec![DispatchWait::default(); sc.classes.len()])
+    }
+
+    /// Arms the prestarted pools' keep-alive timers and sets the gauges at time 0.
+    pub(super) fn entry_start_all(&mut self, ctx: &mut Ctx<'_, Ev>) {
+        for a in 0..self.apps.len() {
+            for i in 0..self.apps[a].instances.len() {
+                self.entry_sync(a as u16, i as u16, ctx);
+            }
+        }
+    }
+
+    pub(super) fn entry_gauges(&mut self, app: u16, inst: u16, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let i = &mut self.apps[app as usize].instances[inst as usize];
+        let (busy, alive) = i
+            .pool
+            .as_ref()
+            .map_or((0, 0), |p| ((0..p.pools()).map(|k| p.pool(k).busy()).sum::<u64>(), p.alive()));
+        i.busy_avg.set(now, busy as i64);
+        let g = &i.gauges;
+        for (c, id) in g.queue_depth.iter().enumerate() {
+            let depth = match &i.disp {
+                Some(d) => d.depth(ClassId(c as u16)) as u64,
+                None => i.pool_waiting[c],
+            };
+            ctx.metrics.set(*id, now, depth as i64);
+        }
+        let deferred = i.disp.as_ref().map_or(0, |d| d.deferred_depth()) as i64;
+        ctx.metrics.set(g.deferred, now, deferred);
+        ctx.metrics.set(g.threads_busy, now, busy as i64);
+        ctx.metrics.set(g.threads_alive, now, alive as i64);
+        ctx.metrics.set(g.gateway_busy, now, i.gateway_busy as i64);
+        ctx.metrics.set(g.backlog, now, i.backlog.len() as i64);
+        ctx.metrics.set(g.outstanding, now, i.outstanding as i64);
+    }
+
+    pub(super) fn entry_warmup_end(&mut self, now: SimTime) {
+        for a in &mut self.apps {
+            for i in &mut a.instances {
+                i.busy_avg.restart(now);
+            }
+        }
+    }
+
+    /// Threads and gateway threads count as live entities for the zero-time-loop guard.
+    pub(super) fn entry_entities(&self) -> u64 {
+        let per = |i: &InstanceRt| i.pool.as_ref().map_or(0, |p| p.alive()) + i.gateway_busy + 1;
+        self.apps.iter().flat_map(|a| &a.instances).map(per).sum()
+    }
+
+    pub(super) fn entry_summary(&self, end: SimTime, out: &mut Summary) {
+        if self.apps.is_empty() {
+            return;
+        }
+        for (c, w) in self.classes.iter().zip(&self.dispatch_wait) {
+            let p = format!("class.{}", c.name);
+            let mean = if w.n == 0 { f64::NAN } else { w.sum_ns as f64 / w.n as f64 / 1e6 };
+            out.push_f64(format!("{p}.dispatch_wait_ms_mean"), mean);
+            let max = if w.n == 0 { f64::NAN } else { w.max_ns as f64 / 1e6 };
+            out.push_f64(format!("{p}.dispatch_wait_ms_max"), max);
+            out.push_u64(format!("{p}.dispatched"), w.n);
+        }
+        for a in &self.apps {
+            for (k, i) in a.instances.iter().enumerate() {
+                let p = format!("app.{}.{k}", a.spec.name);
+                out.push_u64(format!("{p}.assigned"), i.assigned);
+                out.push_u64(format!("{p}.caller_runs"), i.caller_runs);
+                out.push_f64(format!("{p}.threads_busy_mean"), i.busy_avg.mean(end));
+                let largest = i.pool.as_ref().map_or(0, |s| {
+                    (0..s.pools()).map(|x| s.pool(x).counters.largest_pool_size).sum()
+                });
+                out.push_u64(format!("{p}.largest_pool_size"), largest);
+                let (rej, def) = i.disp.as_ref().map_or((0, 0), |d| {
+                    let r = d.counters.iter().map(|c| c.rejected + c.rejected_defer_full).sum();
+                    (r, d.counters.iter().map(|c| c.deferred).sum())
+                });
+                out.push_u64(format!("{p}.rejected"), rej);
+                out.push_u64(format!("{p}.deferred_total"), def);
+            }
+        }
+    }
+
+    /// I23: per instance, what the pools, gateway, cores and queues hold equals what the
+    /// requests say they hold.
+    pub(super) fn entry_invariants(&self, v: &mut Vec<String>) {
+        for (ai, a) in self.apps.iter().enumerate() {
+            for (k, i) in a.instances.iter().enumerate() {
+                let mine: Vec<&super::entry::ReqEntry> = self
+                    .reqs
+                    .iter()
+                    .flatten()
+                    .filter_map(|r| r.entry.as_ref())
+                    .filter(|e| e.app as usize == ai && e.inst as usize == k)
+                    .collect();
+                let count = |f: &dyn Fn(&super::entry::ReqEntry) -> bool| {
+                    mine.iter().filter(|e| f(e)).count() as u64
+                };
+                let busy =
+                    i.pool.as_ref().map_or(0, |p| (0..p.pools()).map(|x| p.pool(x).busy()).sum());
+                let queued = i.disp.as_ref().map_or(0, |d| {
+                    (0..d.classes()).map(|c| d.depth(ClassId(c as u16))).sum::<usize>()
+                        + d.deferred_depth()
+                }) + i
+                    .pool
+                    .as_ref()
+                    .map_or(0, |p| (0..p.pools()).map(|x| p.pool(x).queued()).sum());
+                let checks = [
+                    ("threads busy", busy, count(&|e| e.worker.is_some())),
+                    ("gateway busy", i.gateway_busy, count(&|e| e.gateway)),
+                    ("cores busy", i.cpu_busy, count(&|e| e.cpu)),
+                    ("queued", queued as u64, count(&|e| e.stage == Stage::Waiting)),
+                    ("backlog", i.backlog.len() as u64, count(&|e| e.stage == Stage::Backlog)),
+                    ("cpu queue", i.cpu_queue.len() as u64, count(&|e| e.stage == Stage::CpuQueue)),
+                    ("outstanding", i.outstanding, mine.len() as u64),
+                ];
+                for (what, have, want) in checks {
+                    if have != want {
+                        v.push(format!(
+                            "I23 entry: app {} instance {k}: {what} {have} ≠ requests holding {want}",
+                            a.spec.name
+                        ));
+                    }
+                }
+                if i.backlog.len() as u64 > a.spec.accept_backlog
+                    || a.overhead_cores().is_some_and(|c| i.cpu_busy > c)
+                    || a.spec.gateway_threads.is_some_and(|g| i.gateway_busy > g)
+                {
+                    v.push(format!("I23 entry: app {} instance {k}: over a bound", a.spec.name));
+                }
+            }
+        }
+    }
+
+    /// Run-time change of `app.*`, `dispatcher.*`, `pool.*` (every instance's copy).
+    pub(super) fn entry_set(
+        &mut self,
+        kind: &str,
+        name: &str,
+        param: &str,
+        v: ParamValue,
+        ctx: &mut Ctx<'_, Ev>,
+    ) {
+        let now = ctx.now();
+        for ai in 0..self.apps.len() {
+            let a = &mut self.apps[ai];
+            let pool_ix = a.spec.pools().iter().position(|p| p.name == name);
+            let hit = match kind {
+                "app" => a.spec.name == name,
+                "dispatcher" => a.spec.dispatcher.as_ref().is_some_and(|d| d.name == name),
+                _ => pool_ix.is_some(),
+            };
+            if !hit {
+                continue;
+            }
+            // The spec mirrors the current values (for `current` and the event log).
+            match kind {
+                "app" => a.spec.set(param, v.clone()).expect("checked"),
+                "dispatcher" => {
+                    let d = a.spec.dispatcher.as_mut().expect("hit");
+                    d.set(param, v.clone()).ok(); // max_wait of a non-Aging policy: no field
+                }
+                _ => {}
+            }
+            for i in &mut a.instances {
+                match (kind, param, &v) {
+                    ("app", "healthy", ParamValue::Bool(b)) => {
+                        a.healthy = *b;
+                        if let Some(d) = i.disp.as_mut() {
+                            d.set_healthy(*b, now);
+                        }
+                    }
+                    ("dispatcher", p, v) => {
+                        let d = i.disp.as_mut().expect("has one");
+                        match (p, v) {
+                            ("max_wait", ParamValue::Duration(x)) => d.set_max_wait(*x),
+                            ("drain_rate_per_s", ParamValue::Float(x)) => {
+                                d.set_drain_rate_per_s(*x)
+                            }
+                            ("defer_capacity", ParamValue::Count(n)) => d.set_defer_capacity(*n),
+                            (p, v) => unreachable!("dispatcher.{p} = {v:?}"),
+                        }
+                    }
+                    ("pool", p, v) => {
+                        let pool =
+                            i.pool.as_mut().expect("has one").pool_mut(pool_ix.expect("hit"));
+                        let (core, max) =
+                            (pool.spec().core_pool_size, pool.spec().maximum_pool_size);
+                        // Java would throw on core > max; the model moves the other bound.
+                        match (p, v) {
+                            ("core_pool_size", ParamValue::Count(n)) => {
+                                pool.set_sizes(*n, max.max(*n).max(1))
+                            }
+                            ("maximum_pool_size", ParamValue::Count(n)) => {
+                                pool.set_sizes(core.min(*n), *n)
+                            }
+                            ("keep_alive_time", ParamValue::Duration(d)) => {
+                                pool.set_keep_alive_time(*d)
+                            }
+                            (p, v) => unreachable!("pool.{p} = {v:?}"),
+                        }
+                    }
+                    (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
+                }
+            }
+            for k in 0..self.apps[ai].instances.len() {
+                self.entry_pump(ai as u16, k as u16, ctx);
+                self.entry_sync(ai as u16, k as u16, ctx);
+            }
+        }
+    }
+}
+
+impl AppRt {
+    fn overhead_cores(&self) -> Option<u64> {
+        self.spec.thread_overhead.as_ref().map(|o| o.cpu_cores)
+    }
+}

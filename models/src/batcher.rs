@@ -298,3 +298,5 @@ impl crate::params::Params for BatcherSpec {
 
 #[cfg(test)]
 mod tests;
+
+pub mod governor;

@@ -32,6 +32,7 @@ pub enum GovernorKind {
     SingleFlight(crate::cache::singleflight::SingleFlight),
     CircuitBreaker(crate::breaker::CircuitBreaker),
     DegradeRule(crate::breaker::sentinel_degrade::DegradeBreaker),
+    Batcher(crate::batcher::governor::BatchGovernor),
 }
 
 impl GovernorKind {
@@ -56,6 +57,7 @@ macro_rules! each {
             GovernorKind::SingleFlight($g) => $e,
             GovernorKind::CircuitBreaker($g) => $e,
             GovernorKind::DegradeRule($g) => $e,
+            GovernorKind::Batcher($g) => $e,
         }
     };
 }
@@ -87,6 +89,9 @@ impl Governor for GovernorKind {
     }
     fn take_events(&mut self, out: &mut Vec<crate::governor::GovEvent>) {
         each!(self, g => g.take_events(out))
+    }
+    fn batch_of(&self, call: CallId) -> Option<u32> {
+        each!(self, g => g.batch_of(call))
     }
 }
 

@@ -123,4 +123,9 @@ pub trait Governor {
     fn on_wake(&mut self, _now: SimTime) {}
     /// State changes since the last call, oldest first.
     fn take_events(&mut self, _out: &mut Vec<GovEvent>) {}
+    /// When `call` goes upstream carrying a batch of calls (a request batcher's leader),
+    /// the batch size; `None`: the call is alone.
+    fn batch_of(&self, _call: CallId) -> Option<u32> {
+        None
+    }
 }

@@ -9,6 +9,8 @@
 //! Architecture invariant: a governor's component path is `<Params::KIND>.<name>`, the
 //! same string in the registry, in metric names and in `events.parquet`.
 
+use crate::batcher::BatcherSpec;
+use crate::batcher::governor::BatchGovernor;
 use crate::breaker::sentinel_degrade::{DegradeBreaker, DegradeRuleSpec};
 use crate::breaker::{CircuitBreaker, CircuitBreakerSpec};
 use crate::cache::singleflight::{SingleFlight, SingleFlightSpec};
@@ -45,6 +47,8 @@ pub enum GovernorRef {
     CircuitBreaker(String),
     /// A Sentinel degrade rule (circuit breaker) from `degrade_rules`.
     DegradeRule(String),
+    /// A request batcher (window + max batch: one upstream call per batch) from `batchers`.
+    Batcher(String),
 }
 
 impl GovernorRef {
@@ -58,7 +62,8 @@ impl GovernorRef {
             | GovernorRef::Cache(n)
             | GovernorRef::SingleFlight(n)
             | GovernorRef::CircuitBreaker(n)
-            | GovernorRef::DegradeRule(n) => n,
+            | GovernorRef::DegradeRule(n)
+            | GovernorRef::Batcher(n) => n,
         }
     }
     /// The registry kind (`gate`, `flow`, …).
@@ -73,6 +78,7 @@ impl GovernorRef {
             GovernorRef::SingleFlight(_) => SingleFlightSpec::KIND,
             GovernorRef::CircuitBreaker(_) => CircuitBreakerSpec::KIND,
             GovernorRef::DegradeRule(_) => DegradeRuleSpec::KIND,
+            GovernorRef::Batcher(_) => BatcherSpec::KIND,
         }
     }
     /// The scenario list it is declared in.
@@ -87,6 +93,7 @@ impl GovernorRef {
             GovernorRef::SingleFlight(_) => "single_flights",
             GovernorRef::CircuitBreaker(_) => "circuit_breakers",
             GovernorRef::DegradeRule(_) => "degrade_rules",
+            GovernorRef::Batcher(_) => "batchers",
         }
     }
     /// `<kind>.<name>`: its component path.
@@ -129,6 +136,7 @@ impl<V> ScenarioSpec<V> {
         of("single_flights", &self.single_flights, &mut out);
         of("circuit_breakers", &self.circuit_breakers, &mut out);
         of("degrade_rules", &self.degrade_rules, &mut out);
+        of("batchers", &self.batchers, &mut out);
         out
     }
 
@@ -157,6 +165,7 @@ impl<V> ScenarioSpec<V> {
         out.extend(
             self.degrade_rules.iter().map(|s| GovernorKind::DegradeRule(DegradeBreaker::new(s))),
         );
+        out.extend(self.batchers.iter().map(|s| GovernorKind::Batcher(BatchGovernor::new(s))));
         assert_eq!(out.len(), self.declared_governors().len(), "arena order = declared order");
         out
     }
@@ -171,6 +180,7 @@ impl<V> ScenarioSpec<V> {
         self.single_flights.iter().for_each(|c| r.add_component(c));
         self.circuit_breakers.iter().for_each(|c| r.add_component(c));
         self.degrade_rules.iter().for_each(|c| r.add_component(c));
+        self.batchers.iter().for_each(|c| r.add_component(c));
     }
 }
 
@@ -200,6 +210,16 @@ impl GovernorKind {
             },
             GovernorKind::CircuitBreaker(b) => b.apply_param(param, v, now)?,
             GovernorKind::DegradeRule(b) => b.apply_param(param, v, now)?,
+            GovernorKind::Batcher(b) => match (param, v) {
+                ("window", ParamValue::Duration(d)) => b.batcher.set_window(d),
+                // A batch already that full goes at its next member or window end.
+                ("max_batch", ParamValue::Count(n)) => {
+                    if let Some(batch) = b.batcher.set_max_batch(n, now) {
+                        b.flushed(batch);
+                    }
+                }
+                (p, v) => return Err(format!("batcher.{p} = {v:?} is not run-time changeable")),
+            },
             GovernorKind::SingleFlight(f) => match (param, v) {
                 ("share_errors", ParamValue::Bool(b)) => f.set_share_errors(b),
                 (p, v) => {

@@ -58,12 +58,18 @@ pub struct ScenarioSpec<V> {
     /// Sentinel degrade rules (circuit breakers).
     #[serde(default)]
     pub degrade_rules: Vec<crate::breaker::sentinel_degrade::DegradeRuleSpec>,
+    /// Request batchers (window + max batch; one upstream call per batch).
+    #[serde(default)]
+    pub batchers: Vec<crate::batcher::BatcherSpec>,
     /// Fan-out pipelines: what one request runs (a source may target a pipeline or,
     /// for a single call, a call site directly).
     #[serde(default)]
     pub pipelines: Vec<crate::pipeline::PipelineSpec>,
     pub call_sites: Vec<CallSiteSpec>,
     pub stations: Vec<StationSpec>,
+    /// GPU-backed inference servers (continuous batching), upstreams like stations.
+    #[serde(default)]
+    pub gpu_servers: Vec<crate::gpu::ServerSpec>,
     /// Provider quotas (RPM, TPM, concurrency), referenced by stations.
     #[serde(default)]
     pub quotas: Vec<crate::quota::QuotaSpec>,
@@ -156,6 +162,7 @@ impl<V> ScenarioSpec<V> {
         unique("single_flights", self.single_flights.iter().map(|s| s.name.as_str()))?;
         unique("circuit_breakers", self.circuit_breakers.iter().map(|s| s.name.as_str()))?;
         unique("degrade_rules", self.degrade_rules.iter().map(|s| s.name.as_str()))?;
+        unique("batchers", self.batchers.iter().map(|s| s.name.as_str()))?;
         for (i, d) in self.degrade_rules.iter().enumerate() {
             d.check()
                 .map_err(|message| SpecError { path: format!("degrade_rules[{i}]"), message })?;
@@ -204,6 +211,20 @@ impl<V> ScenarioSpec<V> {
         }
         unique("stations", self.stations.iter().map(|s| s.name.as_str()))?;
         unique("quotas", self.quotas.iter().map(|s| s.name.as_str()))?;
+        unique("gpu_servers", self.gpu_servers.iter().map(|s| s.name.as_str()))?;
+        for (i, g) in self.gpu_servers.iter().enumerate() {
+            if self.stations.iter().any(|s| s.name == g.name) {
+                return Err(SpecError {
+                    path: format!("gpu_servers[{i}].name"),
+                    message: format!(
+                        "\"{}\" names a station too (a call site's upstream must be unambiguous)",
+                        g.name
+                    ),
+                });
+            }
+            g.check()
+                .map_err(|message| SpecError { path: format!("gpu_servers[{i}]"), message })?;
+        }
         for (i, s) in self.stations.iter().enumerate() {
             if let Some(q) = &s.quota
                 && !self.quotas.iter().any(|x| &x.name == q)
@@ -284,8 +305,10 @@ impl<V> ScenarioSpec<V> {
         ranges("single_flights", &self.single_flights)?;
         ranges("circuit_breakers", &self.circuit_breakers)?;
         ranges("degrade_rules", &self.degrade_rules)?;
+        ranges("batchers", &self.batchers)?;
         ranges("stations", &self.stations)?;
         ranges("quotas", &self.quotas)?;
+        ranges("gpu_servers", &self.gpu_servers)?;
         let names = |v: Vec<&str>| v.join(", ");
         for (i, s) in self.sources.iter().enumerate() {
             if !self.call_sites.iter().any(|c| c.name == s.target)
@@ -318,13 +341,22 @@ impl<V> ScenarioSpec<V> {
         }
         self.check_traffic()?;
         for (i, c) in self.call_sites.iter().enumerate() {
-            if !self.stations.iter().any(|s| s.name == c.upstream) {
+            if !self.stations.iter().any(|s| s.name == c.upstream)
+                && !self.gpu_servers.iter().any(|s| s.name == c.upstream)
+            {
+                let mut all: Vec<&str> = self.stations.iter().map(|s| s.name.as_str()).collect();
+                let what = if self.gpu_servers.is_empty() {
+                    "station"
+                } else {
+                    all.extend(self.gpu_servers.iter().map(|s| s.name.as_str()));
+                    "station or GPU server"
+                };
                 return Err(SpecError {
                     path: format!("call_sites[{i}].upstream"),
                     message: format!(
-                        "no station named \"{}\"; stations: [{}]",
+                        "no {what} named \"{}\"; {what}s: [{}]",
                         c.upstream,
-                        names(self.stations.iter().map(|s| s.name.as_str()).collect())
+                        names(all)
                     ),
                 });
             }
@@ -372,6 +404,7 @@ impl<V> ScenarioSpec<V> {
         self.register_governors(&mut r);
         self.stations.iter().for_each(|c| r.add_component(c));
         self.quotas.iter().for_each(|c| r.add_component(c));
+        self.gpu_servers.iter().for_each(|c| r.add_component(c));
         if let Some(u) = &self.users {
             let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
             u.segment_params(&classes).iter().for_each(|c| r.add_component(c));
@@ -449,9 +482,11 @@ impl<V> ScenarioSpec<V> {
             single_flights: self.single_flights,
             circuit_breakers: self.circuit_breakers,
             degrade_rules: self.degrade_rules,
+            batchers: self.batchers,
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,
+            gpu_servers: self.gpu_servers,
             quotas: self.quotas,
             users: self.users,
             apps: self.apps,

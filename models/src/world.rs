@@ -86,6 +86,10 @@ pub enum Ev {
     GovWake {
         gov: u16,
     },
+    /// A GPU server's step ends.
+    GpuStep {
+        gpu: u16,
+    },
     /// A closed-loop user sends its next request.
     UserSend {
         source: u16,
@@ -123,6 +127,7 @@ impl sim_core::Event for Ev {
             Ev::UpstreamTimeout { .. } => 5,
             Ev::RetryDue { .. } => 6,
             Ev::GovWake { .. } => 7,
+            Ev::GpuStep { .. } => 13,
             Ev::UserSend { .. } => 8,
             Ev::UserGiveUp { .. } => 9,
             Ev::DispatchWake { .. } => 10,
@@ -138,6 +143,7 @@ impl sim_core::Event for Ev {
             | Ev::UpstreamTimeout { id, .. }
             | Ev::RetryDue { id, .. } => id,
             Ev::GovWake { gov } => gov as u64,
+            Ev::GpuStep { gpu } => gpu as u64,
             Ev::WarmupEnd => 0,
             Ev::UserSend { source, user } | Ev::UserGiveUp { source, user } => {
                 ((source as u64) << 32) | user as u64
@@ -150,7 +156,9 @@ impl sim_core::Event for Ev {
     }
     fn phase(&self) -> Phase {
         match self {
-            Ev::ServiceDone { .. } | Ev::LocalWorkDone { .. } => Phase::Completion,
+            Ev::ServiceDone { .. } | Ev::LocalWorkDone { .. } | Ev::GpuStep { .. } => {
+                Phase::Completion
+            }
             Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } | Ev::UserGiveUp { .. } => {
                 Phase::Timeout
             }
@@ -272,8 +280,15 @@ struct SourceRt {
 struct SiteRt {
     name: String,
     stack: Vec<usize>,
-    station: u16,
+    upstream: Upstream,
     timeout: SimDuration,
+}
+
+/// Where a call site's calls end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Upstream {
+    Station(u16),
+    Gpu(u16),
 }
 
 /// A unit of work at a station: enough to serve it even after its client gave up (the
@@ -396,6 +411,7 @@ pub struct QueueingWorld {
     gates: Vec<GateRt>,
     stations: Vec<StationRt>,
     quotas: Vec<(String, crate::quota::Quota)>,
+    gpus: Vec<gpu::GpuRt>,
     reqs: Vec<Option<Req>>,
     req_free: Vec<u32>,
     calls: Vec<Option<Call>>,
@@ -431,6 +447,7 @@ mod changes;
 mod clients;
 mod entry;
 mod entry_report;
+mod gpu;
 mod report;
 mod requests;
 mod traffic;
@@ -455,6 +472,7 @@ impl sim_core::World for QueueingWorld {
             Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
             Ev::RetryDue { slot, .. } => self.on_retry_due(slot, ctx),
             Ev::GovWake { gov } => self.on_gov_wake(gov as usize, ctx),
+            Ev::GpuStep { gpu } => self.on_gpu_step(gpu, ctx),
             Ev::UserSend { source, user } => self.on_user_send(source, user, ctx),
             Ev::UserGiveUp { source, user } => self.on_user_give_up(source, user, ctx),
             Ev::DispatchWake { app, inst } => self.on_dispatch_wake(app, inst, ctx),
@@ -501,6 +519,7 @@ impl sim_core::World for QueueingWorld {
                 None => "request".into(),
             },
             Ev::GovWake { gov } => self.gov_names[gov as usize].clone(),
+            Ev::GpuStep { gpu } => format!("gpu_server.{}", self.gpus[gpu as usize].name),
             Ev::UserSend { source, .. } | Ev::UserGiveUp { source, .. } => {
                 format!("source.{}", self.sources[source as usize].name)
             }

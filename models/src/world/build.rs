@@ -33,8 +33,13 @@ impl QueueingWorld {
             .iter()
             .map(|c| SiteRt {
                 stack: c.governors.iter().map(gov_index).collect(),
-                station: sc.stations.iter().position(|s| s.name == c.upstream).expect("checked")
-                    as u16,
+                upstream: match sc.stations.iter().position(|s| s.name == c.upstream) {
+                    Some(i) => Upstream::Station(i as u16),
+                    None => Upstream::Gpu(
+                        sc.gpu_servers.iter().position(|s| s.name == c.upstream).expect("checked")
+                            as u16,
+                    ),
+                },
                 name: c.name.clone(),
                 timeout: c.timeout,
             })
@@ -161,6 +166,7 @@ impl QueueingWorld {
             params_now: sc.registry().iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             gates,
             stations,
+            gpus: sc.gpu_servers.iter().map(|s| gpu::GpuRt::new(s, ctx)).collect(),
             quotas: sc
                 .quotas
                 .iter()

@@ -79,6 +79,20 @@ impl QueueingWorld {
     }
 
     fn send_to_station(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let site = self.call(slot).site as usize;
+        let st = match self.sites[site].upstream {
+            Upstream::Station(st) => st,
+            Upstream::Gpu(g) => {
+                let call = call_id(slot, self.call(slot).generation);
+                let batch = self.sites[site]
+                    .stack
+                    .iter()
+                    .find_map(|&i| self.govs[i].batch_of(call))
+                    .unwrap_or(1);
+                self.send_to_gpu(slot, g, batch, ctx);
+                return;
+            }
+        };
         let now = ctx.now();
         let c = self.call(slot);
         let r = self.reqs[c.req as usize].as_ref().expect("live request");
@@ -97,7 +111,6 @@ impl QueueingWorld {
         if r.arrival >= self.warmup {
             self.sources[source as usize].upstream_calls += 1;
         }
-        let st = self.sites[site].station;
         // The provider's quota answers first: 429, with a Retry-After, consumes nothing.
         if let Some(q) = self.stations[st as usize].quota {
             let q = &mut self.quotas[q].1;
@@ -238,7 +251,7 @@ impl QueueingWorld {
     }
 
     /// [`Self::answer`] with the Retry-After the upstream sent.
-    fn answer_with(
+    pub(super) fn answer_with(
         &mut self,
         slot: u32,
         outcome: Outcome,
@@ -275,7 +288,15 @@ impl QueueingWorld {
         let (site, id, in_service) = (c.site as usize, c.job_id(), c.in_service);
         c.in_service = false;
         let service_timer = c.service_timer.take();
-        let st = self.sites[site].station;
+        let st = match self.sites[site].upstream {
+            Upstream::Station(st) => st,
+            Upstream::Gpu(g) => {
+                self.gpu_abandon(g, id, ctx);
+                self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);
+                self.resume_woken(ctx);
+                return;
+            }
+        };
         // A service follows the cancellation setting in force when it started (its
         // completion is cancellable exactly then); a waiting call, the setting now.
         if in_service {

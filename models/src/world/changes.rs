@@ -113,6 +113,33 @@ impl QueueingWorld {
                 self.resume_woken(ctx);
                 self.update_gate_gauges(ctx);
             }
+            ("gpu_server", param, v) => {
+                let g = self.gpus.iter().position(|g| g.name == name).expect("checked");
+                let server = &mut self.gpus[g].server;
+                let r = match (param, v) {
+                    ("max_num_seqs", ParamValue::Count(n)) => server.set_max_num_seqs(n),
+                    ("max_num_batched_tokens", ParamValue::Count(n)) => {
+                        server.set_max_num_batched_tokens(n)
+                    }
+                    ("max_queue", ParamValue::Count(n)) => server.set_max_queue(n),
+                    ("cancellation", ParamValue::Bool(b)) => {
+                        server.set_cancellation(b);
+                        Ok(())
+                    }
+                    (p, v) => Err(format!("gpu_server.{p} = {v:?} is not run-time changeable")),
+                };
+                if let Err(e) = r {
+                    // A cross-field rule (batched tokens ≥ sequences): refused, recorded.
+                    self.events.push(ModelEvent {
+                        time: ctx.now(),
+                        component: format!("gpu_server.{name}"),
+                        kind: "config_rejected",
+                        from: param.to_string(),
+                        to: e,
+                    });
+                }
+                self.kick_gpu(g as u16, ctx);
+            }
             (k @ ("app" | "dispatcher" | "pool"), p, v) => self.entry_set(k, name, p, v, ctx),
             (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
         }

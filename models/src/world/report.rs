@@ -69,6 +69,22 @@ impl QueueingWorld {
                 out.push_f64(format!("{p}.cost_abandoned"), s.cost_abandoned);
             }
         }
+        for g in &self.gpus {
+            let p = format!("gpu_server.{}", g.name);
+            let st = &g.server.stats;
+            out.push_u64(format!("{p}.answered"), g.answered);
+            out.push_u64(format!("{p}.rejected_429"), g.rejected_429);
+            out.push_u64(format!("{p}.abandoned_work"), g.abandoned_done);
+            out.push_u64(format!("{p}.steps"), st.steps);
+            out.push_u64(format!("{p}.preemptions"), st.preemptions);
+            out.push_u64(format!("{p}.tokens_generated"), st.tokens_generated);
+            let mean_batch =
+                if st.steps == 0 { f64::NAN } else { st.batch_seqs_sum as f64 / st.steps as f64 };
+            out.push_f64(format!("{p}.mean_batch"), mean_batch);
+            let secs = end.0 as f64 / 1e9;
+            out.push_f64(format!("{p}.utilization"), st.busy_ns as f64 / end.0.max(1) as f64);
+            out.push_f64(format!("{p}.tokens_per_s"), st.tokens_generated as f64 / secs);
+        }
         for (name, q) in &self.quotas {
             let p = format!("quota.{name}");
             out.push_u64(format!("{p}.admitted"), q.counters.admitted);
@@ -128,6 +144,7 @@ impl QueueingWorld {
                 ));
             }
         }
+        v.extend(self.gpus.iter().filter_map(|g| g.check()));
         for (name, q) in &self.quotas {
             if q.counters.admitted != q.counters.completed + q.in_flight() {
                 v.push(format!(

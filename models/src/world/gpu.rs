@@ -1,0 +1,189 @@
+//! GPU-backed inference servers as upstreams: a call becomes one sequence (or one per
+//! member of a batch), the server's step loop runs as `GpuStep` events, and a call is
+//! answered when all its sequences have finished.
+//!
+//! Architecture invariant: the server steps whenever it has work and no step is in flight
+//! (work conservation of the step loop), and every sequence submitted ends exactly once —
+//! finished, or cancelled with its call when the server cancels abandoned work.
+
+use super::*;
+use crate::gpu::{SeqEvent, SeqRequest, Server, ServerSpec, SubmitDecision, SubmitRejection};
+use std::collections::BTreeMap;
+
+pub(super) struct GpuRt {
+    pub name: String,
+    pub server: Server,
+    /// Sequence → (call slot, job id, submitted at).
+    seqs: BTreeMap<u64, (u32, u64, SimTime)>,
+    /// Job at the server → its sequences not yet finished.
+    jobs: BTreeMap<u64, Vec<u64>>,
+    next_seq: u64,
+    running: GaugeId,
+    waiting: GaugeId,
+    kv_used: GaugeId,
+    ttft: HistId,
+    /// Calls answered, and work finished for calls their client had abandoned.
+    pub answered: u64,
+    pub abandoned_done: u64,
+    pub rejected_429: u64,
+}
+
+impl GpuRt {
+    pub fn new(spec: &ServerSpec, ctx: &mut Ctx<'_, Ev>) -> GpuRt {
+        let p = format!("gpu_server.{}", spec.name);
+        GpuRt {
+            name: spec.name.clone(),
+            server: Server::new(spec),
+            seqs: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            next_seq: 0,
+            running: ctx.metrics.gauge(&format!("{p}.running")),
+            waiting: ctx.metrics.gauge(&format!("{p}.waiting")),
+            kv_used: ctx.metrics.gauge(&format!("{p}.kv_used_tokens")),
+            ttft: ctx.metrics.histogram(&format!("{p}.ttft")),
+            answered: 0,
+            abandoned_done: 0,
+            rejected_429: 0,
+        }
+    }
+
+    /// Sequences the world tracks = sequences the server holds.
+    pub fn check(&self) -> Option<String> {
+        let held = (self.server.running() + self.server.waiting()) as usize;
+        let in_jobs: usize = self.jobs.values().map(Vec::len).sum();
+        (held != self.seqs.len() || in_jobs != self.seqs.len()).then(|| {
+            format!(
+                "I25 GPU sequences: server {} holds {held}, world tracks {} ({in_jobs} by call)",
+                self.name,
+                self.seqs.len()
+            )
+        })
+    }
+}
+
+impl QueueingWorld {
+    /// Sends call `slot` (job `job`) to GPU server `g` as `batch` sequences.
+    pub(super) fn send_to_gpu(&mut self, slot: u32, g: u16, batch: u32, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let c = self.calls[slot as usize].as_ref().expect("live call");
+        let r = self.reqs[c.req as usize].as_ref().expect("live request");
+        let (job, site) = (c.job_id(), c.site as usize);
+        let (prompt, output) =
+            (r.tokens.prompt.unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
+        if r.arrival >= self.warmup {
+            self.sources[r.source as usize].upstream_calls += 1;
+        }
+        let gpu = &mut self.gpus[g as usize];
+        let room = gpu.server.spec().max_queue.saturating_sub(gpu.server.waiting());
+        if room < batch as u64 {
+            gpu.rejected_429 += 1;
+            self.answer_with(slot, Outcome::Rejected(Reason::Upstream429), None, ctx);
+            return;
+        }
+        let mut ids = Vec::with_capacity(batch as usize);
+        for _ in 0..batch {
+            let id = gpu.next_seq;
+            gpu.next_seq += 1;
+            let seq = SeqRequest { id, prompt_tokens: prompt, output_tokens: output };
+            match gpu.server.submit(seq, now) {
+                SubmitDecision::Queued => {
+                    gpu.seqs.insert(id, (slot, job, now));
+                    ids.push(id);
+                }
+                SubmitDecision::Rejected(why) => {
+                    // Identical sequences: the first refusal comes before any is queued.
+                    assert!(ids.is_empty(), "a batch's sequences are refused together");
+                    let o = match why {
+                        SubmitRejection::QueueFull => Outcome::Rejected(Reason::Upstream429),
+                        // vLLM's 400: a prompt with no tokens, or longer than the model.
+                        SubmitRejection::TooLong | SubmitRejection::Empty => {
+                            Outcome::Failed(Reason::BusinessError)
+                        }
+                    };
+                    self.answer_with(slot, o, None, ctx);
+                    return;
+                }
+            }
+        }
+        gpu.jobs.insert(job, ids);
+        let timeout = self.sites[site].timeout;
+        if timeout > SimDuration::ZERO {
+            let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job });
+            self.calls[slot as usize].as_mut().expect("live call").upstream_timer = Some(h);
+        }
+        self.kick_gpu(g, ctx);
+    }
+
+    /// Starts a step if the server has work and none is in flight.
+    pub(super) fn kick_gpu(&mut self, g: u16, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let gpu = &mut self.gpus[g as usize];
+        if gpu.server.step_end().is_none()
+            && gpu.server.has_work()
+            && let Some(plan) = gpu.server.start_step(now)
+        {
+            ctx.schedule_at(plan.end, Ev::GpuStep { gpu: g });
+        }
+        ctx.metrics.set(gpu.running, now, gpu.server.running() as i64);
+        ctx.metrics.set(gpu.waiting, now, gpu.server.waiting() as i64);
+        ctx.metrics.set(gpu.kv_used, now, gpu.server.kv_used_tokens() as i64);
+    }
+
+    pub(super) fn on_gpu_step(&mut self, g: u16, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let mut evs = Vec::new();
+        self.gpus[g as usize].server.finish_step(now, &mut evs);
+        let mut done = Vec::new();
+        for e in evs {
+            let gpu = &mut self.gpus[g as usize];
+            match e {
+                SeqEvent::FirstToken { id, at } => {
+                    let &(slot, job, sent) = gpu.seqs.get(&id).expect("a sequence of ours");
+                    ctx.metrics.record(gpu.ttft, (at - sent).0);
+                    let live = self.calls[slot as usize].as_ref().filter(|c| c.job_id() == job);
+                    if let Some(req) = live.map(|c| c.req) {
+                        self.request_started(req, at);
+                    }
+                }
+                SeqEvent::Finished { id, .. } => {
+                    let (slot, job, _) = gpu.seqs.remove(&id).expect("a sequence of ours");
+                    let left = gpu.jobs.get_mut(&job).expect("its call's sequences");
+                    left.retain(|s| *s != id);
+                    if left.is_empty() {
+                        gpu.jobs.remove(&job);
+                        done.push((slot, job));
+                    }
+                }
+                SeqEvent::Token { .. } | SeqEvent::Preempted { .. } => {}
+            }
+        }
+        self.kick_gpu(g, ctx);
+        for (slot, job) in done {
+            let Some(c) = self.calls[slot as usize].as_mut().filter(|c| c.job_id() == job) else {
+                self.gpus[g as usize].abandoned_done += 1;
+                continue;
+            };
+            if let Some(h) = c.upstream_timer.take() {
+                ctx.cancel(h);
+            }
+            self.gpus[g as usize].answered += 1;
+            self.answer_with(slot, Outcome::Success, None, ctx);
+        }
+        self.resume_woken(ctx);
+    }
+
+    /// The client gave up on job `job` at GPU server `g`: with cancellation its sequences
+    /// are dropped (KV and slots freed), else they run on as abandoned work.
+    pub(super) fn gpu_abandon(&mut self, g: u16, job: u64, ctx: &mut Ctx<'_, Ev>) {
+        let gpu = &mut self.gpus[g as usize];
+        if !gpu.server.spec().cancellation {
+            return;
+        }
+        for id in gpu.jobs.remove(&job).unwrap_or_default() {
+            let cancelled = gpu.server.cancel(id);
+            assert!(cancelled, "a tracked sequence is at the server");
+            gpu.seqs.remove(&id);
+        }
+        self.kick_gpu(g, ctx);
+    }
+}

@@ -446,7 +446,18 @@ impl<V> ScenarioSpec<V> {
             "class" => find(&mut self.classes, name).set(param, value),
             "source" => find(&mut self.sources, name).set(param, value),
             "gate" => find(&mut self.gates, name).set(param, value),
+            "flow" => find(&mut self.flow_rules, name).set(param, value),
+            "param_flow" => find(&mut self.param_flow_rules, name).set(param, value),
+            "token_bucket" => find(&mut self.token_buckets, name).set(param, value),
+            "retry" => find(&mut self.retries, name).set(param, value),
+            "cache" => find(&mut self.caches, name).set(param, value),
+            "single_flight" => find(&mut self.single_flights, name).set(param, value),
+            "circuit_breaker" => find(&mut self.circuit_breakers, name).set(param, value),
+            "degrade_rule" => find(&mut self.degrade_rules, name).set(param, value),
+            "batcher" => find(&mut self.batchers, name).set(param, value),
             "station" => find(&mut self.stations, name).set(param, value),
+            "quota" => find(&mut self.quotas, name).set(param, value),
+            "gpu_server" => find(&mut self.gpu_servers, name).set(param, value),
             "segment" => {
                 let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();
                 let classes: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
@@ -455,6 +466,16 @@ impl<V> ScenarioSpec<V> {
             "app" | "dispatcher" | "pool" => self.set_app_param(kind, name, param, value),
             _ => unreachable!("registry kinds are listed here"),
         }
+    }
+
+    /// Every registered parameter path can be set (sweeps, variants): a registry kind
+    /// without an arm in [`Self::set_param`] is a bug this test-facing helper exposes.
+    pub fn set_every_param_to_its_value(&mut self) -> Result<(), String> {
+        let reg = self.registry();
+        for p in reg.iter() {
+            self.set_param(&p.path, p.value.clone())?;
+        }
+        Ok(())
     }
 
     /// Replaces the timeline's value type (the file layer resolves raw values with it).

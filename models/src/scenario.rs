@@ -70,6 +70,10 @@ pub struct ScenarioSpec<V> {
     /// GPU-backed inference servers (continuous batching), upstreams like stations.
     #[serde(default)]
     pub gpu_servers: Vec<crate::gpu::ServerSpec>,
+    /// HTTP connection pools (per-route and total caps, keep-alive, validation, connect
+    /// cost, server-side idle close), referenced by call sites.
+    #[serde(default)]
+    pub connection_pools: Vec<crate::connpool::ConnPoolSpec>,
     /// Provider quotas (RPM, TPM, concurrency), referenced by stations.
     #[serde(default)]
     pub quotas: Vec<crate::quota::QuotaSpec>,
@@ -96,6 +100,15 @@ pub struct CallSiteSpec {
     pub governors: Vec<GovernorRef>,
     /// The station the call ends at.
     pub upstream: String,
+    /// The connection pool its calls borrow a connection from (an entry of the scenario's
+    /// `connection_pools`); none: connections are free and always fresh.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub connection_pool: Option<String>,
     /// The client's timeout on the upstream call, from sending it until the answer
     /// (provider-side queueing included); `"0s"` = none. A timed-out call fails with
     /// `timeout`; whether the upstream keeps working on it is the station's `cancellation`.
@@ -212,6 +225,24 @@ impl<V> ScenarioSpec<V> {
         unique("stations", self.stations.iter().map(|s| s.name.as_str()))?;
         unique("quotas", self.quotas.iter().map(|s| s.name.as_str()))?;
         unique("gpu_servers", self.gpu_servers.iter().map(|s| s.name.as_str()))?;
+        unique("connection_pools", self.connection_pools.iter().map(|s| s.name.as_str()))?;
+        for (i, c) in self.call_sites.iter().enumerate() {
+            if let Some(p) = &c.connection_pool
+                && !self.connection_pools.iter().any(|x| &x.name == p)
+            {
+                return Err(SpecError {
+                    path: format!("call_sites[{i}].connection_pool"),
+                    message: format!(
+                        "no connection pool named \"{p}\"; connection_pools: [{}]",
+                        self.connection_pools
+                            .iter()
+                            .map(|x| x.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
+        }
         for (i, g) in self.gpu_servers.iter().enumerate() {
             if self.stations.iter().any(|s| s.name == g.name) {
                 return Err(SpecError {
@@ -309,6 +340,7 @@ impl<V> ScenarioSpec<V> {
         ranges("stations", &self.stations)?;
         ranges("quotas", &self.quotas)?;
         ranges("gpu_servers", &self.gpu_servers)?;
+        ranges("connection_pools", &self.connection_pools)?;
         let names = |v: Vec<&str>| v.join(", ");
         for (i, s) in self.sources.iter().enumerate() {
             if !self.call_sites.iter().any(|c| c.name == s.target)
@@ -405,6 +437,7 @@ impl<V> ScenarioSpec<V> {
         self.stations.iter().for_each(|c| r.add_component(c));
         self.quotas.iter().for_each(|c| r.add_component(c));
         self.gpu_servers.iter().for_each(|c| r.add_component(c));
+        self.connection_pools.iter().for_each(|c| r.add_component(c));
         if let Some(u) = &self.users {
             let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
             u.segment_params(&classes).iter().for_each(|c| r.add_component(c));
@@ -458,6 +491,7 @@ impl<V> ScenarioSpec<V> {
             "station" => find(&mut self.stations, name).set(param, value),
             "quota" => find(&mut self.quotas, name).set(param, value),
             "gpu_server" => find(&mut self.gpu_servers, name).set(param, value),
+            "connpool" => find(&mut self.connection_pools, name).set(param, value),
             "segment" => {
                 let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();
                 let classes: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
@@ -508,6 +542,7 @@ impl<V> ScenarioSpec<V> {
             call_sites: self.call_sites,
             stations: self.stations,
             gpu_servers: self.gpu_servers,
+            connection_pools: self.connection_pools,
             quotas: self.quotas,
             users: self.users,
             apps: self.apps,

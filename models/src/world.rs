@@ -90,6 +90,20 @@ pub enum Ev {
     GpuStep {
         gpu: u16,
     },
+    /// A call's connection is ready (connected, validated) or its staleness surfaced.
+    ConnReady {
+        slot: u32,
+        id: u64,
+    },
+    /// A call found no connection within `connection_request_timeout`.
+    ConnDeadline {
+        slot: u32,
+        id: u64,
+    },
+    /// A connection pool's idle connections expire (client keep-alive).
+    ConnPoolWake {
+        pool: u16,
+    },
     /// A closed-loop user sends its next request.
     UserSend {
         source: u16,
@@ -128,6 +142,9 @@ impl sim_core::Event for Ev {
             Ev::RetryDue { .. } => 6,
             Ev::GovWake { .. } => 7,
             Ev::GpuStep { .. } => 13,
+            Ev::ConnReady { .. } => 14,
+            Ev::ConnDeadline { .. } => 15,
+            Ev::ConnPoolWake { .. } => 16,
             Ev::UserSend { .. } => 8,
             Ev::UserGiveUp { .. } => 9,
             Ev::DispatchWake { .. } => 10,
@@ -144,6 +161,8 @@ impl sim_core::Event for Ev {
             | Ev::RetryDue { id, .. } => id,
             Ev::GovWake { gov } => gov as u64,
             Ev::GpuStep { gpu } => gpu as u64,
+            Ev::ConnReady { id, .. } | Ev::ConnDeadline { id, .. } => id,
+            Ev::ConnPoolWake { pool } => pool as u64,
             Ev::WarmupEnd => 0,
             Ev::UserSend { source, user } | Ev::UserGiveUp { source, user } => {
                 ((source as u64) << 32) | user as u64
@@ -156,9 +175,12 @@ impl sim_core::Event for Ev {
     }
     fn phase(&self) -> Phase {
         match self {
-            Ev::ServiceDone { .. } | Ev::LocalWorkDone { .. } | Ev::GpuStep { .. } => {
-                Phase::Completion
-            }
+            Ev::ServiceDone { .. }
+            | Ev::LocalWorkDone { .. }
+            | Ev::GpuStep { .. }
+            | Ev::ConnReady { .. } => Phase::Completion,
+            Ev::ConnDeadline { .. } => Phase::Timeout,
+            Ev::ConnPoolWake { .. } => Phase::Dispatch,
             Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } | Ev::UserGiveUp { .. } => {
                 Phase::Timeout
             }
@@ -222,6 +244,8 @@ struct Call {
     timer: Option<TimerHandle>,
     /// Waiting to be re-sent from this level (a retry's back-off).
     retry_level: Option<usize>,
+    /// Its connection, on a pooled call site.
+    conn: Option<conn::ConnState>,
     generation: u32,
 }
 
@@ -282,6 +306,8 @@ struct SiteRt {
     stack: Vec<usize>,
     upstream: Upstream,
     timeout: SimDuration,
+    /// The connection pool its calls borrow from (index into `conns`).
+    conn_pool: Option<u16>,
 }
 
 /// Where a call site's calls end.
@@ -412,6 +438,7 @@ pub struct QueueingWorld {
     stations: Vec<StationRt>,
     quotas: Vec<(String, crate::quota::Quota)>,
     gpus: Vec<gpu::GpuRt>,
+    conns: Vec<conn::ConnPoolRt>,
     reqs: Vec<Option<Req>>,
     req_free: Vec<u32>,
     calls: Vec<Option<Call>>,
@@ -445,6 +472,7 @@ mod build;
 mod calls;
 mod changes;
 mod clients;
+mod conn;
 mod entry;
 mod entry_report;
 mod gpu;
@@ -473,6 +501,9 @@ impl sim_core::World for QueueingWorld {
             Ev::RetryDue { slot, .. } => self.on_retry_due(slot, ctx),
             Ev::GovWake { gov } => self.on_gov_wake(gov as usize, ctx),
             Ev::GpuStep { gpu } => self.on_gpu_step(gpu, ctx),
+            Ev::ConnReady { slot, .. } => self.on_conn_ready(slot, ctx),
+            Ev::ConnDeadline { slot, .. } => self.on_conn_deadline(slot, ctx),
+            Ev::ConnPoolWake { pool } => self.on_conn_pool_wake(pool, ctx),
             Ev::UserSend { source, user } => self.on_user_send(source, user, ctx),
             Ev::UserGiveUp { source, user } => self.on_user_give_up(source, user, ctx),
             Ev::DispatchWake { app, inst } => self.on_dispatch_wake(app, inst, ctx),
@@ -520,6 +551,11 @@ impl sim_core::World for QueueingWorld {
             },
             Ev::GovWake { gov } => self.gov_names[gov as usize].clone(),
             Ev::GpuStep { gpu } => format!("gpu_server.{}", self.gpus[gpu as usize].name),
+            Ev::ConnReady { slot, .. } | Ev::ConnDeadline { slot, .. } => match call(slot) {
+                Some(c) => format!("call_site.{}", self.sites[c.site as usize].name),
+                None => "request".into(),
+            },
+            Ev::ConnPoolWake { pool } => format!("connpool.{}", self.conns[pool as usize].name),
             Ev::UserSend { source, .. } | Ev::UserGiveUp { source, .. } => {
                 format!("source.{}", self.sources[source as usize].name)
             }

@@ -42,6 +42,9 @@ impl QueueingWorld {
                 },
                 name: c.name.clone(),
                 timeout: c.timeout,
+                conn_pool: c.connection_pool.as_ref().map(|n| {
+                    sc.connection_pools.iter().position(|p| &p.name == n).expect("checked") as u16
+                }),
             })
             .collect();
         let stations = sc
@@ -166,6 +169,7 @@ impl QueueingWorld {
             params_now: sc.registry().iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             gates,
             stations,
+            conns: sc.connection_pools.iter().map(|s| conn::ConnPoolRt::new(s, ctx)).collect(),
             gpus: sc.gpu_servers.iter().map(|s| gpu::GpuRt::new(s, ctx)).collect(),
             quotas: sc
                 .quotas

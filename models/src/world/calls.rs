@@ -80,6 +80,17 @@ impl QueueingWorld {
 
     fn send_to_station(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let site = self.call(slot).site as usize;
+        if let Some(p) = self.sites[site].conn_pool
+            && !self.borrow_conn(slot, p, ctx)
+        {
+            return; // connecting, stale, waiting or refused
+        }
+        self.send_upstream(slot, ctx);
+    }
+
+    /// Sends the call to its upstream (a connection, if pooled, is in hand).
+    pub(super) fn send_upstream(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        let site = self.call(slot).site as usize;
         let st = match self.sites[site].upstream {
             Upstream::Station(st) => st,
             Upstream::Gpu(g) => {
@@ -246,7 +257,7 @@ impl QueueingWorld {
     }
 
     /// The upstream's answer (or the station's refusal) climbs the call site's whole stack.
-    fn answer(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn answer(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         self.answer_with(slot, outcome, None, ctx);
     }
 
@@ -258,6 +269,9 @@ impl QueueingWorld {
         retry_after: Option<SimDuration>,
         ctx: &mut Ctx<'_, Ev>,
     ) {
+        if self.call(slot).conn.is_some() {
+            self.release_conn(slot, outcome, ctx);
+        }
         let site = self.call(slot).site as usize;
         let below = self.sites[site].stack.len();
         if below == 0 {

@@ -113,6 +113,33 @@ impl QueueingWorld {
                 self.resume_woken(ctx);
                 self.update_gate_gauges(ctx);
             }
+            ("connpool", param, v) => {
+                let now = ctx.now();
+                let p = self.conns.iter().position(|c| c.name == name).expect("checked");
+                let pool = &mut self.conns[p].pool;
+                match (param, v) {
+                    ("max_total", ParamValue::Count(n)) => pool.set_max_total(n, now),
+                    ("max_per_route", ParamValue::Count(n)) => pool.set_max_per_route(n, now),
+                    ("keep_alive", ParamValue::Duration(d)) => pool.set_keep_alive(d, now),
+                    ("validate_after_inactivity", ParamValue::Duration(d)) => {
+                        pool.set_validate_after_inactivity(d)
+                    }
+                    ("connection_request_timeout", ParamValue::Duration(d)) => {
+                        pool.set_connection_request_timeout(d)
+                    }
+                    ("server_idle_timeout", ParamValue::Duration(d)) => {
+                        pool.set_server_idle_timeout(d)
+                    }
+                    ("tcp_rtt", ParamValue::Duration(d)) => pool.set_tcp_rtt(d),
+                    ("tls_round_trips", ParamValue::Count(n)) => pool.set_tls_round_trips(n),
+                    ("stale_failure_delay", ParamValue::Duration(d)) => {
+                        pool.set_stale_failure_delay(d)
+                    }
+                    (p, v) => unreachable!("connpool.{p} = {v:?} is not run-time changeable"),
+                }
+                self.sync_conn_pool(p as u16, ctx);
+                self.resume_woken(ctx);
+            }
             ("gpu_server", param, v) => {
                 let g = self.gpus.iter().position(|g| g.name == name).expect("checked");
                 let server = &mut self.gpus[g].server;

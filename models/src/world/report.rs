@@ -145,6 +145,22 @@ impl QueueingWorld {
             }
         }
         v.extend(self.gpus.iter().filter_map(|g| g.check()));
+        for (p, rt) in self.conns.iter().enumerate() {
+            let holding = self
+                .calls
+                .iter()
+                .flatten()
+                .filter(|c| self.sites[c.site as usize].conn_pool == Some(p as u16))
+                .filter(|c| c.conn.is_some_and(|s| s != conn::ConnState::Waiting))
+                .count() as u64;
+            if holding != rt.pool.leased() {
+                v.push(format!(
+                    "I26 connections: pool {} leased {} ≠ calls holding one {holding}",
+                    rt.name,
+                    rt.pool.leased()
+                ));
+            }
+        }
         for (name, q) in &self.quotas {
             if q.counters.admitted != q.counters.completed + q.in_flight() {
                 v.push(format!(

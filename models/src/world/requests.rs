@@ -133,6 +133,7 @@ impl QueueingWorld {
             on_deadline: Reason::Timeout,
             timer: None,
             retry_level: None,
+            conn: None,
             generation: 0,
         };
         self.next_call += 1;

@@ -256,6 +256,13 @@ impl Call {
         debug_assert!(self.id < 1 << 48);
         self.id | ((self.attempt as u64) << 48)
     }
+
+    /// Is the call waiting for the station's work `id`? Not while it waits to be re-sent
+    /// (a retry's back-off after a timeout): its timed-out attempt's work, still running
+    /// without cancellation, has that attempt's id until the retry is sent.
+    fn awaits(&self, id: u64) -> bool {
+        self.job_id() == id && self.retry_level.is_none()
+    }
 }
 
 /// A pipeline with the call site of each step resolved.

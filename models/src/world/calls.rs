@@ -175,8 +175,7 @@ impl QueueingWorld {
         let (error_rate, business, cancellable) =
             (station.error_rate, station.business_error_rate, station.cancellation);
         let done = Ev::ServiceDone { station: st, slot: job.slot, id: job.id };
-        let Some(c) = self.calls[job.slot as usize].as_mut().filter(|c| c.job_id() == job.id)
-        else {
+        let Some(c) = self.calls[job.slot as usize].as_mut().filter(|c| c.awaits(job.id)) else {
             // Abandoned by its client while waiting, not cancelled: the work is done anyway.
             ctx.schedule_in(service, done);
             if let Some(m) = &mut self.stations[st as usize].running {
@@ -219,7 +218,7 @@ impl QueueingWorld {
                 / 1000.0;
             s.cost += cost;
             let abandoned =
-                self.calls[job.slot as usize].as_ref().is_none_or(|c| c.job_id() != job.id);
+                self.calls[job.slot as usize].as_ref().is_none_or(|c| !c.awaits(job.id));
             if abandoned {
                 self.stations[st as usize].cost_abandoned += cost;
             }
@@ -237,7 +236,7 @@ impl QueueingWorld {
             self.start_service(st, next, ctx);
         }
         self.update_station_gauges(st, ctx);
-        let Some(c) = self.calls[slot as usize].as_mut().filter(|c| c.job_id() == id) else {
+        let Some(c) = self.calls[slot as usize].as_mut().filter(|c| c.awaits(id)) else {
             // Abandoned work finished: nobody is waiting for it.
             ctx.metrics.incr(self.stations[st as usize].wasted);
             self.stations[st as usize].abandoned_done += 1;

@@ -140,7 +140,7 @@ impl QueueingWorld {
                 SeqEvent::FirstToken { id, at } => {
                     let &(slot, job, sent) = gpu.seqs.get(&id).expect("a sequence of ours");
                     ctx.metrics.record(gpu.ttft, (at - sent).0);
-                    let live = self.calls[slot as usize].as_ref().filter(|c| c.job_id() == job);
+                    let live = self.calls[slot as usize].as_ref().filter(|c| c.awaits(job));
                     if let Some(req) = live.map(|c| c.req) {
                         self.request_started(req, at);
                     }
@@ -159,7 +159,7 @@ impl QueueingWorld {
         }
         self.kick_gpu(g, ctx);
         for (slot, job) in done {
-            let Some(c) = self.calls[slot as usize].as_mut().filter(|c| c.job_id() == job) else {
+            let Some(c) = self.calls[slot as usize].as_mut().filter(|c| c.awaits(job)) else {
                 self.gpus[g as usize].abandoned_done += 1;
                 continue;
             };

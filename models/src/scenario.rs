@@ -109,6 +109,20 @@ pub struct CallSiteSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub connection_pool: Option<String>,
+    /// Weighted split of calls among upstreams — a gray release `[("gpt4", 95),
+    /// ("gpt4-next", 5)]` or a multi-vendor mix; empty (default): every call goes to
+    /// `upstream`. Each call's vendor is a keyed draw (the same under every policy).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split: Vec<(String, u32)>,
+    /// A backup upstream: a call whose upstream fails (5xx, 429, full queue, timeout,
+    /// connect error) is sent there once before its outcome climbs the stack.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub backup: Option<String>,
     /// The client's timeout on the upstream call, from sending it until the answer
     /// (provider-side queueing included); `"0s"` = none. A timed-out call fails with
     /// `timeout`; whether the upstream keeps working on it is the station's `cancellation`.
@@ -390,6 +404,28 @@ impl<V> ScenarioSpec<V> {
                         c.upstream,
                         names(all)
                     ),
+                });
+            }
+            let known = |n: &str| {
+                self.stations.iter().any(|s| s.name == n)
+                    || self.gpu_servers.iter().any(|s| s.name == n)
+            };
+            for (j, (n, w)) in c.split.iter().enumerate() {
+                if !known(n) || *w == 0 {
+                    return Err(SpecError {
+                        path: format!("call_sites[{i}].split[{j}]"),
+                        message: format!(
+                            "expected (an upstream's name, a weight ≥ 1), found (\"{n}\", {w})"
+                        ),
+                    });
+                }
+            }
+            if let Some(b) = &c.backup
+                && !known(b)
+            {
+                return Err(SpecError {
+                    path: format!("call_sites[{i}].backup"),
+                    message: format!("no station or GPU server named \"{b}\""),
                 });
             }
             let mut seen = BTreeSet::new();

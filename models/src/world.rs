@@ -34,6 +34,8 @@ pub mod attr {
     pub const GOVERNOR_BITS: u32 = 3;
     /// The number of calls of a pipeline step.
     pub const FANOUT: u32 = 4;
+    /// The upstream a call site's weighted split sends a call to.
+    pub const ROUTE: u32 = 17;
     /// Request attributes drawn from the source's distributions (`world/traffic.rs`).
     pub const PROMPT_TOKENS: u32 = 5;
     pub const OUTPUT_TOKENS: u32 = 6;
@@ -246,6 +248,10 @@ struct Call {
     retry_level: Option<usize>,
     /// Its connection, on a pooled call site.
     conn: Option<conn::ConnState>,
+    /// The upstream its current attempt went to.
+    up: Option<Upstream>,
+    /// Sent to the site's backup after its upstream failed (once per attempt).
+    on_backup: bool,
     generation: u32,
 }
 
@@ -253,8 +259,8 @@ impl Call {
     /// The id of its current attempt's work at a station: an abandoned attempt's work,
     /// finishing later, is never taken for the answer to a retry.
     fn job_id(&self) -> u64 {
-        debug_assert!(self.id < 1 << 48);
-        self.id | ((self.attempt as u64) << 48)
+        debug_assert!(self.id < 1 << 47);
+        self.id | ((self.attempt as u64) << 48) | ((self.on_backup as u64) << 47)
     }
 
     /// Is the call waiting for the station's work `id`? Not while it waits to be re-sent
@@ -315,6 +321,11 @@ struct SiteRt {
     timeout: SimDuration,
     /// The connection pool its calls borrow from (index into `conns`).
     conn_pool: Option<u16>,
+    /// Weighted split of calls among upstreams (empty: all go to `upstream`).
+    split: Vec<(Upstream, u32)>,
+    /// Where a call goes once when its upstream fails (multi-vendor failover).
+    backup: Option<Upstream>,
+    failovers: u64,
 }
 
 /// Where a call site's calls end.

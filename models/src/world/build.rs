@@ -33,13 +33,10 @@ impl QueueingWorld {
             .iter()
             .map(|c| SiteRt {
                 stack: c.governors.iter().map(gov_index).collect(),
-                upstream: match sc.stations.iter().position(|s| s.name == c.upstream) {
-                    Some(i) => Upstream::Station(i as u16),
-                    None => Upstream::Gpu(
-                        sc.gpu_servers.iter().position(|s| s.name == c.upstream).expect("checked")
-                            as u16,
-                    ),
-                },
+                upstream: upstream_of(sc, &c.upstream),
+                split: c.split.iter().map(|(n, w)| (upstream_of(sc, n), *w)).collect(),
+                backup: c.backup.as_ref().map(|n| upstream_of(sc, n)),
+                failovers: 0,
                 name: c.name.clone(),
                 timeout: c.timeout,
                 conn_pool: c.connection_pool.as_ref().map(|n| {
@@ -203,5 +200,15 @@ impl QueueingWorld {
             w.sync_wake(g, ctx);
         }
         w
+    }
+}
+
+/// The station or GPU server a name stands for (checked to exist).
+fn upstream_of(sc: &Scenario, name: &str) -> Upstream {
+    match sc.stations.iter().position(|s| s.name == name) {
+        Some(i) => Upstream::Station(i as u16),
+        None => Upstream::Gpu(
+            sc.gpu_servers.iter().position(|s| s.name == name).expect("checked") as u16
+        ),
     }
 }

@@ -74,6 +74,7 @@ impl QueueingWorld {
         let c = self.call_mut(slot);
         let level = c.retry_level.take().expect("a retry is due for a call waiting to retry");
         c.attempt += 1;
+        (c.up, c.on_backup) = (None, false);
         self.descend(slot, level, ctx);
         self.resume_woken(ctx);
     }
@@ -91,7 +92,9 @@ impl QueueingWorld {
     /// Sends the call to its upstream (a connection, if pooled, is in hand).
     pub(super) fn send_upstream(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let site = self.call(slot).site as usize;
-        let st = match self.sites[site].upstream {
+        let up = self.pick_upstream(slot);
+        self.call_mut(slot).up = Some(up);
+        let st = match up {
             Upstream::Station(st) => st,
             Upstream::Gpu(g) => {
                 let call = call_id(slot, self.call(slot).generation);
@@ -255,6 +258,53 @@ impl QueueingWorld {
         self.resume_woken(ctx);
     }
 
+    /// The upstream of the call's attempt: the backup after a failover, else the weighted
+    /// split's pick (a keyed draw per call: the same call meets the same vendor under every
+    /// policy, and its retries stay with it), else the site's upstream.
+    fn pick_upstream(&self, slot: u32) -> Upstream {
+        let c = self.call(slot);
+        let site = &self.sites[c.site as usize];
+        if c.on_backup {
+            return site.backup.expect("only a site with a backup fails over");
+        }
+        if site.split.is_empty() {
+            return site.upstream;
+        }
+        let r = self.reqs[c.req as usize].as_ref().expect("live request");
+        let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq);
+        let total: u64 = site.split.iter().map(|s| s.1 as u64).sum();
+        let mut x = (key.with_call(c.path, 0).uniform(attr::ROUTE) * total as f64) as u64;
+        for &(up, w) in &site.split {
+            if x < w as u64 {
+                return up;
+            }
+            x -= w as u64;
+        }
+        site.split.last().expect("non-empty").0
+    }
+
+    /// Should this answer send the call to the site's backup instead of climbing? Once per
+    /// attempt, for the upstream's own failures (5xx, 429, a full queue, the client's
+    /// timeout), not for business errors.
+    fn fail_over(&mut self, slot: u32, site: usize, o: Outcome) -> bool {
+        let eligible = matches!(
+            o,
+            Outcome::Failed(Reason::Upstream5xx | Reason::Timeout | Reason::ConnectError)
+                | Outcome::Rejected(Reason::Upstream429 | Reason::QueueFull)
+        );
+        let c = self.call_mut(slot);
+        if !eligible || c.on_backup || c.up.is_none() {
+            return false;
+        }
+        if self.sites[site].backup.is_none() {
+            return false;
+        }
+        let c = self.call_mut(slot);
+        c.on_backup = true;
+        c.upstream_error = None;
+        true
+    }
+
     /// The upstream's answer (or the station's refusal) climbs the call site's whole stack.
     pub(super) fn answer(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         self.answer_with(slot, outcome, None, ctx);
@@ -272,6 +322,11 @@ impl QueueingWorld {
             self.release_conn(slot, outcome, ctx);
         }
         let site = self.call(slot).site as usize;
+        if self.fail_over(slot, site, outcome) {
+            self.sites[site].failovers += 1;
+            self.send_upstream(slot, ctx);
+            return;
+        }
         let below = self.sites[site].stack.len();
         if below == 0 {
             // Fast path: no governor to tell.
@@ -298,10 +353,10 @@ impl QueueingWorld {
     pub(super) fn on_upstream_timeout(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let c = self.call_mut(slot);
         c.upstream_timer = None;
-        let (site, id, in_service) = (c.site as usize, c.job_id(), c.in_service);
+        let (id, in_service) = (c.job_id(), c.in_service);
         c.in_service = false;
         let service_timer = c.service_timer.take();
-        let st = match self.sites[site].upstream {
+        let st = match c.up.expect("a call at its upstream") {
             Upstream::Station(st) => st,
             Upstream::Gpu(g) => {
                 self.gpu_abandon(g, id, ctx);

@@ -69,6 +69,9 @@ impl QueueingWorld {
                 out.push_f64(format!("{p}.cost_abandoned"), s.cost_abandoned);
             }
         }
+        for site in self.sites.iter().filter(|s| s.backup.is_some()) {
+            out.push_u64(format!("call_site.{}.failovers", site.name), site.failovers);
+        }
         for g in &self.gpus {
             let p = format!("gpu_server.{}", g.name);
             let st = &g.server.stats;

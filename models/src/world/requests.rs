@@ -134,6 +134,8 @@ impl QueueingWorld {
             timer: None,
             retry_level: None,
             conn: None,
+            up: None,
+            on_backup: false,
             generation: 0,
         };
         self.next_call += 1;

@@ -13,6 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 const BUNDLED: &[(&str, &str)] = &[
     ("quickstart", include_str!("../quickstart.ron")),
     ("gate-sizing", include_str!("../gate-sizing.ron")),
+    ("gpu-batching", include_str!("../gpu-batching.ron")),
+    ("fanout-surge", include_str!("../fanout-surge.ron")),
+    ("stale-connection", include_str!("../stale-connection.ron")),
 ];
 
 #[derive(Parser)]

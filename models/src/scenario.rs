@@ -196,9 +196,11 @@ impl<V> ScenarioSpec<V> {
         }
         let class_names: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
         for (i, r) in self.retries.iter().enumerate() {
-            r.check_classes(&class_names).map_err(|message| SpecError {
-                path: format!("retries[{i}].class_policies"),
-                message,
+            r.check_classes(&class_names).map_err(|m| match m.split_once(": ") {
+                Some((rel, message)) => {
+                    SpecError { path: format!("retries[{i}].{rel}"), message: message.into() }
+                }
+                None => SpecError { path: format!("retries[{i}].class_policies"), message: m },
             })?;
         }
         unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;

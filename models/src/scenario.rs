@@ -61,6 +61,13 @@ pub struct ScenarioSpec<V> {
     /// Request batchers (window + max batch; one upstream call per batch).
     #[serde(default)]
     pub batchers: Vec<crate::batcher::BatcherSpec>,
+    /// Governors (by component path, e.g. `"gate.llm"`) that each app instance has its own
+    /// copy of: a request entering instance k of an app uses copy k, so a limit of 80 on 4
+    /// instances lets 320 through (SPEC incident 6). Every other governor is cluster-wide:
+    /// one state shared by all instances (a token server, a shared semaphore). Requests
+    /// from sources without an app use the declared instance itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_instance: Vec<String>,
     /// Fan-out pipelines: what one request runs (a source may target a pipeline or,
     /// for a single call, a call site directly).
     #[serde(default)]
@@ -204,6 +211,24 @@ impl<V> ScenarioSpec<V> {
             })?;
         }
         unique("call_sites", self.call_sites.iter().map(|s| s.name.as_str()))?;
+        let declared = self.declared_governors();
+        for (i, p) in self.per_instance.iter().enumerate() {
+            if !declared.iter().any(|d| &d.path == p) {
+                return Err(SpecError {
+                    path: format!("per_instance[{i}]"),
+                    message: format!(
+                        "no governor \"{p}\"; governors: [{}]",
+                        declared.iter().map(|d| d.path.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+            if self.apps.is_empty() {
+                return Err(SpecError {
+                    path: format!("per_instance[{i}]"),
+                    message: "per-instance copies need app instances (`apps`)".into(),
+                });
+            }
+        }
         unique("pipelines", self.pipelines.iter().map(|s| s.name.as_str()))?;
         for (i, p) in self.pipelines.iter().enumerate() {
             if self.call_sites.iter().any(|c| c.name == p.name) {
@@ -576,6 +601,7 @@ impl<V> ScenarioSpec<V> {
             circuit_breakers: self.circuit_breakers,
             degrade_rules: self.degrade_rules,
             batchers: self.batchers,
+            per_instance: self.per_instance,
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,

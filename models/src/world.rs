@@ -250,6 +250,9 @@ struct Call {
     conn: Option<conn::ConnState>,
     /// The upstream its current attempt went to.
     up: Option<Upstream>,
+    /// Instance key + 1 of its request's app instance (0: no app): which copies of
+    /// per-instance governors it meets.
+    inst: u16,
     /// Sent to the site's backup after its upstream failed (once per attempt).
     on_backup: bool,
     generation: u32,
@@ -317,6 +320,9 @@ struct SourceRt {
 struct SiteRt {
     name: String,
     stack: Vec<usize>,
+    /// With per-instance governors in the stack: the stack of each instance key + 1
+    /// (index 0: calls of requests without an app, `stack` itself). Empty otherwise.
+    stacks: Vec<Vec<usize>>,
     upstream: Upstream,
     timeout: SimDuration,
     /// The connection pool its calls borrow from (index into `conns`).
@@ -326,6 +332,13 @@ struct SiteRt {
     /// Where a call goes once when its upstream fails (multi-vendor failover).
     backup: Option<Upstream>,
     failovers: u64,
+}
+
+impl SiteRt {
+    /// The governor stack a call of instance `inst` (key + 1, 0 = none) goes through.
+    fn stack_for(&self, inst: u16) -> &[usize] {
+        if self.stacks.is_empty() { &self.stack } else { &self.stacks[inst as usize] }
+    }
 }
 
 /// Where a call site's calls end.
@@ -557,7 +570,7 @@ impl sim_core::World for QueueingWorld {
                 Some(c) => {
                     let site = &self.sites[c.site as usize];
                     c.parked_at
-                        .map(|l| self.gov_names[site.stack[l]].clone())
+                        .map(|l| self.gov_names[site.stack_for(c.inst)[l]].clone())
                         .unwrap_or_else(|| format!("call_site.{}", site.name))
                 }
                 None => "request".into(),

@@ -24,6 +24,50 @@ impl QueueingWorld {
                 waiting: ctx.metrics.gauge(&format!("gate.{}.waiting", g.name)),
             })
             .collect();
+        // Per-instance copies: appended to the arena, one per app instance (flat key order).
+        let mut govs = govs;
+        let mut gov_names = gov_names;
+        let mut instance_names = Vec::new();
+        for a in &sc.apps {
+            for i in 0..a.instances {
+                instance_names.push(format!("{}.{i}", a.name));
+            }
+        }
+        let mut copies: Vec<Option<Vec<usize>>> = vec![None; govs.len()];
+        for p in &sc.per_instance {
+            let b = gov_names.iter().position(|n| n == p).expect("checked");
+            let mut v = Vec::new();
+            for inst in &instance_names {
+                v.push(govs.len());
+                govs.push(govs[b].clone());
+                gov_names.push(format!("{p}@{inst}"));
+            }
+            copies[b] = Some(v);
+        }
+        let mut gates = gates;
+        for g in &sc.gates {
+            let base = format!("gate.{}", g.name);
+            let b = gov_names.iter().position(|n| *n == base).expect("declared");
+            for (k, &c) in copies[b].iter().flatten().enumerate() {
+                let name = format!("{}@{}", g.name, instance_names[k]);
+                gates.push(GateRt {
+                    gov: c,
+                    in_use: ctx.metrics.gauge(&format!("gate.{name}.in_use")),
+                    waiting: ctx.metrics.gauge(&format!("gate.{name}.waiting")),
+                    name,
+                });
+            }
+        }
+        let stacks_of = |stack: &[usize]| -> Vec<Vec<usize>> {
+            if !stack.iter().any(|&g| copies[g].is_some()) {
+                return Vec::new();
+            }
+            let mut out = vec![stack.to_vec()];
+            for k in 0..instance_names.len() {
+                out.push(stack.iter().map(|&g| copies[g].as_ref().map_or(g, |c| c[k])).collect());
+            }
+            out
+        };
         let gov_index = |r: &GovernorRef| {
             let path = r.path();
             gov_names.iter().position(|p| *p == path).expect("checked")
@@ -33,6 +77,7 @@ impl QueueingWorld {
             .iter()
             .map(|c| SiteRt {
                 stack: c.governors.iter().map(gov_index).collect(),
+                stacks: stacks_of(&c.governors.iter().map(gov_index).collect::<Vec<_>>()),
                 upstream: upstream_of(sc, &c.upstream),
                 split: c.split.iter().map(|(n, w)| (upstream_of(sc, n), *w)).collect(),
                 backup: c.backup.as_ref().map(|n| upstream_of(sc, n)),

@@ -27,7 +27,7 @@ impl QueueingWorld {
 
     /// Sends call `slot` down its call site from `level`, and acts on the verdict.
     pub(super) fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
-        let site = self.call(slot).site as usize;
+        let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
         if level == self.sites[site].stack.len() {
             // Fast path: nothing (more) to pass.
             self.send_to_station(slot, ctx);
@@ -35,14 +35,14 @@ impl QueueingWorld {
         }
         let info = self.info(slot);
         let next = callsite::descend(
-            &self.sites[site].stack,
+            self.sites[site].stack_for(inst),
             &mut self.govs,
             &info,
             level,
             ctx.now(),
             &mut self.woken,
         );
-        self.after_stack(site, ctx);
+        self.after_stack(site, inst, ctx);
         self.act(slot, next, ctx);
     }
 
@@ -99,7 +99,7 @@ impl QueueingWorld {
             Upstream::Gpu(g) => {
                 let call = call_id(slot, self.call(slot).generation);
                 let batch = self.sites[site]
-                    .stack
+                    .stack_for(self.call(slot).inst)
                     .iter()
                     .find_map(|&i| self.govs[i].batch_of(call))
                     .unwrap_or(1);
@@ -334,8 +334,9 @@ impl QueueingWorld {
             return;
         }
         let info = CallInfo { retry_after, ..self.info(slot) };
+        let inst = self.call(slot).inst;
         let next = callsite::ascend(
-            &self.sites[site].stack,
+            self.sites[site].stack_for(inst),
             &mut self.govs,
             &info,
             below,
@@ -343,7 +344,7 @@ impl QueueingWorld {
             ctx.now(),
             &mut self.woken,
         );
-        self.after_stack(site, ctx);
+        self.after_stack(site, inst, ctx);
         self.act(slot, next, ctx);
     }
 
@@ -394,10 +395,10 @@ impl QueueingWorld {
         let c = self.call_mut(slot);
         c.timer = None;
         let level = c.parked_at.take().expect("deadline fires only for parked calls");
-        let (site, reason) = (c.site as usize, c.on_deadline);
+        let (site, reason, inst) = (c.site as usize, c.on_deadline, c.inst);
         let info = self.info(slot);
         let next = callsite::abandon(
-            &self.sites[site].stack,
+            self.sites[site].stack_for(inst),
             &mut self.govs,
             &info,
             level,
@@ -405,7 +406,7 @@ impl QueueingWorld {
             now,
             &mut self.woken,
         );
-        self.after_stack(site, ctx);
+        self.after_stack(site, inst, ctx);
         self.act(slot, next, ctx);
         self.resume_woken(ctx);
     }
@@ -431,10 +432,10 @@ impl QueueingWorld {
             match w.answer {
                 None => self.descend(slot, level + 1, ctx),
                 Some(o) => {
-                    let site = self.call(slot).site as usize;
+                    let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
                     let info = self.info(slot);
                     let next = callsite::ascend(
-                        &self.sites[site].stack,
+                        self.sites[site].stack_for(inst),
                         &mut self.govs,
                         &info,
                         level,
@@ -442,7 +443,7 @@ impl QueueingWorld {
                         ctx.now(),
                         &mut self.woken,
                     );
-                    self.after_stack(site, ctx);
+                    self.after_stack(site, inst, ctx);
                     self.act(slot, next, ctx);
                 }
             }
@@ -460,9 +461,9 @@ impl QueueingWorld {
     }
 
     /// After the governors of a site's stack acted: their timers and state changes.
-    fn after_stack(&mut self, site: usize, ctx: &mut Ctx<'_, Ev>) {
+    fn after_stack(&mut self, site: usize, inst: u16, ctx: &mut Ctx<'_, Ev>) {
         for level in 0..self.sites[site].stack.len() {
-            let g = self.sites[site].stack[level];
+            let g = self.sites[site].stack_for(inst)[level];
             self.after_governor(g, ctx);
         }
     }

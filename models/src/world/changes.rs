@@ -103,13 +103,20 @@ impl QueueingWorld {
             (kind, param, v)
                 if self.gov_names.iter().any(|g| g.starts_with(&format!("{kind}."))) =>
             {
+                // The declared governor and its per-instance copies (`path@app.k`).
                 let path = format!("{kind}.{name}");
-                let i = self.gov_names.iter().position(|g| *g == path).expect("checked path");
-                if let Err(e) = self.govs[i].apply_param(param, v, ctx.now()) {
-                    unreachable!("checked against the registry: {e}");
+                let copy = format!("{path}@");
+                let all: Vec<usize> = (0..self.gov_names.len())
+                    .filter(|&i| self.gov_names[i] == path || self.gov_names[i].starts_with(&copy))
+                    .collect();
+                assert!(!all.is_empty(), "checked path");
+                for i in all {
+                    if let Err(e) = self.govs[i].apply_param(param, v.clone(), ctx.now()) {
+                        unreachable!("checked against the registry: {e}");
+                    }
+                    callsite::drain(i, &mut self.govs, &mut self.woken);
+                    self.after_governor(i, ctx);
                 }
-                callsite::drain(i, &mut self.govs, &mut self.woken);
-                self.after_governor(i, ctx);
                 self.resume_woken(ctx);
                 self.update_gate_gauges(ctx);
             }

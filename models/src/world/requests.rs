@@ -136,6 +136,7 @@ impl QueueingWorld {
             conn: None,
             up: None,
             on_backup: false,
+            inst: 0,
             generation: 0,
         };
         self.next_call += 1;
@@ -153,7 +154,12 @@ impl QueueingWorld {
             }
         };
         let generation = self.call_generations[slot as usize];
-        self.calls[slot as usize].as_mut().expect("just allocated").generation = generation;
+        let inst = match self.reqs[req as usize].as_ref().expect("live request").entry {
+            Some(ref e) => self.instance_key(e.app, e.inst) as u16 + 1,
+            None => 0,
+        };
+        let c = self.calls[slot as usize].as_mut().expect("just allocated");
+        (c.generation, c.inst) = (generation, inst);
         self.descend(slot, 0, ctx);
         self.resume_woken(ctx);
     }

@@ -291,6 +291,8 @@ mod tests {
         assert_eq!(s.0.len(), 2);
         assert_eq!((s.0[0].at, s.0[0].key, s.0[0].user), (SimDuration(1_500_000_000), 42, 7));
         assert_eq!((s.0[1].class.as_deref(), s.0[1].key, s.0[1].user), (None, 0, 0));
+        // Written back the way it is read (run ids hash the scenario's text).
+        assert_eq!(ron::from_str::<Script>(&ron::to_string(&s).unwrap()).unwrap(), s);
         let err = |t: &str| ron::from_str::<Script>(t).unwrap_err().to_string();
         let e = err(r#"Script([Call(at: "2s"), Call(at: "3s"), Call(at: "1s")])"#);
         assert!(e.contains("[2].at: call times must not decrease (1s after 3s)"), "{e}");
@@ -309,7 +311,10 @@ mod tests {
                 Answer(duration: "5ms", outcome: BusinessError)])"#,
         )
         .unwrap();
-        let mut s = UpstreamScript::new(&a.unwrap());
+        let a = a.unwrap();
+        let text = ron::to_string(&Some(a.clone())).unwrap();
+        assert_eq!(ron::from_str::<Option<Vec<Answer>>>(&text).unwrap(), Some(a.clone()));
+        let mut s = UpstreamScript::new(&a);
         let t = Some(SimDuration::from_secs(2));
         let ms = |n: u64| SimDuration(n * 1_000_000);
         use crate::Reason::*;

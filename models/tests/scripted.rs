@@ -32,6 +32,8 @@ const fn rejected(r: Reason) -> Option<Outcome> {
 #[test]
 fn resilience4j_breaker_call_by_call() {
     let sc = load(include_str!("data/scripted_breaker.ron"));
+    // The scenario is written back the way it is read (scripts included).
+    assert_eq!(load(&ron::to_string(&sc).unwrap()), sc);
     let r = run_checked(&sc, &cfg(1, 10));
     // Recorded outcomes in time order (the business error at 220 ms is ignored):
     // 20 S, 120 F(5xx), 420 S, 520 F(429), 620 S, 650 F(timeout: the hang at 300 ms +

@@ -38,6 +38,7 @@ pub mod quota;
 pub mod retry;
 pub mod run;
 pub mod scenario;
+pub mod scripted;
 pub mod source;
 pub mod station;
 pub mod summary;

@@ -332,6 +332,23 @@ impl<V> ScenarioSpec<V> {
                     "only a renewal source (`interarrival`) has a rate multiplier; a trace has `rate_scale`, closed-loop users pace themselves".into(),
                 ));
             }
+            if let Some(script) = &s.script {
+                if s.interarrival.is_some()
+                    || s.trace.is_some()
+                    || s.closed_loop.is_some()
+                    || s.profile.is_some()
+                    || s.assign.is_some()
+                {
+                    return Err(at(
+                        "script",
+                        "a scripted source has no `interarrival`, `trace`, `closed_loop`, `profile` or `assign` (its rows give times, classes, users and keys)".into(),
+                    ));
+                }
+                script
+                    .check_classes(&self.classes)
+                    .map_err(|(f, m)| at(&format!("script{f}"), m))?;
+                continue;
+            }
             if let Some(cl) = &s.closed_loop {
                 if s.interarrival.is_some() || s.trace.is_some() || s.profile.is_some() {
                     return Err(at(

@@ -78,6 +78,17 @@ pub struct SourceSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub closed_loop: Option<ClosedLoopSpec>,
+    /// Scripted calls instead of an arrival process (exclusive with `interarrival`,
+    /// `trace` and `closed_loop`): `script: Script([Call(at: "1.5s", class: "P0", key: 42,
+    /// user: 7), ...])`, one request per row at `start + at` with the row's class, user
+    /// and key (`crate::scripted`).
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub script: Option<crate::scripted::Script>,
     /// Prompt tokens per request (rounded; a trace's own column takes precedence).
     #[serde(
         default,

@@ -74,6 +74,14 @@ pub struct StationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub quota: Option<String>,
+    /// Scripted answers (`crate::scripted`): the n-th service started gets the n-th
+    /// `Answer(duration, outcome)`; after the list, the station's normal service.
+    #[serde(
+        default,
+        deserialize_with = "crate::scripted::answers",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub script: Option<Vec<crate::scripted::Answer>>,
 }
 
 fn one() -> f64 {

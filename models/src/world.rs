@@ -234,6 +234,8 @@ struct Call {
     /// The upstream's error for this attempt (failure injection, drawn at the start of
     /// service): 5xx or a business error.
     upstream_error: Option<Reason>,
+    /// The Retry-After of a scripted 429 answer (`crate::scripted`).
+    upstream_retry_after: Option<SimDuration>,
     /// In service at its station (else waiting there, or not sent yet).
     in_service: bool,
     /// The completion event, when the station may cancel it.
@@ -394,6 +396,8 @@ struct StationRt {
     cost: f64,
     /// Cost of work whose client had given up (paid for, never used).
     cost_abandoned: f64,
+    /// Scripted answers, by order of service start (`crate::scripted`).
+    script: Option<crate::scripted::UpstreamScript>,
 }
 
 /// Run settings that are not part of the scenario.
@@ -509,6 +513,7 @@ mod entry_report;
 mod gpu;
 mod report;
 mod requests;
+mod scripted;
 mod traffic;
 
 impl QueueingWorld {

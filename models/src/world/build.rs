@@ -119,6 +119,7 @@ impl QueueingWorld {
                 cost_per_1k_output: s.cost_per_1k_output_tokens,
                 cost: 0.0,
                 cost_abandoned: 0.0,
+                script: s.script.as_deref().map(crate::scripted::UpstreamScript::new),
             })
             .collect();
         // Declared pipelines, then one direct pipeline per call site a source targets.
@@ -159,10 +160,14 @@ impl QueueingWorld {
                 key: name_id(&s.name),
                 stream: Stream::new(run.seed, &format!("arrivals/{}", s.name)),
                 interarrival: s.interarrival.clone(),
-                trace: s.trace.clone(),
+                // A scripted source replays its rows like a trace (`crate::scripted`).
+                trace: s.trace.clone().or_else(|| s.script.as_ref().map(|c| c.as_trace())),
                 start: SimTime::ZERO + s.start,
                 profile: s.profile.clone(),
-                limit: s.limit,
+                limit: match &s.script {
+                    Some(c) => Some(s.limit.unwrap_or(u64::MAX).min(c.0.len() as u64)),
+                    None => s.limit,
+                },
                 issued: 0,
                 pipeline: pipeline_of(&s.target),
                 stats: SourceStats::default(),
@@ -175,7 +180,8 @@ impl QueueingWorld {
             .collect();
         for (i, s) in sc.sources.iter().enumerate() {
             if s.closed_loop.is_none() {
-                ctx.schedule_at(SimTime::ZERO + s.start, Ev::Arrival { source: i as u16 });
+                let first = s.script.as_ref().map_or(SimDuration::ZERO, |c| c.first_at());
+                ctx.schedule_at(SimTime::ZERO + s.start + first, Ev::Arrival { source: i as u16 });
             }
         }
         if run.warmup > SimDuration::ZERO {

@@ -177,6 +177,10 @@ impl QueueingWorld {
         }
         let (error_rate, business, cancellable) =
             (station.error_rate, station.business_error_rate, station.cancellation);
+        let scripted = self.scripted_start(st, &job);
+        if let Some(s) = scripted {
+            service = s.service;
+        }
         let done = Ev::ServiceDone { station: st, slot: job.slot, id: job.id };
         let Some(c) = self.calls[job.slot as usize].as_mut().filter(|c| c.awaits(job.id)) else {
             // Abandoned by its client while waiting, not cancelled: the work is done anyway.
@@ -195,6 +199,10 @@ impl QueueingWorld {
         } else {
             None
         };
+        c.upstream_retry_after = scripted.and_then(|s| s.retry_after);
+        if let Some(s) = scripted {
+            c.upstream_error = s.error;
+        }
         if cancellable {
             c.service_timer = Some(ctx.timer_in(service, done));
         } else {
@@ -251,10 +259,13 @@ impl QueueingWorld {
             ctx.cancel(h);
         }
         let outcome = match c.upstream_error {
+            // Only a scripted answer is a 429 here (a quota's comes at admission).
+            Some(Reason::Upstream429) => Outcome::Rejected(Reason::Upstream429),
             Some(r) => Outcome::Failed(r),
             None => Outcome::Success,
         };
-        self.answer(slot, outcome, ctx);
+        let retry_after = c.upstream_retry_after;
+        self.answer_with(slot, outcome, retry_after, ctx);
         self.resume_woken(ctx);
     }
 

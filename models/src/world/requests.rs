@@ -126,6 +126,7 @@ impl QueueingWorld {
             path,
             attempt: 0,
             upstream_error: None,
+            upstream_retry_after: None,
             in_service: false,
             service_timer: None,
             upstream_timer: None,

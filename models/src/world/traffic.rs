@@ -34,6 +34,8 @@ pub(super) struct TrafficRt {
     pub(super) clients: Vec<Client>,
     pub(super) gave_up: u64,
     pub(super) user_retries: u64,
+    /// A scripted source's rows: class, user and key by sequence number.
+    script: Option<crate::scripted::ScriptRows>,
 }
 
 /// The attributes of a new request.
@@ -77,6 +79,10 @@ impl TrafficRt {
             clients: Vec::new(),
             gave_up: 0,
             user_retries: 0,
+            script: s.script.as_ref().map(|c| {
+                let default = s.class.as_deref().map_or(0, idx);
+                c.resolve(classes, default)
+            }),
         }
     }
 
@@ -159,6 +165,11 @@ impl QueueingWorld {
             (None, Some(table)) => table.sample(key.uniform(attr::KEY)),
             (None, None) => 0,
         };
+        let (mut user, mut request_key) = (user, request_key);
+        if let Some(rows) = &t.script {
+            // A scripted row states its class, user and key (`crate::scripted`).
+            (class, user, request_key) = rows.row(seq);
+        }
         Attributes {
             class,
             user,

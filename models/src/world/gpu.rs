@@ -53,7 +53,7 @@ impl GpuRt {
         let in_jobs: usize = self.jobs.values().map(Vec::len).sum();
         (held != self.seqs.len() || in_jobs != self.seqs.len()).then(|| {
             format!(
-                "I25 GPU sequences: server {} holds {held}, world tracks {} ({in_jobs} by call)",
+                "I35 GPU sequences: server {} holds {held}, world tracks {} ({in_jobs} by call)",
                 self.name,
                 self.seqs.len()
             )

@@ -158,7 +158,7 @@ impl QueueingWorld {
                 .count() as u64;
             if holding != rt.pool.leased() {
                 v.push(format!(
-                    "I26 connections: pool {} leased {} ≠ calls holding one {holding}",
+                    "I36 connections: pool {} leased {} ≠ calls holding one {holding}",
                     rt.name,
                     rt.pool.leased()
                 ));

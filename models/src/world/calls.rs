@@ -344,8 +344,20 @@ impl QueueingWorld {
             self.call_ended(slot, outcome, ctx);
             return;
         }
+        self.climb(slot, below, outcome, retry_after, ctx);
+    }
+
+    /// Carries `outcome` up the call's stack from below level `below`, and acts on it.
+    fn climb(
+        &mut self,
+        slot: u32,
+        below: usize,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+        ctx: &mut Ctx<'_, Ev>,
+    ) {
+        let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
         let info = CallInfo { retry_after, ..self.info(slot) };
-        let inst = self.call(slot).inst;
         let next = callsite::ascend(
             self.sites[site].stack_for(inst),
             &mut self.govs,
@@ -442,21 +454,7 @@ impl QueueingWorld {
             }
             match w.answer {
                 None => self.descend(slot, level + 1, ctx),
-                Some(o) => {
-                    let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
-                    let info = self.info(slot);
-                    let next = callsite::ascend(
-                        self.sites[site].stack_for(inst),
-                        &mut self.govs,
-                        &info,
-                        level,
-                        o,
-                        ctx.now(),
-                        &mut self.woken,
-                    );
-                    self.after_stack(site, inst, ctx);
-                    self.act(slot, next, ctx);
-                }
+                Some(o) => self.climb(slot, level, o, None, ctx),
             }
         }
     }

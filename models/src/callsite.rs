@@ -33,6 +33,7 @@ pub enum GovernorKind {
     CircuitBreaker(crate::breaker::CircuitBreaker),
     DegradeRule(crate::breaker::sentinel_degrade::DegradeBreaker),
     Batcher(crate::batcher::governor::BatchGovernor),
+    Shadow(crate::shadow::Shadow),
 }
 
 impl GovernorKind {
@@ -58,6 +59,7 @@ macro_rules! each {
             GovernorKind::CircuitBreaker($g) => $e,
             GovernorKind::DegradeRule($g) => $e,
             GovernorKind::Batcher($g) => $e,
+            GovernorKind::Shadow($g) => $e,
         }
     };
 }

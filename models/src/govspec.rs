@@ -49,6 +49,9 @@ pub enum GovernorRef {
     DegradeRule(String),
     /// A request batcher (window + max batch: one upstream call per batch) from `batchers`.
     Batcher(String),
+    /// Shadow mode ([`crate::shadow`]): a separate copy of the declared governor that
+    /// records what it would do and never acts. Component path `shadow.<kind>.<name>`.
+    Shadow(Box<GovernorRef>),
 }
 
 impl GovernorRef {
@@ -64,6 +67,7 @@ impl GovernorRef {
             | GovernorRef::CircuitBreaker(n)
             | GovernorRef::DegradeRule(n)
             | GovernorRef::Batcher(n) => n,
+            GovernorRef::Shadow(r) => r.name(),
         }
     }
     /// The registry kind (`gate`, `flow`, …).
@@ -79,6 +83,7 @@ impl GovernorRef {
             GovernorRef::CircuitBreaker(_) => CircuitBreakerSpec::KIND,
             GovernorRef::DegradeRule(_) => DegradeRuleSpec::KIND,
             GovernorRef::Batcher(_) => BatcherSpec::KIND,
+            GovernorRef::Shadow(r) => r.kind(),
         }
     }
     /// The scenario list it is declared in.
@@ -94,11 +99,22 @@ impl GovernorRef {
             GovernorRef::CircuitBreaker(_) => "circuit_breakers",
             GovernorRef::DegradeRule(_) => "degrade_rules",
             GovernorRef::Batcher(_) => "batchers",
+            GovernorRef::Shadow(r) => r.list(),
         }
     }
     /// `<kind>.<name>`: its component path.
     pub fn path(&self) -> String {
-        format!("{}.{}", self.kind(), self.name())
+        match self {
+            GovernorRef::Shadow(r) => format!("shadow.{}", r.path()),
+            _ => format!("{}.{}", self.kind(), self.name()),
+        }
+    }
+    /// The declared governor it refers to (itself, or the one a shadow copies).
+    pub fn declared(&self) -> &GovernorRef {
+        match self {
+            GovernorRef::Shadow(r) => r.declared(),
+            r => r,
+        }
     }
 }
 
@@ -220,6 +236,7 @@ impl GovernorKind {
                 }
                 (p, v) => return Err(format!("batcher.{p} = {v:?} is not run-time changeable")),
             },
+            GovernorKind::Shadow(s) => s.inner_mut().apply_param(param, v, now)?,
             GovernorKind::SingleFlight(f) => match (param, v) {
                 ("share_errors", ParamValue::Bool(b)) => f.set_share_errors(b),
                 (p, v) => {

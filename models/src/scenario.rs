@@ -395,8 +395,14 @@ impl<V> ScenarioSpec<V> {
             let mut seen = BTreeSet::new();
             let declared = self.declared_governors();
             for (j, g) in c.governors.iter().enumerate() {
+                if let Some(message) = crate::shadow::check_shadowable(g) {
+                    return Err(SpecError {
+                        path: format!("call_sites[{i}].governors[{j}]"),
+                        message,
+                    });
+                }
                 let path = g.path();
-                if !declared.iter().any(|d| d.path == path) {
+                if !declared.iter().any(|d| d.path == g.declared().path()) {
                     let same: Vec<&str> = declared
                         .iter()
                         .filter(|d| d.list == g.list())

@@ -105,11 +105,16 @@ impl QueueingWorld {
             {
                 let path = format!("{kind}.{name}");
                 let i = self.gov_names.iter().position(|g| *g == path).expect("checked path");
-                if let Err(e) = self.govs[i].apply_param(param, v, ctx.now()) {
-                    unreachable!("checked against the registry: {e}");
+                // The declaration configures its shadow copy too (`shadow.<kind>.<name>`).
+                let shadow = format!("shadow.{path}");
+                let copy = self.gov_names.iter().position(|g| *g == shadow);
+                for i in std::iter::once(i).chain(copy) {
+                    if let Err(e) = self.govs[i].apply_param(param, v.clone(), ctx.now()) {
+                        unreachable!("checked against the registry: {e}");
+                    }
+                    callsite::drain(i, &mut self.govs, &mut self.woken);
+                    self.after_governor(i, ctx);
                 }
-                callsite::drain(i, &mut self.govs, &mut self.woken);
-                self.after_governor(i, ctx);
                 self.resume_woken(ctx);
                 self.update_gate_gauges(ctx);
             }

@@ -35,6 +35,7 @@ impl GovernorKind {
                 vec![("followers", f.followers), ("shared", f.shared)]
             }
             GovernorKind::Cache(c) => vec![("hits", c.hits), ("misses", c.misses)],
+            GovernorKind::TimeLimiter(t) => vec![("timeouts", t.counters.timeouts)],
             GovernorKind::Shadow(s) => {
                 let c = s.counters;
                 let mut v = vec![

@@ -41,7 +41,8 @@
 //! admitted are tracked in a bounded set until their outcome arrives.
 //!
 //! API boundary: the world sees a shadow as any other [`GovernorKind`]; the scenario check
-//! refuses `Shadow(Retry(..))`, `Shadow(Batcher(..))` and nested shadows
+//! refuses `Shadow(Retry(..))`, `Shadow(Batcher(..))`, `Shadow(TimeLimiter(..))` and
+//! nested shadows
 //! ([`check_shadowable`]); the summary reads [`Shadow::counters`] through
 //! `GovernorKind::summary_counters`.
 
@@ -106,6 +107,10 @@ pub fn check_shadowable(r: &GovernorRef) -> Option<String> {
                 "Shadow(Batcher(\"{n}\")): a batcher cannot run in shadow mode (it acts by \
                  parking calls into batches; a shadow parks nothing)"
             )),
+            GovernorRef::TimeLimiter(n) => Some(format!(
+                "Shadow(TimeLimiter(\"{n}\")): a time limiter cannot run in shadow mode (its \
+                 timeouts are answers, which a shadow never gives); see its `timeouts` counter"
+            )),
             GovernorRef::Shadow(_) => Some("Shadow(Shadow(..)): shadows do not nest".into()),
             _ => None,
         },
@@ -119,9 +124,12 @@ impl Shadow {
         assert!(
             !matches!(
                 inner,
-                GovernorKind::Retry(_) | GovernorKind::Batcher(_) | GovernorKind::Shadow(_)
+                GovernorKind::Retry(_)
+                    | GovernorKind::Batcher(_)
+                    | GovernorKind::TimeLimiter(_)
+                    | GovernorKind::Shadow(_)
             ),
-            "checked: retries, batchers and shadows are not shadowable"
+            "checked: retries, batchers, time limiters and shadows are not shadowable"
         );
         Shadow {
             inner: Box::new(inner),

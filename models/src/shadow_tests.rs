@@ -153,6 +153,7 @@ fn retries_batchers_and_nesting_are_refused() {
     let msg = check_shadowable(&sh(GovernorRef::Retry("r".into()))).unwrap();
     assert!(msg.contains("Shadow(Retry(\"r\"))") && msg.contains("cannot run in shadow"), "{msg}");
     assert!(check_shadowable(&sh(GovernorRef::Batcher("b".into()))).is_some());
+    assert!(check_shadowable(&sh(GovernorRef::TimeLimiter("t".into()))).is_some());
     assert!(check_shadowable(&sh(sh(GovernorRef::Gate("g".into())))).is_some());
     assert_eq!(check_shadowable(&sh(GovernorRef::CircuitBreaker("b".into()))), None);
     assert_eq!(check_shadowable(&GovernorRef::Retry("r".into())), None);

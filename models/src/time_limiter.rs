@@ -11,20 +11,18 @@
 //!
 //! Key design decision: the limiter answers a call that is *not* parked at its level (it is
 //! below: parked at a lower governor, in a lower retry's back-off, or at its upstream). The
-//! world must cut such a call short from the limiter's level (see "World hook" below); the
+//! world cuts such a call short from the limiter's level (see "World hook" below); the
 //! limiter itself only keeps the deadlines, in a bounded ordered set, and reports the
 //! earliest through [`Governor::wake_at`].
 //!
-//! World hook (not wired here; proposed to the integrator): in `resume_woken`, a woken entry
-//! with an answer whose call is not parked at that governor's level is cut short:
-//! abandon it where it is (parked at level `p` below: `on_abandon` there and cancel its
-//! deadline; in a retry back-off below: cancel the back-off timer and `on_abandon` the retry
-//! governor, which forgets it; at its upstream: the `on_upstream_timeout` path without the
-//! answer — cancel or keep the work per [`TimeLimiter::cancels_running_future`], release
-//! the connection as timed out), then carry `Failed(Timeout)` through the levels strictly
-//! between the limiter and that place (a `RetryAfter` among them is answered with
-//! `on_abandon` at that level and ignored), then carry the limiter's answer up from the
-//! limiter's level with `callsite::ascend`.
+//! World hook (`world/cut.rs`, entered from `resume_woken` when a governor answers a call
+//! that is not parked at its level): the call is abandoned where it is (parked at a lower
+//! governor: `on_abandon` there; in a lower retry's back-off: the back-off timer cancelled
+//! and the retry forgets it; waiting for or opening a connection: forgotten by the pool /
+//! the connection closed; at its upstream: the client-timeout path without its answer,
+//! cancelling the work per [`TimeLimiter::cancels_running_future`]), the levels strictly
+//! between see `Failed(Timeout)` (a `RetryAfter` among them is refused with `on_abandon`),
+//! and the limiter's answer climbs from its level with `callsite::ascend`.
 //!
 //! Architecture invariant: every call the limiter passed is tracked until exactly one of
 //! `on_outcome` (the outcome came back first), `on_wake` (the deadline came first: answered

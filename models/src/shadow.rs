@@ -21,8 +21,8 @@
 //!
 //! Events (bounded): the wrapper emits `shadow_reject` (`from: "pass"`, `to: <reason>`) and
 //! `shadow_wait` (`from: "pass"`, `to: <reason on deadline>`) at most once per simulated
-//! second per kind (the first would-reject of each quiet-or-new second; the summary holds
-//! the exact totals), so a shadow adds at most two rows per second plus its inner
+//! second per kind (a would-be refusal is marked when none was marked in the second before
+//! it; the summary holds the exact totals), so a shadow adds at most two rows per second plus its inner
 //! governor's own state changes. Those pass through with their kind prefixed by `shadow:`
 //! (`shadow:state_change`, `shadow:rule_reload`; an unknown kind becomes `shadow:other`
 //! with `from` prefixed by the original kind), under the component `shadow.<kind>.<name>`.

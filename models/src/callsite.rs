@@ -33,6 +33,8 @@ pub enum GovernorKind {
     CircuitBreaker(crate::breaker::CircuitBreaker),
     DegradeRule(crate::breaker::sentinel_degrade::DegradeBreaker),
     Batcher(crate::batcher::governor::BatchGovernor),
+    TimeLimiter(crate::time_limiter::TimeLimiter),
+    Shadow(crate::shadow::Shadow),
 }
 
 impl GovernorKind {
@@ -58,6 +60,8 @@ macro_rules! each {
             GovernorKind::CircuitBreaker($g) => $e,
             GovernorKind::DegradeRule($g) => $e,
             GovernorKind::Batcher($g) => $e,
+            GovernorKind::TimeLimiter($g) => $e,
+            GovernorKind::Shadow($g) => $e,
         }
     };
 }

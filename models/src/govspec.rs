@@ -23,6 +23,7 @@ use crate::gate::{Gate, GateSpec};
 use crate::params::{ParamValue, Params, Registry};
 use crate::retry::{Retry, RetrySpec};
 use crate::scenario::ScenarioSpec;
+use crate::time_limiter::{TimeLimiter, TimeLimiterSpec};
 use serde::{Deserialize, Serialize};
 use sim_core::SimTime;
 
@@ -49,6 +50,11 @@ pub enum GovernorRef {
     DegradeRule(String),
     /// A request batcher (window + max batch: one upstream call per batch) from `batchers`.
     Batcher(String),
+    /// A Resilience4j time limiter from `time_limiters`.
+    TimeLimiter(String),
+    /// Shadow mode ([`crate::shadow`]): a separate copy of the declared governor that
+    /// records what it would do and never acts. Component path `shadow.<kind>.<name>`.
+    Shadow(Box<GovernorRef>),
 }
 
 impl GovernorRef {
@@ -63,7 +69,9 @@ impl GovernorRef {
             | GovernorRef::SingleFlight(n)
             | GovernorRef::CircuitBreaker(n)
             | GovernorRef::DegradeRule(n)
-            | GovernorRef::Batcher(n) => n,
+            | GovernorRef::Batcher(n)
+            | GovernorRef::TimeLimiter(n) => n,
+            GovernorRef::Shadow(r) => r.name(),
         }
     }
     /// The registry kind (`gate`, `flow`, …).
@@ -79,6 +87,8 @@ impl GovernorRef {
             GovernorRef::CircuitBreaker(_) => CircuitBreakerSpec::KIND,
             GovernorRef::DegradeRule(_) => DegradeRuleSpec::KIND,
             GovernorRef::Batcher(_) => BatcherSpec::KIND,
+            GovernorRef::TimeLimiter(_) => TimeLimiterSpec::KIND,
+            GovernorRef::Shadow(r) => r.kind(),
         }
     }
     /// The scenario list it is declared in.
@@ -94,11 +104,23 @@ impl GovernorRef {
             GovernorRef::CircuitBreaker(_) => "circuit_breakers",
             GovernorRef::DegradeRule(_) => "degrade_rules",
             GovernorRef::Batcher(_) => "batchers",
+            GovernorRef::TimeLimiter(_) => "time_limiters",
+            GovernorRef::Shadow(r) => r.list(),
         }
     }
     /// `<kind>.<name>`: its component path.
     pub fn path(&self) -> String {
-        format!("{}.{}", self.kind(), self.name())
+        match self {
+            GovernorRef::Shadow(r) => format!("shadow.{}", r.path()),
+            _ => format!("{}.{}", self.kind(), self.name()),
+        }
+    }
+    /// The declared governor it refers to (itself, or the one a shadow copies).
+    pub fn declared(&self) -> &GovernorRef {
+        match self {
+            GovernorRef::Shadow(r) => r.declared(),
+            r => r,
+        }
     }
 }
 
@@ -137,6 +159,7 @@ impl<V> ScenarioSpec<V> {
         of("circuit_breakers", &self.circuit_breakers, &mut out);
         of("degrade_rules", &self.degrade_rules, &mut out);
         of("batchers", &self.batchers, &mut out);
+        of("time_limiters", &self.time_limiters, &mut out);
         out
     }
 
@@ -166,6 +189,9 @@ impl<V> ScenarioSpec<V> {
             self.degrade_rules.iter().map(|s| GovernorKind::DegradeRule(DegradeBreaker::new(s))),
         );
         out.extend(self.batchers.iter().map(|s| GovernorKind::Batcher(BatchGovernor::new(s))));
+        out.extend(
+            self.time_limiters.iter().map(|s| GovernorKind::TimeLimiter(TimeLimiter::new(s))),
+        );
         assert_eq!(out.len(), self.declared_governors().len(), "arena order = declared order");
         out
     }
@@ -181,6 +207,7 @@ impl<V> ScenarioSpec<V> {
         self.circuit_breakers.iter().for_each(|c| r.add_component(c));
         self.degrade_rules.iter().for_each(|c| r.add_component(c));
         self.batchers.iter().for_each(|c| r.add_component(c));
+        self.time_limiters.iter().for_each(|c| r.add_component(c));
     }
 }
 
@@ -220,6 +247,8 @@ impl GovernorKind {
                 }
                 (p, v) => return Err(format!("batcher.{p} = {v:?} is not run-time changeable")),
             },
+            GovernorKind::TimeLimiter(t) => t.apply_param(param, v)?,
+            GovernorKind::Shadow(s) => s.inner_mut().apply_param(param, v, now)?,
             GovernorKind::SingleFlight(f) => match (param, v) {
                 ("share_errors", ParamValue::Bool(b)) => f.set_share_errors(b),
                 (p, v) => {

@@ -68,6 +68,9 @@ pub struct ScenarioSpec<V> {
     /// from sources without an app use the declared instance itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_instance: Vec<String>,
+    /// Resilience4j time limiters (a deadline from passing to the outcome).
+    #[serde(default)]
+    pub time_limiters: Vec<crate::time_limiter::TimeLimiterSpec>,
     /// Fan-out pipelines: what one request runs (a source may target a pipeline or,
     /// for a single call, a call site directly).
     #[serde(default)]
@@ -197,6 +200,7 @@ impl<V> ScenarioSpec<V> {
         unique("circuit_breakers", self.circuit_breakers.iter().map(|s| s.name.as_str()))?;
         unique("degrade_rules", self.degrade_rules.iter().map(|s| s.name.as_str()))?;
         unique("batchers", self.batchers.iter().map(|s| s.name.as_str()))?;
+        unique("time_limiters", self.time_limiters.iter().map(|s| s.name.as_str()))?;
         for (i, d) in self.degrade_rules.iter().enumerate() {
             d.check()
                 .map_err(|message| SpecError { path: format!("degrade_rules[{i}]"), message })?;
@@ -395,6 +399,7 @@ impl<V> ScenarioSpec<V> {
         ranges("circuit_breakers", &self.circuit_breakers)?;
         ranges("degrade_rules", &self.degrade_rules)?;
         ranges("batchers", &self.batchers)?;
+        ranges("time_limiters", &self.time_limiters)?;
         ranges("stations", &self.stations)?;
         ranges("quotas", &self.quotas)?;
         ranges("gpu_servers", &self.gpu_servers)?;
@@ -475,8 +480,14 @@ impl<V> ScenarioSpec<V> {
             let mut seen = BTreeSet::new();
             let declared = self.declared_governors();
             for (j, g) in c.governors.iter().enumerate() {
+                if let Some(message) = crate::shadow::check_shadowable(g) {
+                    return Err(SpecError {
+                        path: format!("call_sites[{i}].governors[{j}]"),
+                        message,
+                    });
+                }
                 let path = g.path();
-                if !declared.iter().any(|d| d.path == path) {
+                if !declared.iter().any(|d| d.path == g.declared().path()) {
                     let same: Vec<&str> = declared
                         .iter()
                         .filter(|d| d.list == g.list())
@@ -568,6 +579,7 @@ impl<V> ScenarioSpec<V> {
             "circuit_breaker" => find(&mut self.circuit_breakers, name).set(param, value),
             "degrade_rule" => find(&mut self.degrade_rules, name).set(param, value),
             "batcher" => find(&mut self.batchers, name).set(param, value),
+            "time_limiter" => find(&mut self.time_limiters, name).set(param, value),
             "station" => find(&mut self.stations, name).set(param, value),
             "quota" => find(&mut self.quotas, name).set(param, value),
             "gpu_server" => find(&mut self.gpu_servers, name).set(param, value),
@@ -619,6 +631,7 @@ impl<V> ScenarioSpec<V> {
             degrade_rules: self.degrade_rules,
             batchers: self.batchers,
             per_instance: self.per_instance,
+            time_limiters: self.time_limiters,
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,

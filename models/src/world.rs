@@ -245,6 +245,8 @@ struct Call {
     /// Where it is parked (a governor level), and the deadline timer.
     parked_at: Option<usize>,
     on_deadline: Reason,
+    /// Its one pending timer: a parked call's deadline, a connection wait's deadline or
+    /// readiness, a retry back-off's end.
     timer: Option<TimerHandle>,
     /// Waiting to be re-sent from this level (a retry's back-off).
     retry_level: Option<usize>,
@@ -508,6 +510,7 @@ mod calls;
 mod changes;
 mod clients;
 mod conn;
+mod cut;
 mod entry;
 mod entry_report;
 mod gpu;

@@ -8,9 +8,11 @@ impl QueueingWorld {
         let find_site =
             |n: &str| sc.call_sites.iter().position(|c| c.name == n).expect("checked") as u16;
         // The governor arena, in `declared_governors` order.
-        let govs = sc.build_governors();
+        let mut govs = sc.build_governors();
         let declared = sc.declared_governors();
-        let gov_names: Vec<String> = declared.iter().map(|d| d.path.clone()).collect();
+        let mut gov_names: Vec<String> = declared.iter().map(|d| d.path.clone()).collect();
+        // Shadow copies after the declared governors (arena indices of these unchanged).
+        sc.build_shadows(&mut govs, &mut gov_names);
         let gates: Vec<GateRt> = sc
             .gates
             .iter()
@@ -25,8 +27,6 @@ impl QueueingWorld {
             })
             .collect();
         // Per-instance copies: appended to the arena, one per app instance (flat key order).
-        let mut govs = govs;
-        let mut gov_names = gov_names;
         let mut instance_names = Vec::new();
         for a in &sc.apps {
             for i in 0..a.instances {

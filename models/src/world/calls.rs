@@ -46,7 +46,7 @@ impl QueueingWorld {
         self.act(slot, next, ctx);
     }
 
-    fn act(&mut self, slot: u32, next: Next, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn act(&mut self, slot: u32, next: Next, ctx: &mut Ctx<'_, Ev>) {
         match next {
             Next::Upstream => self.send_to_station(slot, ctx),
             Next::Parked { level, deadline, on_deadline } => {
@@ -64,7 +64,9 @@ impl QueueingWorld {
                 let c = self.call_mut(slot);
                 c.retry_level = Some(level);
                 let id = c.id;
-                ctx.schedule_in(after, Ev::RetryDue { slot, id });
+                // A timer (same order as an event): a cut from above cancels the back-off.
+                let h = ctx.timer_in(after, Ev::RetryDue { slot, id });
+                self.call_mut(slot).timer = Some(h);
             }
         }
         self.update_gate_gauges(ctx);
@@ -73,6 +75,7 @@ impl QueueingWorld {
     pub(super) fn on_retry_due(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let c = self.call_mut(slot);
         let level = c.retry_level.take().expect("a retry is due for a call waiting to retry");
+        c.timer = None;
         c.attempt += 1;
         (c.up, c.on_backup) = (None, false);
         self.descend(slot, level, ctx);
@@ -375,20 +378,34 @@ impl QueueingWorld {
     /// cancellation the station drops the work (frees the server or the waiting place);
     /// without, the work goes on and its server stays busy until it ends.
     pub(super) fn on_upstream_timeout(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        self.call_mut(slot).upstream_timer = None;
+        self.drop_upstream_work(slot, true, ctx);
+        self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);
+        self.resume_woken(ctx);
+    }
+
+    /// The call stops waiting for its upstream work (client timeout, or cut short from a
+    /// governor above: `cancel` false keeps the work running as abandoned work).
+    pub(super) fn drop_upstream_work(&mut self, slot: u32, cancel: bool, ctx: &mut Ctx<'_, Ev>) {
         let c = self.call_mut(slot);
-        c.upstream_timer = None;
         let (id, in_service) = (c.job_id(), c.in_service);
         c.in_service = false;
         let service_timer = c.service_timer.take();
+        if let Some(h) = c.upstream_timer.take() {
+            ctx.cancel(h);
+        }
         let st = match c.up.expect("a call at its upstream") {
             Upstream::Station(st) => st,
             Upstream::Gpu(g) => {
-                self.gpu_abandon(g, id, ctx);
-                self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);
-                self.resume_woken(ctx);
+                if cancel {
+                    self.gpu_abandon(g, id, ctx);
+                }
                 return;
             }
         };
+        if !cancel {
+            return;
+        }
         // A service follows the cancellation setting in force when it started (its
         // completion is cancellable exactly then); a waiting call, the setting now.
         if in_service {
@@ -409,8 +426,6 @@ impl QueueingWorld {
             self.work_ended(st, &job, false, ctx.now());
             self.update_station_gauges(st, ctx);
         }
-        self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);
-        self.resume_woken(ctx);
     }
 
     pub(super) fn on_deadline(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
@@ -448,6 +463,14 @@ impl QueueingWorld {
             let (slot, generation) = slot_of(w.call);
             let c = self.calls[slot as usize].as_mut().expect("woken call is live");
             assert_eq!(c.generation, generation, "woken call id is current");
+            let stack = &self.sites[c.site as usize].stack;
+            if let Some(o) = w.answer
+                && c.parked_at.is_none_or(|l| stack[l] != w.governor)
+            {
+                // Answered by a governor it passed (a time limiter's timeout): `cut.rs`.
+                self.cut_short(slot, w.governor, o, ctx);
+                continue;
+            }
             let level = c.parked_at.take().expect("woken call was parked");
             if let Some(h) = c.timer.take() {
                 ctx.cancel(h);
@@ -470,7 +493,7 @@ impl QueueingWorld {
     }
 
     /// After the governors of a site's stack acted: their timers and state changes.
-    fn after_stack(&mut self, site: usize, inst: u16, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn after_stack(&mut self, site: usize, inst: u16, ctx: &mut Ctx<'_, Ev>) {
         for level in 0..self.sites[site].stack.len() {
             let g = self.sites[site].stack_for(inst)[level];
             self.after_governor(g, ctx);

@@ -105,9 +105,14 @@ impl QueueingWorld {
             {
                 // The declared governor and its per-instance copies (`path@app.k`).
                 let path = format!("{kind}.{name}");
+                // …and the shadow copy of the declaration (`shadow.<kind>.<name>`).
                 let copy = format!("{path}@");
+                let shadow = format!("shadow.{path}");
                 let all: Vec<usize> = (0..self.gov_names.len())
-                    .filter(|&i| self.gov_names[i] == path || self.gov_names[i].starts_with(&copy))
+                    .filter(|&i| {
+                        let n = &self.gov_names[i];
+                        *n == path || n.starts_with(&copy) || *n == shadow
+                    })
                     .collect();
                 assert!(!all.is_empty(), "checked path");
                 for i in all {

@@ -67,12 +67,12 @@ impl QueueingWorld {
             }
             Borrow::Reuse { conn, extra_delay: d } | Borrow::Connect { conn, delay: d } => {
                 c.conn = Some(ConnState::Opening(conn));
-                ctx.schedule_at(now + d, Ev::ConnReady { slot, id });
+                c.timer = Some(ctx.timer_at(now + d, Ev::ConnReady { slot, id }));
                 false
             }
             Borrow::Stale { conn, fail_after } => {
                 c.conn = Some(ConnState::Stale(conn));
-                ctx.schedule_at(now + fail_after, Ev::ConnReady { slot, id });
+                c.timer = Some(ctx.timer_at(now + fail_after, Ev::ConnReady { slot, id }));
                 false
             }
             Borrow::Wait { deadline } => {
@@ -90,6 +90,7 @@ impl QueueingWorld {
     /// A connection is ready (or its staleness surfaced).
     pub(super) fn on_conn_ready(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let c = self.calls[slot as usize].as_mut().expect("a call waiting for its connection");
+        c.timer = None;
         match c.conn {
             Some(ConnState::Opening(conn)) => {
                 c.conn = Some(ConnState::Open(conn));

@@ -93,6 +93,12 @@ impl QueueingWorld {
             out.push_u64(format!("{p}.admitted"), q.counters.admitted);
             out.push_u64(format!("{p}.rejected_429"), q.counters.rejected);
         }
+        // Governor counters (`<kind>.<name>.<counter>`, shadows `shadow.<kind>.<name>.…`).
+        for (g, name) in self.govs.iter().zip(&self.gov_names) {
+            for (counter, v) in g.summary_counters() {
+                out.push_u64(format!("{name}.{counter}"), v);
+            }
+        }
         self.entry_summary(end, &mut out);
         out
     }

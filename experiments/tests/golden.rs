@@ -44,6 +44,43 @@ const GOLDEN: &[(&str, Pins)] = &[
             (2, "0dc1eb0c2733bad9", 60120),
         ],
     ),
+    (
+        // max_batch 1, 2, 4, 8, 16 × seeds 0, 1
+        "gpu-batching.ron",
+        &[
+            (0, "8ea8d56848e40f05", 116412),
+            (1, "2174804816c32cae", 116560),
+            (0, "f40b281e4456f50b", 88344),
+            (1, "5fc80946b4616af6", 88413),
+            (0, "7c27ccdcff33748d", 74362),
+            (1, "58136693ad17f95f", 74389),
+            (0, "4560a9a1d2bd45d9", 68449),
+            (1, "4041a2acc31048b0", 68523),
+            (0, "d39a4a73d7e2532b", 70456),
+            (1, "edfb2e0515b1fdb3", 70450),
+        ],
+    ),
+    (
+        // variants no-gate, gate-80 × seeds 0..3
+        "fanout-surge.ron",
+        &[
+            (0, "46f97e99529b60d1", 16412),
+            (1, "bed2aa25c53d9639", 16423),
+            (2, "dd5c309fe305f8ef", 15856),
+            (0, "09ee35afcb58b668", 14947),
+            (1, "6fc4070fad7f968f", 14980),
+            (2, "5f759b44f06d5b17", 14437),
+        ],
+    ),
+    (
+        // variants baseline, validate, keep-alive
+        "stale-connection.ron",
+        &[
+            (0, "e85e90c72e347f33", 130),
+            (0, "50a8725cecae788b", 156),
+            (0, "b8303b6033f4a60f", 207),
+        ],
+    ),
 ];
 
 #[test]

@@ -75,11 +75,7 @@ const GOLDEN: &[(&str, Pins)] = &[
     (
         // variants baseline, validate, keep-alive
         "stale-connection.ron",
-        &[
-            (0, "e85e90c72e347f33", 130),
-            (0, "50a8725cecae788b", 156),
-            (0, "b8303b6033f4a60f", 207),
-        ],
+        &[(0, "e85e90c72e347f33", 130), (0, "50a8725cecae788b", 156), (0, "b8303b6033f4a60f", 207)],
     ),
 ];
 

@@ -67,7 +67,7 @@ fn default_sample_every() -> SimDuration {
 enum ScenarioRef {
     /// A scenario file, relative to the experiment file.
     File(String),
-    Inline(ScenarioSpec<IgnoredAny>),
+    Inline(Box<ScenarioSpec<IgnoredAny>>),
 }
 
 /// Replication seeds.
@@ -278,7 +278,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
             let f: ExperimentFile = src.parse()?;
             check_seed_count(&src, &f.seeds)?;
             let scenario = match f.scenario {
-                ScenarioRef::Inline(spec) => resolve_scenario(&src, spec, "scenario")?,
+                ScenarioRef::Inline(spec) => resolve_scenario(&src, *spec, "scenario")?,
                 ScenarioRef::File(rel) => {
                     let p = path.parent().unwrap_or(Path::new(".")).join(&rel);
                     let text = read(&p).map_err(|e| {

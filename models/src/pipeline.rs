@@ -289,6 +289,13 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// The progress of a request whose pipeline is one direct call: the world issues that
+    /// call itself and ends the request with its outcome (no allocation on the hot path);
+    /// folding one required call's outcome is the identity.
+    pub fn single() -> Self {
+        Progress { stage: 0, steps: Vec::new(), failed: None, degraded: None }
+    }
+
     /// Starts a request; `draw(stage, step)` is the uniform in (0, 1) that picks a step's
     /// number of calls (a keyed draw in the world).
     pub fn start(p: &Pipeline, draw: &mut impl FnMut(u16, u16) -> f64) -> (Self, Advance) {

@@ -63,6 +63,9 @@ pub mod attr {
 pub enum Ev {
     Arrival {
         source: u16,
+        /// The source's rate generation when scheduled: an arrival rescheduled by a
+        /// run-time rate change leaves its old event behind, ignored when it fires.
+        rate_gen: u32,
     },
     ServiceDone {
         station: u16,
@@ -156,7 +159,7 @@ impl sim_core::Event for Ev {
     }
     fn entity_id(&self) -> u64 {
         match *self {
-            Ev::Arrival { source } => source as u64,
+            Ev::Arrival { source, .. } => source as u64,
             Ev::ServiceDone { id, .. }
             | Ev::WaitDeadline { id, .. }
             | Ev::UpstreamTimeout { id, .. }
@@ -532,7 +535,7 @@ impl sim_core::World for QueueingWorld {
 
     fn handle(&mut self, ev: Ev, ctx: &mut Ctx<'_, Ev>) {
         match ev {
-            Ev::Arrival { source } => self.on_arrival(source, ctx),
+            Ev::Arrival { source, rate_gen } => self.on_arrival(source, rate_gen, ctx),
             Ev::ServiceDone { station, slot, id } => self.on_service_done(station, slot, id, ctx),
             Ev::UpstreamTimeout { slot, .. } => self.on_upstream_timeout(slot, ctx),
             Ev::WaitDeadline { slot, .. } => self.on_deadline(slot, ctx),
@@ -570,7 +573,7 @@ impl sim_core::World for QueueingWorld {
     fn component_of(&self, ev: &Ev) -> String {
         let call = |slot: u32| self.calls.get(slot as usize).and_then(|c| c.as_ref());
         match *ev {
-            Ev::Arrival { source } => format!("source.{}", self.sources[source as usize].name),
+            Ev::Arrival { source, .. } => format!("source.{}", self.sources[source as usize].name),
             Ev::ServiceDone { station, .. } => {
                 format!("station.{}", self.stations[station as usize].name)
             }

@@ -181,7 +181,10 @@ impl QueueingWorld {
         for (i, s) in sc.sources.iter().enumerate() {
             if s.closed_loop.is_none() {
                 let first = s.script.as_ref().map_or(SimDuration::ZERO, |c| c.first_at());
-                ctx.schedule_at(SimTime::ZERO + s.start + first, Ev::Arrival { source: i as u16 });
+                ctx.schedule_at(
+                    SimTime::ZERO + s.start + first,
+                    Ev::Arrival { source: i as u16, rate_gen: 0 },
+                );
             }
         }
         if run.warmup > SimDuration::ZERO {

@@ -3,9 +3,12 @@
 use super::*;
 
 impl QueueingWorld {
-    pub(super) fn on_arrival(&mut self, source: u16, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn on_arrival(&mut self, source: u16, rate_gen: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         let src = &mut self.sources[source as usize];
+        if rate_gen != src.traffic.rate_gen {
+            return; // rescheduled by a rate change
+        }
         src.traffic.pending = None;
         let seq = src.issued;
         src.issued += 1;
@@ -26,12 +29,11 @@ impl QueueingWorld {
                 (None, None) => unreachable!("checked: a source has a trace or an inter-arrival"),
             };
             if let Some(at) = next {
-                if src.trace.is_some() {
-                    ctx.schedule_at(at, Ev::Arrival { source });
-                } else {
-                    // A timer, so a run-time rate change can rescale the pending gap.
-                    let h = ctx.timer_at(at, Ev::Arrival { source });
-                    src.traffic.pending = Some((at, h));
+                let rate_gen = src.traffic.rate_gen;
+                ctx.schedule_at(at, Ev::Arrival { source, rate_gen });
+                if src.trace.is_none() {
+                    // Remembered, so a run-time rate change can rescale the pending gap.
+                    src.traffic.pending = Some(at);
                 }
             }
         }
@@ -62,9 +64,14 @@ impl QueueingWorld {
         self.next_request += 1;
         let (pipeline, src_key, app) = (src.pipeline, src.key, src.app);
         let key = DrawKey::request(self.seed, src_key, seq);
-        let p = &self.pipelines[pipeline as usize].p;
-        let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
-        let (progress, advance) = Progress::start(p, &mut draw);
+        let pl = &self.pipelines[pipeline as usize];
+        let fast = pl.direct && app.is_none();
+        let (progress, advance) = if fast {
+            (Progress::single(), Advance::Issue(Vec::new()))
+        } else {
+            let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
+            Progress::start(&pl.p, &mut draw)
+        };
         let r = Req {
             id,
             source,
@@ -95,6 +102,8 @@ impl QueueingWorld {
         };
         match app {
             Some(app) => self.entry_arrive(slot, app, advance, ctx),
+            // A direct call: issued here, without building the pipeline's list.
+            None if fast => self.issue_call(slot, Issue { stage: 0, step: 0, index: 0 }, ctx),
             None => self.advance(slot, advance, ctx),
         }
         id
@@ -175,10 +184,15 @@ impl QueueingWorld {
         self.calls_ended += 1;
         let r = self.reqs[c.req as usize].as_mut().expect("a call's request outlives it");
         r.live_calls -= 1;
+        let pl = &self.pipelines[r.pipeline as usize];
+        if pl.direct && r.entry.is_none() {
+            // The one call of a direct request: its outcome is the request's.
+            self.end_request(c.req, outcome, ctx);
+            return;
+        }
         let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq);
-        let p = &self.pipelines[r.pipeline as usize].p;
         let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
-        let advance = r.progress.call_ended(p, c.issue, outcome, &mut draw);
+        let advance = r.progress.call_ended(&pl.p, c.issue, outcome, &mut draw);
         self.advance(c.req, advance, ctx);
     }
 

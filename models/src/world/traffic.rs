@@ -25,8 +25,11 @@ pub(super) struct TrafficRt {
     assign_classes: Vec<(String, u16)>,
     /// Rate multiplier (renewal sources).
     pub(super) rate: f64,
-    /// The pending arrival of a renewal source after its first, as a cancellable timer.
-    pub(super) pending: Option<(SimTime, TimerHandle)>,
+    /// When the pending arrival of a renewal source after its first is due.
+    pub(super) pending: Option<SimTime>,
+    /// Bumped by each rate change: the arrival event it replaced is ignored when it fires
+    /// (plain events instead of cancellable timers keep the arrival path cheap).
+    pub(super) rate_gen: u32,
     /// Closed-loop users.
     pub(super) closed: Option<ClosedLoopSpec>,
     /// Users active now (≤ `clients.len()`, which only grows).
@@ -74,6 +77,7 @@ impl TrafficRt {
             assign_classes,
             rate: s.rate_multiplier,
             pending: None,
+            rate_gen: 0,
             closed: s.closed_loop.clone(),
             active: 0,
             clients: Vec::new(),
@@ -205,15 +209,16 @@ impl QueueingWorld {
         let now = ctx.now();
         let src = &mut self.sources[source as usize];
         let old = std::mem::replace(&mut src.traffic.rate, rate);
-        let Some((at, h)) = src.traffic.pending.take() else { return };
-        ctx.cancel(h).expect("the pending arrival has not fired");
+        let Some(at) = src.traffic.pending.take() else { return };
+        src.traffic.rate_gen += 1;
         let next = match &src.profile {
             None => Some(now + SimDuration::from_ns_f64((at - now).0 as f64 * old / rate)),
             Some(p) => p.advance(now, p.work(now, at) * old / rate),
         };
         if let Some(at) = next {
-            let h = ctx.timer_at(at, Ev::Arrival { source });
-            src.traffic.pending = Some((at, h));
+            let rate_gen = src.traffic.rate_gen;
+            ctx.schedule_at(at, Ev::Arrival { source, rate_gen });
+            src.traffic.pending = Some(at);
         }
     }
 }

@@ -128,3 +128,29 @@ fn full_server_queue_answers_429() {
     let roomy = run(&saturated(64, 870_000, 100_000), 4, 10);
     assert_eq!(roomy.summary.get("source.chat.rejected_upstream_429").unwrap(), 0.0);
 }
+
+/// A run-time change breaking a cross-field rule (batched tokens ≥ sequences) is refused
+/// and recorded, never a panic; the value in force stays the old one.
+#[test]
+fn refused_runtime_change_is_recorded_and_keeps_the_old_value() {
+    use models::scenario::SetParam;
+    let mut sc = saturated(8, 870_000, 100_000);
+    for (at, v) in [(1, 4), (2, 16)] {
+        sc.timeline.push(SetParam {
+            at: SimDuration::from_secs(at),
+            path: "gpu_server.gpu.max_num_batched_tokens".into(),
+            value: ParamValue::Count(v),
+        });
+    }
+    sc.check_timeline().unwrap();
+    let r = run(&sc, 5, 3);
+    let ev: Vec<_> = r.state_events.iter().map(|e| (e.kind, e.from.as_str())).collect();
+    assert_eq!(
+        ev,
+        [
+            ("config_change", "max_num_batched_tokens = 8192"),
+            ("config_rejected", "max_num_batched_tokens"),
+            ("config_change", "max_num_batched_tokens = 8192"),
+        ]
+    );
+}

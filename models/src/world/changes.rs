@@ -6,11 +6,8 @@ impl QueueingWorld {
     /// Applies a run-time parameter change (already checked against the registry).
     pub(super) fn set(&mut self, p: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
         let (kind, name, param) = split_path(&p.path).expect("checked path");
-        let from = self
-            .params_now
-            .insert(p.path.clone(), p.value.clone())
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| "?".into());
+        let old = self.params_now.insert(p.path.clone(), p.value.clone());
+        let from = old.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
         self.events.push(ModelEvent {
             time: ctx.now(),
             component: format!("{kind}.{name}"),
@@ -168,7 +165,11 @@ impl QueueingWorld {
                     (p, v) => Err(format!("gpu_server.{p} = {v:?} is not run-time changeable")),
                 };
                 if let Err(e) = r {
-                    // A cross-field rule (batched tokens ≥ sequences): refused, recorded.
+                    // A cross-field rule (batched tokens ≥ sequences): refused, recorded,
+                    // and the value in force stays the old one.
+                    if let Some(v) = old {
+                        self.params_now.insert(p.path.clone(), v);
+                    }
                     self.events.push(ModelEvent {
                         time: ctx.now(),
                         component: format!("gpu_server.{name}"),

@@ -9,9 +9,10 @@
 //! and on the way up ([`governor::OutcomeDecision`]); the order is whatever the scenario
 //! says, like a Resilience4j decorator chain or a Sentinel slot chain.
 //!
-//! Modules: [`ids`], [`outcome`] (the closed outcome enum), [`governor`] (the interface),
-//! [`callsite`] (the driver), [`gate`], [`source`], [`station`], [`params`] (the registry),
-//! [`scenario`], [`world`], [`summary`], [`run`].
+//! Modules: one component per module, tests beside it; the code map with each module's
+//! architecture invariant and API boundary is in `ARCHITECTURE.md`. Entry points:
+//! [`scenario`] (the RON types), [`params`] (the registry), [`world`] (the running model),
+//! [`run`] (one run → [`summary`] and records).
 
 pub mod app;
 pub mod attributes;

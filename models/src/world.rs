@@ -1,14 +1,22 @@
-//! The queueing world: sources → call sites (governor stacks) → stations, wired from a
-//! [`Scenario`]. It implements [`sim_core::World`].
+//! The queueing world: sources → app instances (entry path) → pipelines → calls → call
+//! sites (governor stacks) → connection pools → upstreams (stations, GPU servers), wired
+//! from a [`Scenario`]. It implements [`sim_core::World`].
 //!
 //! Request life cycle (each arrow an event or an immediate step):
-//! `Arrival` → descend the call site's stack → (parked at a governor until woken or its
-//! deadline) → station: start service or queue or reject → `ServiceDone` → ascend the stack
-//! → end. Every request ends exactly once, with one [`Outcome`].
+//! `Arrival` (or a closed-loop user's `UserSend`) → draw the request's keyed attributes →
+//! (with an app) balancer → gateway thread → dispatcher / worker pool → local work on the
+//! thread → the pipeline issues calls (`Progress`) → each call descends its call site's
+//! stack (parked at a governor until woken or its deadline; retries re-descend after a
+//! back-off) → connection (connect, validate, stale) → upstream: start service, queue, 429
+//! (quota, full queue) or a GPU server's step loop → `ServiceDone` / `GpuStep` or the
+//! client's `UpstreamTimeout` → the outcome climbs the stack (`climb`, failover to a
+//! `backup`) → the pipeline issues the next calls or ends the request. Every request and
+//! every call ends exactly once, with one [`Outcome`].
 //!
-//! Architecture invariants (numbered in ARCHITECTURE.md, checked by [`QueueingWorld::check_invariants`]):
-//! conservation per source, permits conserved per gate, queues within capacity, work
-//! conservation at stations.
+//! Architecture invariants (numbered in ARCHITECTURE.md, checked by
+//! [`QueueingWorld::check_invariants`]): conservation of requests (I1) and calls (I22),
+//! permits per gate (I2), queues within capacity (I3), work conservation at stations (I4),
+//! entry-path resources (I23), quota tickets (I24), GPU sequences (I35), connections (I36).
 
 use crate::callsite::{self, GovernorKind, Next, Woken};
 use crate::governor::{CallInfo, Governor};
@@ -414,8 +422,8 @@ pub struct RunSettings {
     pub record_requests: bool,
 }
 
-/// A state change worth a row in `events.parquet`: a run-time configuration change now;
-/// breaker transitions and outages as those components arrive.
+/// A state change worth a row in `events.parquet`: a run-time configuration change
+/// (`config_change`), a governor's transition (`state_change`, shadow verdicts, …).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelEvent {
     pub time: SimTime,

@@ -147,7 +147,17 @@ impl<E> Calendar<E> {
         if self.heap.is_empty() {
             return None;
         }
-        let e = self.remove_at(0);
+        // The root goes: the last entry takes its place, sinks to the bottom along the
+        // smaller children (one comparison per level), then rises to its place — the
+        // cheaper order `std`'s binary heap uses (the last entry usually belongs low).
+        let last = self.heap.len() - 1;
+        self.heap.swap(0, last);
+        let e = self.heap.pop().expect("non-empty");
+        self.release(e.timer);
+        if !self.heap.is_empty() {
+            let pos = self.sink_to_bottom(0);
+            self.sift_up(pos);
+        }
         Some((SimTime(e.key.time), e.payload))
     }
 
@@ -171,12 +181,7 @@ impl<E> Calendar<E> {
         let last = self.heap.len() - 1;
         self.heap.swap(pos, last);
         let e = self.heap.pop().expect("non-empty");
-        if e.timer != NO_TIMER {
-            let t = &mut self.timers[e.timer as usize];
-            t.live = false;
-            t.generation = t.generation.wrapping_add(1);
-            self.free.push(e.timer);
-        }
+        self.release(e.timer);
         if pos < self.heap.len() {
             self.place(pos);
             // The moved entry may need to go either way.
@@ -187,6 +192,40 @@ impl<E> Calendar<E> {
             }
         }
         e
+    }
+
+    /// Frees the timer slot of an entry leaving the heap (if it is a timer).
+    #[inline]
+    fn release(&mut self, timer: u32) {
+        if timer != NO_TIMER {
+            let t = &mut self.timers[timer as usize];
+            t.live = false;
+            t.generation = t.generation.wrapping_add(1);
+            self.free.push(timer);
+        }
+    }
+
+    /// Moves the entry at `pos` down to a leaf along the smaller children, without
+    /// comparing it; returns the leaf position (the caller sifts it up from there).
+    #[inline]
+    fn sink_to_bottom(&mut self, mut pos: usize) -> usize {
+        let n = self.heap.len();
+        let mut child = 2 * pos + 1;
+        while child + 1 < n {
+            if self.heap[child + 1].key < self.heap[child].key {
+                child += 1;
+            }
+            self.heap.swap(pos, child);
+            self.place(pos);
+            pos = child;
+            child = 2 * pos + 1;
+        }
+        if child + 1 == n {
+            self.heap.swap(pos, child);
+            self.place(pos);
+            pos = child;
+        }
+        pos
     }
 
     /// Records the heap position of the entry at `pos` if it is a timer.

@@ -53,6 +53,7 @@ struct Key {
     phase_seq: u64,
 }
 
+#[derive(Clone, Copy)]
 struct Entry<E> {
     key: Key,
     timer: u32,
@@ -74,13 +75,13 @@ pub struct Calendar<E> {
     next_seq: u64,
 }
 
-impl<E> Default for Calendar<E> {
+impl<E: Copy> Default for Calendar<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> Calendar<E> {
+impl<E: Copy> Calendar<E> {
     pub fn new() -> Self {
         Calendar { heap: Vec::new(), timers: Vec::new(), free: Vec::new(), next_seq: 0 }
     }
@@ -206,25 +207,28 @@ impl<E> Calendar<E> {
     }
 
     /// Moves the entry at `pos` down to a leaf along the smaller children, without
-    /// comparing it; returns the leaf position (the caller sifts it up from there).
+    /// comparing it; returns the leaf position (the caller sifts it up from there). The
+    /// entry is held aside and each child moves up once (a hole, not swaps).
     #[inline]
     fn sink_to_bottom(&mut self, mut pos: usize) -> usize {
         let n = self.heap.len();
+        let moving = self.heap[pos];
         let mut child = 2 * pos + 1;
         while child + 1 < n {
             if self.heap[child + 1].key < self.heap[child].key {
                 child += 1;
             }
-            self.heap.swap(pos, child);
+            self.heap[pos] = self.heap[child];
             self.place(pos);
             pos = child;
             child = 2 * pos + 1;
         }
         if child + 1 == n {
-            self.heap.swap(pos, child);
+            self.heap[pos] = self.heap[child];
             self.place(pos);
             pos = child;
         }
+        self.heap[pos] = moving;
         pos
     }
 
@@ -239,15 +243,17 @@ impl<E> Calendar<E> {
 
     #[inline]
     fn sift_up(&mut self, mut pos: usize) {
+        let moving = self.heap[pos];
         while pos > 0 {
             let parent = (pos - 1) / 2;
-            if self.heap[pos].key >= self.heap[parent].key {
+            if moving.key >= self.heap[parent].key {
                 break;
             }
-            self.heap.swap(pos, parent);
+            self.heap[pos] = self.heap[parent];
             self.place(pos);
             pos = parent;
         }
+        self.heap[pos] = moving;
         self.place(pos);
     }
 

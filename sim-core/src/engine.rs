@@ -23,8 +23,9 @@ use crate::metrics::{Metrics, SeriesRow};
 use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 
-/// An event of a world: a closed enum, one variant family per component kind.
-pub trait Event: Send {
+/// An event of a world: a closed enum, one variant family per component kind. `Copy`:
+/// events are small values (ids, not owned data), moved through the calendar's heap by copy.
+pub trait Event: Send + Copy {
     /// Stable numeric id of the event kind (written down, never an enum discriminant).
     fn kind_id(&self) -> u16;
     /// The entity the event concerns (request, call, server…), for the fingerprint.

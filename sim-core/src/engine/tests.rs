@@ -19,7 +19,7 @@ struct Toy {
     selfloop: bool,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrive(u64),
     Depart(u64),

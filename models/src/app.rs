@@ -78,9 +78,22 @@ pub struct AppSpec {
     /// Bound on arrivals waiting for a gateway thread (full: rejected `queue_full`).
     #[serde(default = "default_backlog")]
     pub accept_backlog: u64,
-    /// Health signal for the dispatcher's deferred queue (until breakers exist).
+    /// Health signal for the dispatcher's deferred queue: deferred tasks are replayed only
+    /// while it is true (and, with `health_from`, while that breaker is CLOSED).
     #[serde(default = "yes")]
     pub healthy: bool,
+    /// The breaker whose state is the resource's health (SPEC §3.3: deferred work is
+    /// replayed "once its breaker closed"): `"circuit_breaker.<name>"` or
+    /// `"degrade_rule.<name>"`. Healthy = `healthy` and the breaker CLOSED (HALF_OPEN is not
+    /// healthy yet). A per-instance breaker (`per_instance`) gates each instance by its
+    /// own copy. Written without `Some`.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub health_from: Option<String>,
 }
 
 fn one() -> u64 {
@@ -234,6 +247,31 @@ impl<V> crate::scenario::ScenarioSpec<V> {
                 }
             }
             a.validate(&classes).map_err(|(f, m)| at(&f, m))?;
+            if let Some(h) = &a.health_from {
+                let known = self
+                    .circuit_breakers
+                    .iter()
+                    .map(|b| format!("circuit_breaker.{}", b.name))
+                    .chain(self.degrade_rules.iter().map(|d| format!("degrade_rule.{}", d.name)))
+                    .collect::<Vec<_>>();
+                if !known.contains(h) {
+                    return Err(at(
+                        "health_from",
+                        format!(
+                            "expected a breaker path (`circuit_breaker.<name>` or \
+                             `degrade_rule.<name>`), found \"{h}\"; breakers: [{}]",
+                            known.join(", ")
+                        ),
+                    ));
+                }
+                if a.dispatcher.is_none() {
+                    return Err(at(
+                        "health_from",
+                        "expected a dispatcher (the health gates its deferred queue), found none"
+                            .into(),
+                    ));
+                }
+            }
             for (d, v) in AppSpec::decls().iter().filter_map(|d| a.get(d.name).map(|v| (d, v))) {
                 d.ty.check(&v).map_err(|m| at(d.name, m))?;
             }

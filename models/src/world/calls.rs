@@ -505,6 +505,9 @@ impl QueueingWorld {
         let mut evs = Vec::new();
         self.govs[g].take_events(&mut evs);
         for e in evs {
+            if e.kind == "state_change" {
+                self.breaker_health(g, &e.to, ctx);
+            }
             self.events.push(ModelEvent {
                 time: e.time,
                 component: self.gov_names[g].clone(),

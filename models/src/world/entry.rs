@@ -70,6 +70,8 @@ pub(super) struct InstanceRt {
     pub pool_wake: Option<(SimTime, TimerHandle)>,
     pub busy_avg: TimeAverage,
     pub gauges: InstanceGauges,
+    /// The state of the app's `health_from` breaker (this instance's copy): CLOSED?
+    pub breaker_closed: bool,
 }
 
 pub(super) struct InstanceGauges {
@@ -428,5 +430,39 @@ impl QueueingWorld {
     pub(super) fn on_pool_wake(&mut self, app: u16, inst: u16, ctx: &mut Ctx<'_, Ev>) {
         self.inst(app, inst).pool_wake = None;
         self.entry_sync(app, inst, ctx);
+    }
+}
+
+impl QueueingWorld {
+    /// Governor `g` changed state to `to`: the apps whose `health_from` is that breaker
+    /// (or, for a per-instance copy `<path>@<app>.<k>`, that instance) update the health of
+    /// their dispatchers' deferred queues (healthy = `healthy` and CLOSED). The dispatcher
+    /// acts on it in a wake-up event at the same instant, not inside the governor's call.
+    pub(super) fn breaker_health(&mut self, g: usize, to: &str, ctx: &mut Ctx<'_, Ev>) {
+        let now = ctx.now();
+        let name = &self.gov_names[g];
+        let (base, copy) = match name.split_once('@') {
+            Some((b, c)) => (b, Some(c)),
+            None => (name.as_str(), None),
+        };
+        let closed = to == "CLOSED";
+        for (ai, a) in self.apps.iter_mut().enumerate() {
+            if a.spec.health_from.as_deref() != Some(base) {
+                continue;
+            }
+            for (k, i) in a.instances.iter_mut().enumerate() {
+                if copy.is_some_and(|c| c != format!("{}.{k}", a.spec.name)) {
+                    continue;
+                }
+                i.breaker_closed = closed;
+                let Some(d) = i.disp.as_mut() else { continue };
+                d.set_healthy(a.healthy && closed, now);
+                if let Some((_, h)) = i.disp_wake.take() {
+                    ctx.cancel(h);
+                }
+                let (app, inst) = (ai as u16, k as u16);
+                i.disp_wake = Some((now, ctx.timer_at(now, Ev::DispatchWake { app, inst })));
+            }
+        }
     }
 }

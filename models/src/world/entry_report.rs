@@ -52,6 +52,7 @@ impl QueueingWorld {
                             disp_wake: None,
                             pool_wake: None,
                             busy_avg: TimeAverage::default(),
+                            breaker_closed: true,
                             gauges: InstanceGauges {
                                 queue_depth: sc
                                     .classes
@@ -259,7 +260,7 @@ impl QueueingWorld {
                     ("app", "healthy", ParamValue::Bool(b)) => {
                         a.healthy = *b;
                         if let Some(d) = i.disp.as_mut() {
-                            d.set_healthy(*b, now);
+                            d.set_healthy(*b && i.breaker_closed, now);
                         }
                     }
                     ("dispatcher", p, v) => {

@@ -153,7 +153,9 @@ impl QueueingWorld {
         }
         let pop = self.population.as_ref();
         let user = match (client, t.assign.as_ref().and_then(|a| a.hash_users), pop) {
-            (Some(c), _, Some(p)) => c as u64 % p.count + 1,
+            (Some(c), _, Some(p)) => {
+                closed_loop_user(c, t.closed.as_ref().map_or(0, |l| l.users), p.count)
+            }
             (Some(c), _, None) => c as u64 + 1,
             (None, Some(n), _) => hash_into(seq, src.key, n),
             (None, None, Some(p)) => p.user_of(key.uniform(attr::USER)),
@@ -220,5 +222,41 @@ impl QueueingWorld {
             ctx.schedule_at(at, Ev::Arrival { source, rate_gen });
             src.traffic.pending = Some(at);
         }
+    }
+}
+
+/// The population user (1-based) of closed-loop user `client` (0-based) of a source
+/// configured with `users` users, in a population of `count`: the configured users are
+/// spread evenly over the ids (stratified), so the VIP share (the lowest ids) and the
+/// hashed segments of the population carry over to a closed loop smaller than it; users
+/// added at run time beyond `users` wrap around (`client mod count`).
+fn closed_loop_user(client: u32, users: u64, count: u64) -> u64 {
+    let c = client as u64;
+    if c < users { c * count / users + 1 } else { c % count + 1 }
+}
+
+#[cfg(test)]
+mod closed_loop_user_tests {
+    use super::closed_loop_user;
+
+    #[test]
+    fn spread_over_the_population() {
+        // (client, users, count) → user. 20 users in 1,000: every 50th id, so with 5%
+        // VIPs (ids 1..=50) exactly one of the 20 (5%) is a VIP.
+        let table = [
+            (0, 20, 1000, 1),
+            (1, 20, 1000, 51),
+            (19, 20, 1000, 951),
+            (20, 20, 1000, 21), // added at run time: wraps
+            (0, 3, 2, 1),       // more users than the population
+            (1, 3, 2, 1),
+            (2, 3, 2, 2),
+            (5, 3, 2, 2),
+        ];
+        for (c, n, count, want) in table {
+            assert_eq!(closed_loop_user(c, n, count), want, "client {c} of {n} in {count}");
+        }
+        let vips = (0..20).filter(|&c| closed_loop_user(c, 20, 1000) <= 50).count();
+        assert_eq!(vips, 1);
     }
 }

@@ -516,6 +516,7 @@ impl<V> ScenarioSpec<V> {
                 }
             }
         }
+        crate::gpu::reach::check_gpu_tokens(self)?;
         self.check_apps()
     }
 

@@ -161,3 +161,53 @@ fn a_hung_stream_without_read_timeout_holds_the_caller_until_the_total_timeout()
     let cut = by_outcome(&r, Outcome::Failed(Reason::StreamInterrupted));
     assert!(!cut.is_empty() && cut.iter().all(|&(_, d)| d == 23.49));
 }
+
+/// The same scenario with no stream settings (and an error-rate window in place of the
+/// stall window) runs exactly as before streaming existed: fingerprint and event count
+/// measured at commit 49ddbd0, before this feature.
+#[test]
+fn a_scenario_without_streaming_runs_exactly_as_before() {
+    let window = r#"
+        (at: "60s", path: "station.llm.error_rate", value: Float(0.1)),
+        (at: "120s", path: "station.llm.error_rate", value: Float(0.0)),"#;
+    let text = TEXT.replace("{stream}", "").replace("{read}", "").replace("TIMELINE", window);
+    let sc: ScenarioSpec<ParamValue> = ron::from_str(&text).expect("valid scenario");
+    sc.check().expect("consistent");
+    let r = models::run(&sc, &RunConfig::new(7, SimDuration::from_secs(END_S)));
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!((r.fingerprint.value(), r.events), (10728325027339320148, 4022));
+    assert!(r.summary.get("station.llm.stream_stalls").is_none(), "no stream columns");
+}
+
+/// A stall setting on a station that does not stream is refused (it would do nothing).
+#[test]
+fn stall_settings_need_streaming() {
+    let text =
+        TEXT.replace("{stream}", ", stall_rate: 0.1").replace("{read}", "").replace("TIMELINE", "");
+    let sc: ScenarioSpec<ParamValue> = ron::from_str(&text).expect("parses");
+    let e = sc.check().unwrap_err().to_string();
+    assert!(e.contains("stations[0].stall_rate: stream settings"), "{e}");
+    // …and its stream parameters are not registered, so a timeline cannot set them.
+    let text = TEXT.replace("{stream}", "").replace("{read}", "").replace("TIMELINE", WINDOW);
+    let sc: ScenarioSpec<ParamValue> = ron::from_str(&text).expect("parses");
+    let e = sc.check_timeline().unwrap_err().to_string();
+    assert!(e.contains("unknown parameter path `station.llm.stall_rate`"), "{e}");
+}
+
+/// With `cancellation` the provider drops a closed stream's work at once; without, the
+/// stalled work runs to its end (abandoned work, the server busy through the stall).
+#[test]
+fn a_closed_stream_frees_the_server_only_with_cancellation() {
+    let sc = scenario("30s", Some("20s"));
+    let keep = run_checked(&sc);
+    let mut sc = sc;
+    sc.stations[0].cancellation = true;
+    let drop = run_checked(&sc);
+    // Every interrupted stream's work (ending 36 s after it started, all before 240 s)
+    // finishes as abandoned work without cancellation; none with it.
+    assert_eq!(stat(&keep, "abandoned_work"), stat(&keep, "stream_interruptions"));
+    assert_eq!(stat(&drop, "abandoned_work"), 0.0);
+    // The stalls and the client's view are the same either way (keyed draws).
+    assert_eq!(stat(&drop, "stream_stalls"), stat(&keep, "stream_stalls"));
+    assert!(stat(&drop, "utilization") < stat(&keep, "utilization"));
+}

@@ -44,6 +44,7 @@ pub mod scripted;
 pub mod shadow;
 pub mod source;
 pub mod station;
+pub mod stream;
 pub mod summary;
 pub mod time_limiter;
 pub mod trace;

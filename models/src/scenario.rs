@@ -138,6 +138,13 @@ pub struct CallSiteSpec {
     /// `timeout`; whether the upstream keeps working on it is the station's `cancellation`.
     #[serde(default)]
     pub timeout: SimDuration,
+    /// The client's read timeout between two chunks of a streamed answer (a `streaming`
+    /// station; SPEC: 20 s, or 15 s for a "no chunk for 15 s" rule), from the first chunk
+    /// on: a longer gap closes the stream at (last chunk + this) and the call fails with
+    /// `stream_interrupted`; `"0s"` (default) = none. `timeout` stays the total call
+    /// timeout.
+    #[serde(default)]
+    pub stream_read_timeout: SimDuration,
 }
 
 pub use crate::govspec::GovernorRef;
@@ -311,6 +318,13 @@ impl<V> ScenarioSpec<V> {
                         "no quota named \"{q}\"; quotas: [{}]",
                         self.quotas.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")
                     ),
+                });
+            }
+            if !s.streaming && (s.stall_rate > 0.0 || s.chunk_tokens != 1) {
+                return Err(SpecError {
+                    path: format!("stations[{i}].stall_rate"),
+                    message: "stream settings (stall_rate, chunk_tokens) need `streaming: true`"
+                        .into(),
                 });
             }
         }

@@ -82,6 +82,35 @@ pub struct StationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub script: Option<Vec<crate::scripted::Answer>>,
+    /// Answers are SSE streams (`crate::stream`): a first chunk after the prompt part of
+    /// the service time, then the output tokens in chunks; TTFT and chunk gaps measured,
+    /// stalls injectable, the call site's `stream_read_timeout` applies.
+    #[serde(default)]
+    pub streaming: bool,
+    /// Output tokens per streamed chunk (1 = a chunk per token).
+    #[serde(default = "one_u64", deserialize_with = "validate::at_least_one")]
+    pub chunk_tokens: u64,
+    /// Probability that a streamed response stalls once (failure injection; a keyed draw
+    /// per call). Needs `streaming`.
+    #[serde(default, deserialize_with = "validate::probability")]
+    pub stall_rate: f64,
+    /// How long a stall lasts.
+    #[serde(default = "zero_dist")]
+    pub stall_duration: Dist<SimDuration>,
+    /// Where the stall comes, as a fraction of the stream's chunks (0 = right after the
+    /// first chunk, 1 = before the last).
+    #[serde(default = "half", deserialize_with = "validate::probability")]
+    pub stall_after: f64,
+}
+
+fn one_u64() -> u64 {
+    1
+}
+fn half() -> f64 {
+    0.5
+}
+fn zero_dist() -> Dist<SimDuration> {
+    Dist::constant(SimDuration::ZERO)
 }
 
 fn one() -> f64 {
@@ -190,6 +219,9 @@ impl Params for StationSpec {
                 doc: "share of calls answered with a business error (never retried)",
             },
         ]
+        .into_iter()
+        .chain(crate::stream::decls())
+        .collect()
     }
     fn get(&self, p: &str) -> Option<ParamValue> {
         Some(match p {
@@ -203,6 +235,13 @@ impl Params for StationSpec {
             "per_output_token" => ParamValue::Duration(self.per_output_token),
             "per_prompt_token" => ParamValue::Duration(self.per_prompt_token),
             "business_error_rate" => ParamValue::Float(self.business_error_rate),
+            // Stream settings exist (are registered) only on a streaming station.
+            "chunk_tokens" if self.streaming => ParamValue::Count(self.chunk_tokens),
+            "stall_rate" if self.streaming => ParamValue::Float(self.stall_rate),
+            "stall_duration" if self.streaming => {
+                ParamValue::DurationDist(self.stall_duration.clone())
+            }
+            "stall_after" if self.streaming => ParamValue::Float(self.stall_after),
             _ => return None,
         })
     }
@@ -218,6 +257,10 @@ impl Params for StationSpec {
             ("per_output_token", ParamValue::Duration(d)) => self.per_output_token = d,
             ("per_prompt_token", ParamValue::Duration(d)) => self.per_prompt_token = d,
             ("business_error_rate", ParamValue::Float(x)) => self.business_error_rate = x,
+            ("chunk_tokens", ParamValue::Count(n)) => self.chunk_tokens = n,
+            ("stall_rate", ParamValue::Float(x)) => self.stall_rate = x,
+            ("stall_duration", ParamValue::DurationDist(d)) => self.stall_duration = d,
+            ("stall_after", ParamValue::Float(x)) => self.stall_after = x,
             (p, v) => return Err(format!("station has no parameter `{p}` of type {v:?}")),
         }
         Ok(())
@@ -249,6 +292,8 @@ pub struct Station<T> {
     pub per_prompt_token: SimDuration,
     pub per_output_token: SimDuration,
     pub business_error_rate: f64,
+    /// Streaming responses and stall injection (`crate::stream`).
+    pub stream: crate::stream::StreamSettings,
     busy: u64,
     queue: VecDeque<(T, SimTime)>,
     pub peak_queue: u64,
@@ -268,6 +313,13 @@ impl<T: Copy> Station<T> {
             per_prompt_token: spec.per_prompt_token,
             per_output_token: spec.per_output_token,
             business_error_rate: spec.business_error_rate,
+            stream: crate::stream::StreamSettings {
+                streaming: spec.streaming,
+                chunk_tokens: spec.chunk_tokens,
+                stall_rate: spec.stall_rate,
+                stall_duration: spec.stall_duration.clone(),
+                stall_after: spec.stall_after,
+            },
             busy: 0,
             queue: VecDeque::new(),
             peak_queue: 0,

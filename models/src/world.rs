@@ -64,6 +64,9 @@ pub mod attr {
     pub const LOCAL_WORK: u32 = 15;
     /// The instance a `Random` balancer picks.
     pub const BALANCER: u32 = 16;
+    /// Whether a streamed answer stalls (`stall_rate`), and the stall's length.
+    pub const STREAM_STALL: u32 = 20;
+    pub const STREAM_STALL_LENGTH: u32 = 21;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -142,6 +145,11 @@ pub enum Ev {
         slot: u32,
         id: u64,
     },
+    /// A client's read timeout between two chunks closes a stalled stream.
+    StreamClose {
+        slot: u32,
+        id: u64,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -163,6 +171,7 @@ impl sim_core::Event for Ev {
             Ev::DispatchWake { .. } => 10,
             Ev::PoolWake { .. } => 11,
             Ev::LocalWorkDone { .. } => 12,
+            Ev::StreamClose { .. } => 20,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -184,6 +193,7 @@ impl sim_core::Event for Ev {
                 ((app as u64) << 16) | inst as u64
             }
             Ev::LocalWorkDone { id, .. } => id,
+            Ev::StreamClose { id, .. } => id,
         }
     }
     fn phase(&self) -> Phase {
@@ -197,6 +207,7 @@ impl sim_core::Event for Ev {
             Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } | Ev::UserGiveUp { .. } => {
                 Phase::Timeout
             }
+            Ev::StreamClose { .. } => Phase::Timeout,
             Ev::Arrival { .. } | Ev::RetryDue { .. } | Ev::UserSend { .. } => Phase::Arrival,
             Ev::WarmupEnd | Ev::GovWake { .. } => Phase::Dispatch,
             Ev::DispatchWake { .. } | Ev::PoolWake { .. } => Phase::Dispatch,
@@ -270,6 +281,8 @@ struct Call {
     inst: u16,
     /// Sent to the site's backup after its upstream failed (once per attempt).
     on_backup: bool,
+    /// Its streamed answer in flight (at a streaming station, in service).
+    stream: Option<streaming::CallStream>,
     generation: u32,
 }
 
@@ -347,6 +360,8 @@ struct SiteRt {
     /// Where a call goes once when its upstream fails (multi-vendor failover).
     backup: Option<Upstream>,
     failovers: u64,
+    /// The client's read timeout between chunks of a streamed answer (zero: none).
+    read_timeout: SimDuration,
 }
 
 impl SiteRt {
@@ -377,6 +392,8 @@ struct Job {
     output_tokens: u32,
     /// The provider quota's admission, given back when the work ends.
     ticket: Option<crate::quota::Ticket>,
+    /// When the call was sent (a streamed answer's time to first token counts from here).
+    sent: SimTime,
 }
 
 struct GateRt {
@@ -411,6 +428,8 @@ struct StationRt {
     cost_abandoned: f64,
     /// Scripted answers, by order of service start (`crate::scripted`).
     script: Option<crate::scripted::UpstreamScript>,
+    /// Stream statistics of a streaming station.
+    stream: Option<streaming::StreamRt>,
 }
 
 /// Run settings that are not part of the scenario.
@@ -528,6 +547,7 @@ mod gpu;
 mod report;
 mod requests;
 mod scripted;
+mod streaming;
 mod traffic;
 
 impl QueueingWorld {
@@ -559,6 +579,7 @@ impl sim_core::World for QueueingWorld {
             Ev::DispatchWake { app, inst } => self.on_dispatch_wake(app, inst, ctx),
             Ev::PoolWake { app, inst } => self.on_pool_wake(app, inst, ctx),
             Ev::LocalWorkDone { slot, id } => self.on_local_work_done(slot, id, ctx),
+            Ev::StreamClose { slot, .. } => self.on_stream_close(slot, ctx),
         }
     }
     fn apply_change(&mut self, change: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
@@ -595,7 +616,9 @@ impl sim_core::World for QueueingWorld {
                 None => "request".into(),
             },
             Ev::WarmupEnd => "run.warmup".into(),
-            Ev::UpstreamTimeout { slot, .. } | Ev::RetryDue { slot, .. } => match call(slot) {
+            Ev::UpstreamTimeout { slot, .. }
+            | Ev::RetryDue { slot, .. }
+            | Ev::StreamClose { slot, .. } => match call(slot) {
                 Some(c) => format!("call_site.{}", self.sites[c.site as usize].name),
                 None => "request".into(),
             },

@@ -51,14 +51,15 @@ const ALL: &str = r#"Scenario(
         (name: "llm", governors: [FlowRules("edge"), ParamFlow("per-user"), Cache("answers"),
                                   SingleFlight("dedup"), Retry("retry"), CircuitBreaker("llm-cb"),
                                   TokenBucket("tpm"), Gate("llm")],
-         upstream: "provider", timeout: "10s"),
+         upstream: "provider", timeout: "10s", stream_read_timeout: "2s"),
         (name: "summarize", governors: [Batcher("batch8")], upstream: "gpu", timeout: "30s"),
     ],
     stations: [
         (name: "vectordb", servers: 32, service: LogNormal(mean: "20ms", cv: 1.0), error_rate: 0.02),
         (name: "provider", servers: 64, queue_capacity: Some(200), service: LogNormal(mean: "300ms", cv: 0.5),
          per_output_token: "1ms", load_slope: "2ms", error_rate: 0.01, business_error_rate: 0.005,
-         cost_per_1k_prompt_tokens: 0.0005, cost_per_1k_output_tokens: 0.0015, quota: "openai"),
+         cost_per_1k_prompt_tokens: 0.0005, cost_per_1k_output_tokens: 0.0015, quota: "openai",
+         streaming: true, chunk_tokens: 4, stall_rate: 0.02, stall_duration: Exponential(mean: "3s")),
     ],
     gpu_servers: [GpuServer(name: "gpu", max_num_seqs: 32, max_queue: 500)],
     quotas: [Quota(name: "openai", rpm: Some(20000), tpm: Some(20000000), max_concurrency: Some(100))],
@@ -99,6 +100,9 @@ fn every_component_runs_clean_and_replays() {
     }
     assert!(s.get("gpu_server.gpu.mean_batch").unwrap() > 1.0, "the batcher batches");
     assert!(s.get("station.provider.cost").unwrap() > 0.0);
+    // Streams stall (2%) and the 2 s read timeout closes some of them.
+    assert!(s.get("station.provider.stream_stalls").unwrap() > 0.0);
+    assert!(s.get("station.provider.stream_interruptions").unwrap() > 0.0);
     // The chat pipeline fans out: 1 profile + 2–4 vector + 1–3 LLM calls.
     let amp = s.get("source.chat.amplification").unwrap();
     assert!((3.0..8.0).contains(&amp), "amplification {amp}");

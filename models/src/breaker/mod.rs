@@ -279,6 +279,8 @@ mod tests {
             (Outcome::Degraded(Reason::Timeout), Classified::Success),
             (Outcome::Failed(Reason::Upstream5xx), Classified::Failure),
             (Outcome::Failed(Reason::Timeout), Classified::Failure),
+            // A stream closed by the read timeout counts toward the breaker (SPEC §3.8).
+            (Outcome::Failed(Reason::StreamInterrupted), Classified::Failure),
             (Outcome::Rejected(Reason::Upstream429), Classified::Failure),
             (Outcome::Rejected(Reason::GateFull), Classified::Failure),
             (Outcome::Failed(Reason::BusinessError), Classified::Ignored),

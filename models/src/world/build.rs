@@ -82,6 +82,7 @@ impl QueueingWorld {
                 split: c.split.iter().map(|(n, w)| (upstream_of(sc, n), *w)).collect(),
                 backup: c.backup.as_ref().map(|n| upstream_of(sc, n)),
                 failovers: 0,
+                read_timeout: c.stream_read_timeout,
                 name: c.name.clone(),
                 timeout: c.timeout,
                 conn_pool: c.connection_pool.as_ref().map(|n| {
@@ -120,6 +121,7 @@ impl QueueingWorld {
                 cost: 0.0,
                 cost_abandoned: 0.0,
                 script: s.script.as_deref().map(crate::scripted::UpstreamScript::new),
+                stream: s.streaming.then(|| streaming::StreamRt::new(&s.name, ctx.metrics)),
             })
             .collect();
         // Declared pipelines, then one direct pipeline per call site a source targets.

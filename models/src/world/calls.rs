@@ -124,6 +124,7 @@ impl QueueingWorld {
             prompt_tokens: r.tokens.prompt.unwrap_or(0),
             output_tokens: r.tokens.output.unwrap_or(0),
             ticket: None,
+            sent: now,
         };
         if r.arrival >= self.warmup {
             self.sources[source as usize].upstream_calls += 1;
@@ -206,6 +207,12 @@ impl QueueingWorld {
         if let Some(s) = scripted {
             c.upstream_error = s.error;
         }
+        // A streamed answer (`world/streaming.rs`): stalls stretch the service.
+        let plain = c.upstream_error.is_none() && scripted.is_none();
+        if plain && self.stations[st as usize].stream.is_some() {
+            service = self.plan_stream(st, &job, key, service, ctx);
+        }
+        let c = self.calls[job.slot as usize].as_mut().expect("live call");
         if cancellable {
             c.service_timer = Some(ctx.timer_in(service, done));
         } else {
@@ -261,6 +268,10 @@ impl QueueingWorld {
         if let Some(h) = c.upstream_timer.take() {
             ctx.cancel(h);
         }
+        if let Some(s) = c.stream.take() {
+            self.stream_completed(s, ctx);
+        }
+        let c = self.calls[slot as usize].as_mut().expect("live call");
         let outcome = match c.upstream_error {
             // Only a scripted answer is a 429 here (a quota's comes at admission).
             Some(Reason::Upstream429) => Outcome::Rejected(Reason::Upstream429),
@@ -387,6 +398,9 @@ impl QueueingWorld {
     /// The call stops waiting for its upstream work (client timeout, or cut short from a
     /// governor above: `cancel` false keeps the work running as abandoned work).
     pub(super) fn drop_upstream_work(&mut self, slot: u32, cancel: bool, ctx: &mut Ctx<'_, Ev>) {
+        if let Some(s) = self.call_mut(slot).stream.take() {
+            self.stream_dropped(s);
+        }
         let c = self.call_mut(slot);
         let (id, in_service) = (c.job_id(), c.in_service);
         c.in_service = false;

@@ -64,6 +64,15 @@ impl QueueingWorld {
                     &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
                 st.business_error_rate = x;
             }
+            (
+                "station",
+                p @ ("chunk_tokens" | "stall_rate" | "stall_duration" | "stall_after"),
+                v,
+            ) => {
+                let st =
+                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
+                st.stream.set(p, v).expect("a stream setting");
+            }
             ("quota", param, v) => {
                 let now = ctx.now();
                 let q = &mut self.quotas.iter_mut().find(|q| q.0 == name).expect("checked").1;

@@ -68,6 +68,9 @@ impl QueueingWorld {
                 out.push_f64(format!("{p}.cost"), s.cost);
                 out.push_f64(format!("{p}.cost_abandoned"), s.cost_abandoned);
             }
+            if let Some(rt) = &s.stream {
+                Self::stream_summary(rt, &p, &mut out);
+            }
         }
         for site in self.sites.iter().filter(|s| s.backup.is_some()) {
             out.push_u64(format!("call_site.{}.failovers", site.name), site.failovers);
@@ -154,6 +157,9 @@ impl QueueingWorld {
             }
         }
         v.extend(self.gpus.iter().filter_map(|g| g.check()));
+        if self.stations.iter().any(|s| s.stream.is_some()) {
+            self.stream_invariants(&mut v);
+        }
         for (p, rt) in self.conns.iter().enumerate() {
             let holding = self
                 .calls

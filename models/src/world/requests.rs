@@ -146,6 +146,7 @@ impl QueueingWorld {
             conn: None,
             up: None,
             on_backup: false,
+            stream: None,
             inst: 0,
             generation: 0,
         };

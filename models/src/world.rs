@@ -262,6 +262,8 @@ struct Call {
     inst: u16,
     /// Sent to the site's backup after its upstream failed (once per attempt).
     on_backup: bool,
+    /// On its degradation chain: moved on from a failing site (`world/fallback.rs`).
+    degrade: Option<fallback::CallFallback>,
     generation: u32,
 }
 
@@ -269,8 +271,9 @@ impl Call {
     /// The id of its current attempt's work at a station: an abandoned attempt's work,
     /// finishing later, is never taken for the answer to a retry.
     fn job_id(&self) -> u64 {
-        debug_assert!(self.id < 1 << 47);
-        self.id | ((self.attempt as u64) << 48) | ((self.on_backup as u64) << 47)
+        debug_assert!(self.id < 1 << 47 && self.attempt < 1 << 8);
+        let hops = self.degrade.map_or(0, |d| d.hops as u64);
+        self.id | ((self.attempt as u64) << 48) | ((self.on_backup as u64) << 47) | (hops << 56)
     }
 
     /// Is the call waiting for the station's work `id`? Not while it waits to be re-sent
@@ -339,6 +342,10 @@ struct SiteRt {
     /// Where a call goes once when its upstream fails (multi-vendor failover).
     backup: Option<Upstream>,
     failovers: u64,
+    /// The degradation chain's next layer (`world/fallback.rs`).
+    fallback: Option<fallback::SiteFallback>,
+    /// `call_site.<n>.enabled`: off, every call goes straight to the fallback.
+    enabled: bool,
 }
 
 impl SiteRt {
@@ -516,6 +523,7 @@ mod conn;
 mod cut;
 mod entry;
 mod entry_report;
+mod fallback;
 mod gpu;
 mod report;
 mod requests;

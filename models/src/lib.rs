@@ -24,6 +24,7 @@ pub mod class;
 pub mod closed_loop;
 pub mod connpool;
 pub mod dispatch;
+pub mod fallback;
 pub mod flow;
 pub mod gate;
 pub mod gov_counters;

@@ -145,6 +145,22 @@ pub struct CallSiteSpec {
     /// timeout.
     #[serde(default)]
     pub stream_read_timeout: SimDuration,
+    /// The degradation chain's next layer for calls this site fails (`crate::fallback`):
+    /// another call site (smaller model, trimmed context), a capped busy answer, a reject.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub fallback: Option<crate::fallback::FallbackSpec>,
+    /// The model is switched on (run-time `call_site.<name>.enabled`); off: every call that
+    /// reaches the site goes straight to its fallback (`Rejected(shed)` without one).
+    #[serde(
+        default = "crate::fallback::enabled",
+        skip_serializing_if = "crate::fallback::is_enabled"
+    )]
+    pub enabled: bool,
 }
 
 pub use crate::govspec::GovernorRef;
@@ -295,6 +311,7 @@ impl<V> ScenarioSpec<V> {
                 });
             }
         }
+        self.check_fallbacks()?;
         for (i, g) in self.gpu_servers.iter().enumerate() {
             if self.stations.iter().any(|s| s.name == g.name) {
                 return Err(SpecError {
@@ -543,6 +560,7 @@ impl<V> ScenarioSpec<V> {
         self.stations.iter().for_each(|c| r.add_component(c));
         self.quotas.iter().for_each(|c| r.add_component(c));
         self.gpu_servers.iter().for_each(|c| r.add_component(c));
+        self.call_sites.iter().for_each(|c| r.add_component(c));
         self.connection_pools.iter().for_each(|c| r.add_component(c));
         if let Some(u) = &self.users {
             let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
@@ -596,6 +614,7 @@ impl<V> ScenarioSpec<V> {
             "batcher" => find(&mut self.batchers, name).set(param, value),
             "time_limiter" => find(&mut self.time_limiters, name).set(param, value),
             "station" => find(&mut self.stations, name).set(param, value),
+            "call_site" => find(&mut self.call_sites, name).set(param, value),
             "quota" => find(&mut self.quotas, name).set(param, value),
             "gpu_server" => find(&mut self.gpu_servers, name).set(param, value),
             "connpool" => find(&mut self.connection_pools, name).set(param, value),

@@ -283,6 +283,8 @@ struct Call {
     on_backup: bool,
     /// Its streamed answer in flight (at a streaming station, in service).
     stream: Option<streaming::CallStream>,
+    /// On its degradation chain: moved on from a failing site (`world/fallback.rs`).
+    degrade: Option<fallback::CallFallback>,
     generation: u32,
 }
 
@@ -290,8 +292,9 @@ impl Call {
     /// The id of its current attempt's work at a station: an abandoned attempt's work,
     /// finishing later, is never taken for the answer to a retry.
     fn job_id(&self) -> u64 {
-        debug_assert!(self.id < 1 << 47);
-        self.id | ((self.attempt as u64) << 48) | ((self.on_backup as u64) << 47)
+        debug_assert!(self.id < 1 << 47 && self.attempt < 1 << 8);
+        let hops = self.degrade.map_or(0, |d| d.hops as u64);
+        self.id | ((self.attempt as u64) << 48) | ((self.on_backup as u64) << 47) | (hops << 56)
     }
 
     /// Is the call waiting for the station's work `id`? Not while it waits to be re-sent
@@ -362,6 +365,10 @@ struct SiteRt {
     failovers: u64,
     /// The client's read timeout between chunks of a streamed answer (zero: none).
     read_timeout: SimDuration,
+    /// The degradation chain's next layer (`world/fallback.rs`).
+    fallback: Option<fallback::SiteFallback>,
+    /// `call_site.<n>.enabled`: off, every call goes straight to the fallback.
+    enabled: bool,
 }
 
 impl SiteRt {
@@ -543,6 +550,7 @@ mod conn;
 mod cut;
 mod entry;
 mod entry_report;
+mod fallback;
 mod gpu;
 mod report;
 mod requests;

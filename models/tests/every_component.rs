@@ -47,11 +47,15 @@ const ALL: &str = r#"Scenario(
     degrade_rules: [DegradeRule(name: "vector-dr", grade: ERROR_RATIO, count: 0.5, time_window: 5)],
     batchers: [Batcher(name: "batch8", window: "5ms", max_batch: 8)],
     call_sites: [
-        (name: "vector", governors: [DegradeRule("vector-dr")], upstream: "vectordb", timeout: "300ms"),
+        (name: "vector", governors: [DegradeRule("vector-dr")], upstream: "vectordb", timeout: "300ms",
+         fallback: Fallback(on: ["upstream_5xx", "timeout", "breaker_open"], to: CallSite("llm-small"))),
         (name: "llm", governors: [FlowRules("edge"), ParamFlow("per-user"), Cache("answers"),
                                   SingleFlight("dedup"), Retry("retry"), CircuitBreaker("llm-cb"),
                                   TokenBucket("tpm"), Gate("llm")],
-         upstream: "provider", timeout: "10s", stream_read_timeout: "2s"),
+         upstream: "provider", timeout: "10s", stream_read_timeout: "2s",
+         fallback: Fallback(to: CallSite("llm-small"), trim: Trim(keep: 0.5))),
+        (name: "llm-small", upstream: "small", timeout: "2s",
+         fallback: Fallback(to: Busy(max_per_second: Some(20), cache: "answers"))),
         (name: "summarize", governors: [Batcher("batch8")], upstream: "gpu", timeout: "30s"),
     ],
     stations: [
@@ -60,6 +64,8 @@ const ALL: &str = r#"Scenario(
          per_output_token: "1ms", load_slope: "2ms", error_rate: 0.01, business_error_rate: 0.005,
          cost_per_1k_prompt_tokens: 0.0005, cost_per_1k_output_tokens: 0.0015, quota: "openai",
          streaming: true, chunk_tokens: 4, stall_rate: 0.02, stall_duration: Exponential(mean: "3s")),
+        (name: "small", servers: 8, queue_capacity: Some(50), service: LogNormal(mean: "100ms", cv: 0.5),
+         error_rate: 0.05),
     ],
     gpu_servers: [GpuServer(name: "gpu", max_num_seqs: 32, max_queue: 500)],
     quotas: [Quota(name: "openai", rpm: Some(20000), tpm: Some(20000000), max_concurrency: Some(100))],
@@ -103,6 +109,8 @@ fn every_component_runs_clean_and_replays() {
     // Streams stall (2%) and the 2 s read timeout closes some of them.
     assert!(s.get("station.provider.stream_stalls").unwrap() > 0.0);
     assert!(s.get("station.provider.stream_interruptions").unwrap() > 0.0);
+    assert!(s.get("call_site.vector.fallbacks").unwrap() > 0.0, "the degradation chain is used");
+    assert!(s.get("call_site.llm-small.busy_answers").is_some());
     // The chat pipeline fans out: 1 profile + 2–4 vector + 1–3 LLM calls.
     let amp = s.get("source.chat.amplification").unwrap();
     assert!((3.0..8.0).contains(&amp), "amplification {amp}");

@@ -126,6 +126,8 @@ pub struct Cache {
     serve_stale_on_error: bool,
     stale_while_revalidate: bool,
     max_stale: SimDuration,
+    /// Keep stale entries for a busy layer ([`Cache::keep_stale_for_busy`]).
+    keep_stale: bool,
     /// Key → the call refreshing it (stale-while-revalidate).
     refreshing: BTreeMap<u64, CallId>,
     pub lookups: u64,
@@ -140,6 +142,8 @@ pub struct Cache {
     pub expired: u64,
     pub refreshes: u64,
     pub stale_on_error: u64,
+    /// Answers given to the busy layer of a degradation chain ([`Cache::lookup_stale`]).
+    pub busy_served: u64,
 }
 
 enum Age {
@@ -158,6 +162,7 @@ impl Cache {
             serve_stale_on_error: spec.serve_stale_on_error,
             stale_while_revalidate: spec.stale_while_revalidate,
             max_stale: spec.max_stale,
+            keep_stale: false,
             refreshing: BTreeMap::new(),
             lookups: 0,
             hits: 0,
@@ -170,6 +175,7 @@ impl Cache {
             expired: 0,
             refreshes: 0,
             stale_on_error: 0,
+            busy_served: 0,
         }
     }
 
@@ -196,8 +202,32 @@ impl Cache {
         self.check();
     }
 
+    /// The busy-answer cap's lookup (SPEC §3.11 "the best cached similar answer",
+    /// `crate::fallback`): an entry of `key` younger than `ttl + max_stale` (stale accepted,
+    /// whatever `serve_stale_on_error` says) that matches the question (`draw`, as a lookup
+    /// does) answers; it is touched and counted in `busy_served`. Nothing else changes.
+    pub fn lookup_stale(&mut self, key: u64, draw: u64, now: SimTime) -> bool {
+        let Some(at) = self.lru.get(key) else { return false };
+        if key == 0
+            || now.since(at) >= self.ttl + self.max_stale
+            || !semantic_match(draw, self.hit_probability)
+        {
+            return false;
+        }
+        self.lru.touch(key);
+        self.busy_served += 1;
+        true
+    }
+
+    /// A degradation chain's busy layer reads this cache (`crate::fallback`): stale
+    /// entries are kept (up to `max_stale` past the ttl) for [`Cache::lookup_stale`]; the
+    /// cache's own lookups still treat them as misses, as without the switches.
+    pub fn keep_stale_for_busy(&mut self) {
+        self.keep_stale = true;
+    }
+
     fn max_stale(&self) -> SimDuration {
-        if self.serve_stale_on_error || self.stale_while_revalidate {
+        if self.serve_stale_on_error || self.stale_while_revalidate || self.keep_stale {
             self.max_stale
         } else {
             SimDuration::ZERO

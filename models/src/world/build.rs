@@ -83,6 +83,11 @@ impl QueueingWorld {
                 backup: c.backup.as_ref().map(|n| upstream_of(sc, n)),
                 failovers: 0,
                 read_timeout: c.stream_read_timeout,
+                fallback: c
+                    .fallback
+                    .as_ref()
+                    .map(|f| fallback::SiteFallback::new(sc, f, &gov_names)),
+                enabled: c.enabled,
                 name: c.name.clone(),
                 timeout: c.timeout,
                 conn_pool: c.connection_pool.as_ref().map(|n| {
@@ -250,6 +255,7 @@ impl QueueingWorld {
             apps,
             dispatch_wait,
         };
+        w.fallback_start();
         w.entry_start_all(ctx);
         w.start_clients(ctx);
         for g in 0..n_govs {

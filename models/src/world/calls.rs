@@ -19,7 +19,12 @@ impl QueueingWorld {
             class: ClassId(r.class),
             key: r.key,
             user: r.user,
-            tokens: r.tokens.total(),
+            tokens: match c.degrade {
+                None => r.tokens.total(),
+                Some(_) => {
+                    Self::prompt_of(c, r).unwrap_or(0).saturating_add(r.tokens.output.unwrap_or(0))
+                }
+            },
             draw: key.with_call(c.path, 0).bits(attr::GOVERNOR_BITS),
             retry_after: None,
         }
@@ -28,6 +33,9 @@ impl QueueingWorld {
     /// Sends call `slot` down its call site from `level`, and acts on the verdict.
     pub(super) fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
         let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
+        if level == 0 && self.switched_off(slot, ctx) {
+            return;
+        }
         if level == self.sites[site].stack.len() {
             // Fast path: nothing (more) to pass.
             self.send_to_station(slot, ctx);
@@ -121,7 +129,7 @@ impl QueueingWorld {
             seq: r.seq,
             path: c.path,
             attempt: c.attempt,
-            prompt_tokens: r.tokens.prompt.unwrap_or(0),
+            prompt_tokens: Self::prompt_of(c, r).unwrap_or(0),
             output_tokens: r.tokens.output.unwrap_or(0),
             ticket: None,
             sent: now,

@@ -190,6 +190,9 @@ impl QueueingWorld {
                 self.kick_gpu(g as u16, ctx);
             }
             (k @ ("app" | "dispatcher" | "pool"), p, v) => self.entry_set(k, name, p, v, ctx),
+            ("call_site", "enabled", ParamValue::Bool(b)) => {
+                self.sites.iter_mut().find(|s| s.name == name).expect("checked").enabled = b;
+            }
             (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
         }
     }

@@ -69,7 +69,7 @@ impl QueueingWorld {
         let r = self.reqs[c.req as usize].as_ref().expect("live request");
         let (job, site) = (c.job_id(), c.site as usize);
         let (prompt, output) =
-            (r.tokens.prompt.unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
+            (Self::prompt_of(c, r).unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
         if r.arrival >= self.warmup {
             self.sources[r.source as usize].upstream_calls += 1;
         }

@@ -75,6 +75,7 @@ impl QueueingWorld {
         for site in self.sites.iter().filter(|s| s.backup.is_some()) {
             out.push_u64(format!("call_site.{}.failovers", site.name), site.failovers);
         }
+        self.fallback_summary(&mut out);
         for g in &self.gpus {
             let p = format!("gpu_server.{}", g.name);
             let st = &g.server.stats;
@@ -109,6 +110,7 @@ impl QueueingWorld {
     /// The numbered invariants of ARCHITECTURE.md that this world can check; empty = all hold.
     pub fn check_invariants(&self) -> Vec<String> {
         let mut v = Vec::new();
+        self.fallback_violations(&mut v);
         let mut live_per_source = vec![0u64; self.sources.len()];
         for r in self.reqs.iter().flatten() {
             live_per_source[r.source as usize] += 1;

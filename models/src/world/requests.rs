@@ -147,6 +147,7 @@ impl QueueingWorld {
             up: None,
             on_backup: false,
             stream: None,
+            degrade: None,
             inst: 0,
             generation: 0,
         };
@@ -175,8 +176,15 @@ impl QueueingWorld {
         self.resume_woken(ctx);
     }
 
-    /// A call is over: its request's pipeline moves on.
+    /// A call ended at its site: it moves on along its degradation chain, or is over.
     pub(super) fn call_ended(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
+        if let Some(o) = self.chain_step(slot, outcome, false, ctx) {
+            self.call_done(slot, o, ctx);
+        }
+    }
+
+    /// A call is over: its request's pipeline moves on.
+    pub(super) fn call_done(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         let c = self.calls[slot as usize].take().expect("a call ends once");
         debug_assert!(c.timer.is_none() && c.parked_at.is_none() && c.retry_level.is_none());
         self.call_generations[slot as usize] = self.call_generations[slot as usize].wrapping_add(1);

@@ -139,6 +139,7 @@ fn every_runtime_parameter_changes_mid_run() {
     assert!(runtime.len() > 40, "{} run-time parameters", runtime.len());
     for p in &runtime {
         sc.timeline.push(SetParam {
+            reload: false,
             at: SimDuration::from_secs(5),
             path: p.path.clone(),
             value: p.value.clone(),

@@ -1,0 +1,474 @@
+//! Sentinel cluster flow control (token-server mode, SPEC §3.6 "local vs cluster"): the
+//! [`ClusterFlow`] governor, with the semantics of Sentinel 1.8.x's `FlowRuleChecker`
+//! (`passClusterCheck`, `applyTokenResult`, `fallbackToLocalOrPass`) on the client side and
+//! `DefaultTokenService` / `ClusterFlowChecker.acquireClusterToken` on the token server.
+//!
+//! A call asks the token server for one token. The server counts the passes of the rule
+//! cluster-wide in its own sliding window (`sample_count` buckets over
+//! `window_interval_ms`, `ClusterMetric`) and answers:
+//! * `OK` when `globalThreshold − latestQps − 1 ≥ 0`, `latestQps` being the window's passes
+//!   divided by the window length in seconds and `globalThreshold = count × exceed_count`
+//!   (`GLOBAL`) or `count × connectedCount × exceed_count` (`AVG_LOCAL`, Sentinel's
+//!   default: `count` is a per-instance share, the server multiplies it by the number of
+//!   connected clients);
+//! * `BLOCKED` otherwise (the call is rejected `rate_limited`);
+//! * `TOO_MANY_REQUEST` when the server's own namespace limiter (`max_allowed_qps`, every
+//!   request counted in 10 × 100 ms) refuses the request, and `FAIL` when the server is down
+//!   (`server_up: false`; the client's transport is not connected). Both make the client
+//!   fall back: with `fallback_to_local_when_fail` (default) the rule is checked locally —
+//!   Sentinel's `DefaultController` with the *same* `count` over the instance's own resource
+//!   statistics (rolling second, 2 × 500 ms) — otherwise the call passes unchecked.
+//!
+//! Every call that passes (by token, by the local check, or unchecked) is counted in the
+//! instance's local statistics, as Sentinel's `StatisticSlot` does, so a fallback starts
+//! from the passes the server granted in the last second.
+//!
+//! The key design decision — shared vs per-instance: the token server is one state shared
+//! (`Arc<Mutex<TokenServer>>`, single-threaded use, never contended) by the declared
+//! governor and every clone of it; everything else (local statistics, counters, the
+//! fallback mode) belongs to the clone. So listing `cluster_flow.<name>` in the scenario's
+//! `per_instance` gives each app instance its own token client and local fallback rule
+//! against one server, and the world tells the server how many clients it has
+//! ([`ClusterFlow::set_connected`], = app instances); not listed, the whole cluster is one
+//! client (connected = 1). A shadow copy must not share the real server:
+//! [`ClusterFlow::detached`] deep-copies it.
+//!
+//! Not modelled (documented in `docs/scenario-reference.md`): prioritized requests
+//! (`SHOULD_WAIT`, occupying future buckets), token prefetch, the concurrency (THREAD)
+//! cluster mode, `NO_RULE_EXISTS`, an embedded server, per-client disconnections, and the
+//! request latency of the token RPC (an answer is immediate).
+//!
+//! Architecture invariant: the server's `ok + blocked + too_many` = the requests that
+//! reached it = Σ over its clients of `token_ok + token_blocked + too_many` (I43); per
+//! client, passed = token_ok + local_pass + pass_through and passed − returned = the calls
+//! in flight (`threads`, I44). Counters only grow; the server's windows are fixed-size.
+//!
+//! API boundary: [`ClusterFlow`] implements [`Governor`] and never parks; run-time changes
+//! through [`ClusterFlow::apply_param`] (`count`, `server_up`,
+//! `fallback_to_local_when_fail`, `exceed_count`, `max_allowed_qps`) keep every window; a
+//! rule reload ([`ClusterFlow::reload`]) keeps them too (the server keeps a flow id's
+//! metric across loads, the client's node statistics survive), so it only records an event.
+
+use super::leap_array::LeapArray;
+use super::qps::{NodeStats, qps_can_pass};
+use super::{count, now_ms};
+use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
+use crate::ids::CallId;
+use crate::outcome::{Outcome, Reason};
+use serde::{Deserialize, Deserializer, Serialize, de::Error};
+use sim_core::SimTime;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// `thresholdType` of Sentinel's `ClusterFlowConfig`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ThresholdType {
+    /// `FLOW_THRESHOLD_AVG_LOCAL` (0, Sentinel's default): `count` per connected client.
+    #[default]
+    #[serde(rename = "AVG_LOCAL")]
+    AvgLocal,
+    /// `FLOW_THRESHOLD_GLOBAL` (1): `count` for the whole cluster.
+    #[serde(rename = "GLOBAL")]
+    Global,
+}
+
+/// A cluster-mode flow rule (QPS grade, default behaviour), as written in scenarios.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename = "ClusterFlowRule")]
+pub struct ClusterFlowRuleSpec {
+    /// Name (the resource / flow id); parameters live under `cluster_flow.<name>.*`.
+    #[serde(deserialize_with = "crate::validate::name")]
+    pub name: String,
+    /// The threshold in QPS, in [0, 1e9]: cluster-wide (`GLOBAL`) or per client
+    /// (`AVG_LOCAL`); also the local fallback rule's threshold on each instance.
+    #[serde(deserialize_with = "count")]
+    pub count: f64,
+    #[serde(default)]
+    pub threshold_type: ThresholdType,
+    /// When the token server fails: check the rule locally (true, Sentinel's default) or
+    /// let the call pass unchecked (false).
+    #[serde(default = "yes")]
+    pub fallback_to_local_when_fail: bool,
+    /// Buckets of the server's sliding window (Sentinel default 10).
+    #[serde(default = "default_sample_count", deserialize_with = "sample_count")]
+    pub sample_count: u64,
+    /// Length of the server's sliding window in ms (Sentinel default 1000); a multiple of
+    /// `sample_count`.
+    #[serde(default = "default_window_interval_ms", deserialize_with = "window_ms")]
+    pub window_interval_ms: u64,
+    /// The server's `exceedCount` (`ServerFlowConfig`, default 1.0): thresholds × this.
+    #[serde(default = "one", deserialize_with = "exceed")]
+    pub exceed_count: f64,
+    /// The server's `maxAllowedQps` (default 30 000): requests beyond it in a rolling
+    /// second are answered `TOO_MANY_REQUEST` (the client falls back).
+    #[serde(default = "default_max_allowed_qps", deserialize_with = "count")]
+    pub max_allowed_qps: f64,
+    /// The token server is reachable (simulation knob; `false` = an outage: every request
+    /// fails and the clients fall back). Run-time changeable.
+    #[serde(default = "yes")]
+    pub server_up: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> f64 {
+    1.0
+}
+fn default_sample_count() -> u64 {
+    10
+}
+fn default_window_interval_ms() -> u64 {
+    1000
+}
+fn default_max_allowed_qps() -> f64 {
+    30_000.0
+}
+
+fn sample_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let x = u64::deserialize(d)?;
+    if !(1..=1000).contains(&x) {
+        return Err(D::Error::custom(format!("expected a sample count in [1, 1000], found {x}")));
+    }
+    Ok(x)
+}
+
+fn window_ms<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let x = u64::deserialize(d)?;
+    if !(1..=3_600_000).contains(&x) {
+        return Err(D::Error::custom(format!(
+            "expected a window in ms in [1, 3600000], found {x}"
+        )));
+    }
+    Ok(x)
+}
+
+pub(crate) fn exceed<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if !(x.is_finite() && (0.01..=100.0).contains(&x)) {
+        return Err(D::Error::custom(format!(
+            "expected an exceed count in [0.01, 100], found {x}"
+        )));
+    }
+    Ok(x)
+}
+
+impl ClusterFlowRuleSpec {
+    /// Cross-field rule (Sentinel's `ClusterMetric` asserts it): the window divides evenly.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.window_interval_ms.is_multiple_of(self.sample_count) {
+            return Err(format!(
+                "window_interval_ms ({}) must be a multiple of sample_count ({})",
+                self.window_interval_ms, self.sample_count
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The token server's answer (`TokenResultStatus`, the cases modelled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenStatus {
+    Ok,
+    Blocked,
+    /// The namespace's `maxAllowedQps` was exceeded.
+    TooManyRequest,
+    /// The server could not be reached.
+    Fail,
+}
+
+/// The token server's state for one cluster rule (shared by all its clients).
+#[derive(Clone, Debug)]
+pub struct TokenServer {
+    count: f64,
+    threshold_type: ThresholdType,
+    exceed_count: f64,
+    max_allowed_qps: f64,
+    up: bool,
+    /// Connected clients (`ConnectionManager.getConnectedCount`).
+    connected: u64,
+    /// PASS counts (`ClusterMetric`).
+    window: LeapArray,
+    /// `windowIntervalMs / 1000.0` (`getIntervalInSecond`).
+    interval_s: f64,
+    /// Every request admitted by the namespace limiter (`RequestLimiter`: 10 × 100 ms).
+    requests: LeapArray,
+    pub ok: u64,
+    pub blocked: u64,
+    pub too_many: u64,
+}
+
+impl TokenServer {
+    pub fn new(spec: &ClusterFlowRuleSpec) -> Self {
+        assert!(spec.check().is_ok(), "checked: the window divides evenly");
+        TokenServer {
+            count: spec.count,
+            threshold_type: spec.threshold_type,
+            exceed_count: spec.exceed_count,
+            max_allowed_qps: spec.max_allowed_qps,
+            up: spec.server_up,
+            connected: 1,
+            window: LeapArray::new(spec.sample_count as usize, spec.window_interval_ms),
+            interval_s: spec.window_interval_ms as f64 / 1000.0,
+            requests: LeapArray::new(10, 1000),
+            ok: 0,
+            blocked: 0,
+            too_many: 0,
+        }
+    }
+
+    /// `calcGlobalThreshold(rule) × exceedCount`.
+    pub fn global_threshold(&self) -> f64 {
+        let base = match self.threshold_type {
+            ThresholdType::Global => self.count,
+            ThresholdType::AvgLocal => self.count * self.connected as f64,
+        };
+        base * self.exceed_count
+    }
+
+    /// Passes in the server's window at `now` (`getSum(PASS)`).
+    pub fn window_passes(&self, now: SimTime) -> u64 {
+        self.window.pass(now_ms(now))
+    }
+
+    pub fn connected(&self) -> u64 {
+        self.connected
+    }
+    pub fn is_up(&self) -> bool {
+        self.up
+    }
+
+    /// One token request (`acquireCount` 1, not prioritized).
+    pub fn request_token(&mut self, now: SimTime) -> TokenStatus {
+        if !self.up {
+            return TokenStatus::Fail;
+        }
+        let t = now_ms(now);
+        // GlobalRequestLimiter.tryPass: `qps + 1 ≤ maxAllowedQps` (1 s window), then count it.
+        if self.requests.pass(t) as f64 + 1.0 > self.max_allowed_qps {
+            self.too_many += 1;
+            return TokenStatus::TooManyRequest;
+        }
+        self.requests.add_pass(t, 1);
+        let latest_qps = self.window.pass(t) as f64 / self.interval_s;
+        if self.global_threshold() - latest_qps - 1.0 >= 0.0 {
+            self.window.add_pass(t, 1);
+            self.ok += 1;
+            TokenStatus::Ok
+        } else {
+            self.blocked += 1;
+            TokenStatus::Blocked
+        }
+    }
+}
+
+/// Which path a client's last decision took (for `state_change` events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientMode {
+    /// The server answered.
+    Cluster,
+    /// The server failed; the local rule decided.
+    Local,
+    /// The server failed and fallback is off: calls pass unchecked.
+    PassThrough,
+}
+
+impl ClientMode {
+    fn name(self) -> &'static str {
+        match self {
+            ClientMode::Cluster => "cluster",
+            ClientMode::Local => "local_fallback",
+            ClientMode::PassThrough => "pass_through",
+        }
+    }
+}
+
+/// A client's counters (summary columns `cluster_flow.<name>[@app.k].<counter>`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClusterCounters {
+    /// Passed with a token from the server.
+    pub token_ok: u64,
+    /// Rejected by the server.
+    pub token_blocked: u64,
+    /// Answered `TOO_MANY_REQUEST` (then fell back).
+    pub too_many: u64,
+    /// Server failed, the local rule passed the call.
+    pub local_pass: u64,
+    /// Server failed, the local rule rejected the call.
+    pub local_block: u64,
+    /// Server failed, fallback off: passed unchecked.
+    pub pass_through: u64,
+    /// Calls that passed and came back.
+    pub returned: u64,
+}
+
+impl ClusterCounters {
+    pub fn passed(&self) -> u64 {
+        self.token_ok + self.local_pass + self.pass_through
+    }
+}
+
+/// One token client of a cluster rule: the shared server plus this client's local state.
+#[derive(Clone, Debug)]
+pub struct ClusterFlow {
+    server: Arc<Mutex<TokenServer>>,
+    /// The rule's count (the local fallback threshold).
+    count: f64,
+    fallback: bool,
+    local: NodeStats,
+    mode: ClientMode,
+    events: Vec<GovEvent>,
+    pub counters: ClusterCounters,
+}
+
+impl ClusterFlow {
+    pub fn new(spec: &ClusterFlowRuleSpec) -> Self {
+        assert!(spec.count >= 0.0, "validated count");
+        ClusterFlow {
+            server: Arc::new(Mutex::new(TokenServer::new(spec))),
+            count: spec.count,
+            fallback: spec.fallback_to_local_when_fail,
+            local: NodeStats::default(),
+            mode: ClientMode::Cluster,
+            events: Vec::new(),
+            counters: ClusterCounters::default(),
+        }
+    }
+
+    /// The shared server (single-threaded use: the lock is never contended).
+    pub fn server(&self) -> MutexGuard<'_, TokenServer> {
+        self.server.lock().expect("token server lock (single-threaded)")
+    }
+
+    /// Whether two clients talk to the same server.
+    pub fn same_server(&self, other: &ClusterFlow) -> bool {
+        Arc::ptr_eq(&self.server, &other.server)
+    }
+
+    /// A copy with its own server (a shadow must not count in the real one).
+    pub fn detached(&self) -> Self {
+        let server = self.server().clone();
+        ClusterFlow { server: Arc::new(Mutex::new(server)), ..self.clone() }
+    }
+
+    /// The world gave this rule `n` clients (its per-instance copies).
+    pub fn set_connected(&mut self, n: u64) {
+        assert!(n >= 1, "at least one client");
+        self.server().connected = n;
+    }
+
+    pub fn mode(&self) -> ClientMode {
+        self.mode
+    }
+    /// Calls passed and not yet returned (`curThreadNum` of the instance's node).
+    pub fn threads(&self) -> u64 {
+        self.local.threads
+    }
+    /// The instance's own passes in its rolling second.
+    pub fn local_pass_qps(&self, now: SimTime) -> u64 {
+        self.local.pass_qps(now)
+    }
+
+    pub fn set_count(&mut self, count: f64) {
+        assert!(count.is_finite() && count >= 0.0);
+        self.count = count;
+        self.server().count = count;
+    }
+    pub fn set_server_up(&mut self, up: bool) {
+        self.server().up = up;
+    }
+    pub fn set_fallback(&mut self, on: bool) {
+        self.fallback = on;
+    }
+    pub fn set_exceed_count(&mut self, x: f64) {
+        assert!(x > 0.0 && x.is_finite());
+        self.server().exceed_count = x;
+    }
+    pub fn set_max_allowed_qps(&mut self, x: f64) {
+        assert!(x >= 0.0 && x.is_finite());
+        self.server().max_allowed_qps = x;
+    }
+
+    /// A rule reload: the client's controller is rebuilt (the default controller is
+    /// stateless), its node statistics survive, and the server keeps the flow id's metric
+    /// (`putMetricIfAbsent`): no window changes. Recorded by the world as `rule_reload`.
+    pub fn reload(&mut self, _now: SimTime) {}
+
+    fn enter(&mut self, mode: ClientMode, now: SimTime) {
+        if mode != self.mode {
+            self.events.push(GovEvent {
+                time: now,
+                kind: "state_change",
+                from: self.mode.name().into(),
+                to: mode.name().into(),
+            });
+            self.mode = mode;
+        }
+    }
+
+    fn pass(&mut self, now: SimTime) -> CallDecision {
+        self.local.record_pass(now);
+        CallDecision::Pass
+    }
+
+    /// `fallbackToLocalOrPass`.
+    fn fallback_or_pass(&mut self, now: SimTime) -> CallDecision {
+        if !self.fallback {
+            self.enter(ClientMode::PassThrough, now);
+            self.counters.pass_through += 1;
+            return self.pass(now);
+        }
+        self.enter(ClientMode::Local, now);
+        if qps_can_pass(&self.local, self.count, now) {
+            self.counters.local_pass += 1;
+            self.pass(now)
+        } else {
+            self.counters.local_block += 1;
+            CallDecision::Reject(Reason::RateLimited)
+        }
+    }
+}
+
+impl Governor for ClusterFlow {
+    fn on_call(&mut self, _call: &CallInfo, now: SimTime) -> CallDecision {
+        let status = self.server().request_token(now);
+        match status {
+            TokenStatus::Ok => {
+                self.enter(ClientMode::Cluster, now);
+                self.counters.token_ok += 1;
+                self.pass(now)
+            }
+            TokenStatus::Blocked => {
+                self.enter(ClientMode::Cluster, now);
+                self.counters.token_blocked += 1;
+                CallDecision::Reject(Reason::RateLimited)
+            }
+            TokenStatus::TooManyRequest => {
+                self.counters.too_many += 1;
+                self.fallback_or_pass(now)
+            }
+            TokenStatus::Fail => self.fallback_or_pass(now),
+        }
+    }
+
+    fn on_outcome(&mut self, _call: &CallInfo, outcome: Outcome, _now: SimTime) -> OutcomeDecision {
+        self.local.record_exit();
+        self.counters.returned += 1;
+        assert_eq!(self.counters.passed() - self.counters.returned, self.local.threads, "I44");
+        OutcomeDecision::PassUp(outcome)
+    }
+
+    fn on_abandon(&mut self, _call: &CallInfo, _now: SimTime) {
+        panic!("a cluster flow rule never parks calls");
+    }
+
+    fn take_woken(&mut self, _out: &mut Vec<CallId>) {}
+
+    fn waiting(&self) -> usize {
+        0
+    }
+
+    fn take_events(&mut self, out: &mut Vec<GovEvent>) {
+        out.append(&mut self.events);
+    }
+}

@@ -472,3 +472,42 @@ impl Governor for ClusterFlow {
         out.append(&mut self.events);
     }
 }
+
+/// I43 and I44 over every client in a world (`(component path, client)`, arena order):
+/// per token server, its answers = the answers its clients saw; per client, passed −
+/// returned = calls in flight. Violations are appended to `out`.
+pub fn check_clients<'a>(
+    clients: impl Iterator<Item = (&'a str, &'a ClusterFlow)>,
+    out: &mut Vec<String>,
+) {
+    let clients: Vec<(&str, &ClusterFlow)> = clients.collect();
+    for (i, (name, c)) in clients.iter().enumerate() {
+        let k = c.counters;
+        if k.passed() < k.returned || k.passed() - k.returned != c.threads() {
+            out.push(format!(
+                "I44 cluster client {name}: passed {} − returned {} ≠ in flight {}",
+                k.passed(),
+                k.returned,
+                c.threads()
+            ));
+        }
+        // Each server once: at its first client in arena order.
+        if clients[..i].iter().any(|(_, d)| d.same_server(c)) {
+            continue;
+        }
+        let mine = clients.iter().filter(|(_, d)| d.same_server(c));
+        let (mut ok, mut blocked, mut many) = (0, 0, 0);
+        for (_, d) in mine {
+            ok += d.counters.token_ok;
+            blocked += d.counters.token_blocked;
+            many += d.counters.too_many;
+        }
+        let s = c.server();
+        if (s.ok, s.blocked, s.too_many) != (ok, blocked, many) {
+            out.push(format!(
+                "I43 token server of {name}: ok/blocked/too_many {}/{}/{} ≠ clients' {ok}/{blocked}/{many}",
+                s.ok, s.blocked, s.too_many
+            ));
+        }
+    }
+}

@@ -52,6 +52,9 @@ fn run(cs: &mut [ClusterFlow], script: &[Row]) {
 
 /// I43: the server's answers = the answers its clients saw.
 fn server_accounting_holds(cs: &[ClusterFlow]) {
+    let mut v = Vec::new();
+    check_clients(cs.iter().map(|c| ("c", c)), &mut v);
+    assert!(v.is_empty(), "{v:?}");
     let s = cs[0].server();
     let (ok, blocked, many) = (s.ok, s.blocked, s.too_many);
     drop(s);
@@ -231,4 +234,18 @@ fn spec_validation() {
     assert!(s.check().unwrap_err().contains("multiple of sample_count"));
     assert!(s.fallback_to_local_when_fail && s.server_up);
     assert_eq!((s.threshold_type, s.window_interval_ms), (ThresholdType::AvgLocal, 1000));
+}
+
+/// The world-level check finds a broken count (a client that forgot a return, a server
+/// answer no client saw).
+#[test]
+fn check_clients_reports_violations() {
+    let mut cs = clients("(name: \"c\", count: 10)", 2);
+    run(&mut cs, &[Calls { t: 0, inst: 0, n: 3, pass: 3 }]);
+    cs[0].counters.returned = 1; // 3 passed − 1 returned ≠ 3 in flight
+    cs[1].server().ok += 1; // the server says 4 tokens, the clients saw 3
+    let mut v = Vec::new();
+    check_clients(cs.iter().map(|c| ("c", c)), &mut v);
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert!(v[0].starts_with("I44") && v[1].starts_with("I43"), "{v:?}");
 }

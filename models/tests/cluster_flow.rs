@@ -190,3 +190,28 @@ fn reload_only_for_rule_kinds() {
     assert_eq!(e.path, "timeline[0].reload");
     assert!(e.message.contains("flow, param_flow, token_bucket, cluster_flow"), "{e}");
 }
+
+/// A shadow of the cluster rule has its own copy of the token server (one client, so
+/// AVG_LOCAL 20 × 1 = 20/s): it never spends the real tokens — every non-shadow result is
+/// the same — and it counts what it would have refused.
+#[test]
+fn a_shadow_cluster_rule_spends_no_real_tokens() {
+    let plain = incident6("count: 20", false);
+    let mut shadowed = plain.clone();
+    shadowed.call_sites[0].governors.insert(
+        0,
+        models::scenario::GovernorRef::Shadow(Box::new(
+            models::scenario::GovernorRef::ClusterFlow("llm".into()),
+        )),
+    );
+    shadowed.check().expect("a cluster rule can be shadowed");
+    let (a, b) = (run(&plain), run(&shadowed));
+    // Every non-shadow summary value is identical (the fingerprint folds the extra
+    // `shadow.*` columns in, so it differs by design).
+    let rest: Vec<_> = b.summary.values.iter().filter(|(n, _)| !n.starts_with("shadow.")).collect();
+    assert_eq!(rest, a.summary.values.iter().collect::<Vec<_>>());
+    assert_eq!(clients(&a, "token_ok"), clients(&b, "token_ok"));
+    let would = b.summary.get("shadow.cluster_flow.llm.would_reject").unwrap();
+    // 400 calls/s offered, 20/s admitted by the shadow's own server: ≈ 380/s × 60 s.
+    assert!(would > 20_000.0, "would_reject {would}");
+}

@@ -46,11 +46,13 @@ const ALL: &str = r#"Scenario(
                                       permitted_number_of_calls_in_half_open_state: 3)],
     degrade_rules: [DegradeRule(name: "vector-dr", grade: ERROR_RATIO, count: 0.5, time_window: 5)],
     batchers: [Batcher(name: "batch8", window: "5ms", max_batch: 8)],
+    cluster_flow_rules: [ClusterFlowRule(name: "cluster", count: 150, threshold_type: GLOBAL)],
+    per_instance: ["cluster_flow.cluster"],
     call_sites: [
         (name: "vector", governors: [DegradeRule("vector-dr")], upstream: "vectordb", timeout: "300ms"),
         (name: "llm", governors: [FlowRules("edge"), ParamFlow("per-user"), Cache("answers"),
                                   SingleFlight("dedup"), Retry("retry"), CircuitBreaker("llm-cb"),
-                                  TokenBucket("tpm"), Gate("llm")],
+                                  TokenBucket("tpm"), ClusterFlow("cluster"), Gate("llm")],
          upstream: "provider", timeout: "10s"),
         (name: "summarize", governors: [Batcher("batch8")], upstream: "gpu", timeout: "30s"),
     ],
@@ -98,6 +100,10 @@ fn every_component_runs_clean_and_replays() {
         );
     }
     assert!(s.get("gpu_server.gpu.mean_batch").unwrap() > 1.0, "the batcher batches");
+    // The cluster rule: one client per app instance (chat) plus the declared one (agents).
+    for c in ["cluster_flow.cluster", "cluster_flow.cluster@api.0", "cluster_flow.cluster@api.1"] {
+        assert!(s.get(&format!("{c}.token_ok")).unwrap() > 0.0, "{c} asked the server");
+    }
     assert!(s.get("station.provider.cost").unwrap() > 0.0);
     // The chat pipeline fans out: 1 profile + 2–4 vector + 1–3 LLM calls.
     let amp = s.get("source.chat.amplification").unwrap();
@@ -146,10 +152,22 @@ fn every_runtime_parameter_changes_mid_run() {
         });
     }
     let n = runtime.len();
+    // A rule reload at 6 s for one parameter of each kind that has rules to reload.
+    for kind in models::govspec::RELOADABLE_KINDS {
+        let p = runtime.iter().find(|p| p.path.starts_with(&format!("{kind}."))).expect(kind);
+        sc.timeline.push(SetParam {
+            reload: true,
+            at: SimDuration::from_secs(6),
+            path: p.path.clone(),
+            value: p.value.clone(),
+        });
+    }
     sc.check_timeline().expect("all run-time");
     let r = models::run(&sc, &cfg(4, None));
     assert!(r.error.is_none(), "{:?}", r.error);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let changes = r.state_events.iter().filter(|e| e.kind == "config_change").count();
     assert_eq!(changes, n);
+    let reloads = r.state_events.iter().filter(|e| e.kind == "rule_reload").count();
+    assert_eq!(reloads, models::govspec::RELOADABLE_KINDS.len());
 }

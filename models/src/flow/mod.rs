@@ -31,6 +31,8 @@
 
 pub mod cluster;
 pub mod cluster_params;
+pub mod cluster_server;
+pub mod cluster_spec;
 pub mod hot_param;
 pub mod leap_array;
 pub mod params;

@@ -42,6 +42,7 @@ impl GovernorKind {
                     ("token_ok", k.token_ok),
                     ("token_blocked", k.token_blocked),
                     ("too_many", k.too_many),
+                    ("timeouts", k.timeouts),
                     ("local_pass", k.local_pass),
                     ("local_block", k.local_block),
                     ("pass_through", k.pass_through),

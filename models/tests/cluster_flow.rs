@@ -215,3 +215,31 @@ fn a_shadow_cluster_rule_spends_no_real_tokens() {
     // 400 calls/s offered, 20/s admitted by the shadow's own server: ≈ 380/s × 60 s.
     assert!(would > 20_000.0, "would_reject {would}");
 }
+
+/// A token server 2 ms away (within the 20 ms request timeout): the same 4 800 tokens and
+/// no 429, every admitted call 2 ms later (mean latency 1 000 + 2 ms). A server 50 ms
+/// away: every answer is later than the 20 ms timeout, so every call falls back when the
+/// timeout fires (1 020 ms) — AVG_LOCAL 20: each instance's local rule admits 20/s — while
+/// the server still spends its 80 tokens per second on answers nobody waits for.
+/// Measured (seed 6): 2 ms — 4 800 tokens, mean 1 002 ms, 0 × 429; 50 ms — 24 166
+/// timeouts of 24 171 calls (5 still waiting at the end), 4 800 local passes, 4 800 tokens
+/// wasted, mean 1 020 ms, 24 × 429 (the local rule's coarse window, as in the outage).
+#[test]
+fn token_latency_and_request_timeout() {
+    let near = run(&incident6("count: 20, token_rtt: \"2ms\"", false));
+    assert_eq!(src(&near, "rejected_upstream_429"), 0.0);
+    assert_eq!(clients(&near, "token_ok"), 4_800.0);
+    assert_eq!(clients(&near, "timeouts"), 0.0);
+    assert!((src(&near, "latency_ms_mean") - 1_002.0).abs() < 1e-6);
+
+    let far = run(&incident6("count: 20, token_rtt: \"50ms\"", false));
+    let offered = src(&far, "offered");
+    // Every call times out, but those sent in the last 20 ms are still waiting at the end.
+    let timeouts = clients(&far, "timeouts");
+    assert!(offered - timeouts <= 20.0, "{timeouts} of {offered}");
+    assert_eq!(clients(&far, "token_ok"), 4_800.0, "the server spent its tokens anyway");
+    let local = clients(&far, "local_pass");
+    assert!((4_700.0..=4_800.0).contains(&local), "local passes {local}");
+    assert!((src(&far, "latency_ms_mean") - 1_020.0).abs() < 1e-6);
+    assert!(src(&far, "rejected_upstream_429") <= 30.0);
+}

@@ -23,6 +23,12 @@
 //! instance's local statistics, as Sentinel's `StatisticSlot` does, so a fallback starts
 //! from the passes the server granted in the last second.
 //!
+//! Token latency (optional, `token_rtt`): the server decides when the request is sent and
+//! the call waits (parked, `Wait { deadline: None }`, released through `wake_at`) for the
+//! answer; an answer slower than `request_timeout_ms` (Sentinel's client `requestTimeout`,
+//! 20 ms) is a `FAIL` when the timeout fires — the call falls back then, while the server
+//! has counted the token anyway (as a real server does for an answer nobody waits for).
+//!
 //! The key design decision — shared vs per-instance: the token server is one state shared
 //! (`Arc<Mutex<TokenServer>>`, single-threaded use, never contended) by the declared
 //! governor and every clone of it; everything else (local statistics, counters, the
@@ -35,17 +41,19 @@
 //!
 //! Not modelled (documented in `docs/scenario-reference.md`): prioritized requests
 //! (`SHOULD_WAIT`, occupying future buckets), token prefetch, the concurrency (THREAD)
-//! cluster mode, `NO_RULE_EXISTS`, an embedded server, per-client disconnections, and the
-//! request latency of the token RPC (an answer is immediate).
+//! cluster mode, `NO_RULE_EXISTS`, an embedded server, per-client disconnections, and a
+//! slow connect (a down server fails at once: its transport is not connected).
 //!
 //! Architecture invariant: the server's `ok + blocked + too_many` = the requests that
 //! reached it = Σ over its clients of `token_ok + token_blocked + too_many` (I43); per
-//! client, passed = token_ok + local_pass + pass_through and passed − returned = the calls
-//! in flight (`threads`, I44). Counters only grow; the server's windows are fixed-size.
+//! client, passed − returned = the calls in flight (`threads`, I44). Calls waiting for an
+//! answer ≤ [`MAX_PENDING`], released in (answer time, arrival) order; counters only
+//! grow; the server's windows are fixed-size.
 //!
-//! API boundary: [`ClusterFlow`] implements [`Governor`] and never parks; run-time changes
-//! through [`ClusterFlow::apply_param`] (`count`, `server_up`,
-//! `fallback_to_local_when_fail`, `exceed_count`, `max_allowed_qps`) keep every window; a
+//! API boundary: [`ClusterFlow`] implements [`Governor`] (it parks only with a
+//! `token_rtt`); run-time changes through [`ClusterFlow::apply_param`] (`count`,
+//! `server_up`, `fallback_to_local_when_fail`, `exceed_count`, `max_allowed_qps`,
+//! `token_rtt`, `request_timeout_ms`) keep every window; a
 //! rule reload ([`ClusterFlow::reload`]) keeps them too (the server keeps a flow id's
 //! metric across loads, the client's node statistics survive), so it only records an event.
 
@@ -56,8 +64,13 @@ use super::qps::{NodeStats, qps_can_pass};
 use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
-use sim_core::SimTime;
+use sim_core::{SimDuration, SimTime};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Calls one client may have waiting for a token answer; beyond it a request is treated
+/// as failed at once (the call falls back).
+pub const MAX_PENDING: usize = 100_000;
 
 /// Which path a client's last decision took (for `state_change` events).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,12 +96,17 @@ impl ClientMode {
 /// A client's counters (summary columns `cluster_flow.<name>[@app.k].<counter>`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClusterCounters {
-    /// Passed with a token from the server.
+    /// Tokens the server granted this client (with a `token_rtt` beyond the request
+    /// timeout the call does not wait for it and falls back: see `timeouts`).
     pub token_ok: u64,
-    /// Rejected by the server.
+    /// Requests the server blocked.
     pub token_blocked: u64,
-    /// Answered `TOO_MANY_REQUEST` (then fell back).
+    /// Requests answered `TOO_MANY_REQUEST` (the call falls back).
     pub too_many: u64,
+    /// Answers slower than `request_timeout_ms` (the call fell back when it fired).
+    pub timeouts: u64,
+    /// Calls that passed (by token, by the local rule or unchecked).
+    pub passed: u64,
     /// Server failed, the local rule passed the call.
     pub local_pass: u64,
     /// Server failed, the local rule rejected the call.
@@ -97,12 +115,6 @@ pub struct ClusterCounters {
     pub pass_through: u64,
     /// Calls that passed and came back.
     pub returned: u64,
-}
-
-impl ClusterCounters {
-    pub fn passed(&self) -> u64 {
-        self.token_ok + self.local_pass + self.pass_through
-    }
 }
 
 /// One token client of a cluster rule: the shared server plus this client's local state.
@@ -115,7 +127,24 @@ pub struct ClusterFlow {
     local: NodeStats,
     mode: ClientMode,
     events: Vec<GovEvent>,
+    rtt: SimDuration,
+    request_timeout_ms: u64,
+    /// Calls waiting for their answer, by (answer time, sequence).
+    pending: BTreeMap<(SimTime, u64), Pending>,
+    by_call: BTreeMap<CallId, (SimTime, u64)>,
+    seq: u64,
+    woken: Vec<CallId>,
+    answered: Vec<(CallId, Outcome)>,
     pub counters: ClusterCounters,
+}
+
+/// A call waiting for the server's answer (decided when the request was sent).
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    call: CallId,
+    status: TokenStatus,
+    /// The answer comes after the request timeout: the call falls back instead.
+    timed_out: bool,
 }
 
 impl ClusterFlow {
@@ -128,6 +157,13 @@ impl ClusterFlow {
             local: NodeStats::default(),
             mode: ClientMode::Cluster,
             events: Vec::new(),
+            rtt: spec.token_rtt,
+            request_timeout_ms: spec.request_timeout_ms,
+            pending: BTreeMap::new(),
+            by_call: BTreeMap::new(),
+            seq: 0,
+            woken: Vec::new(),
+            answered: Vec::new(),
             counters: ClusterCounters::default(),
         }
     }
@@ -185,6 +221,15 @@ impl ClusterFlow {
         assert!(x >= 0.0 && x.is_finite());
         self.server().max_allowed_qps = x;
     }
+    /// Applies to requests sent from now on.
+    pub fn set_token_rtt(&mut self, d: SimDuration) {
+        self.rtt = d;
+    }
+    /// Applies to requests sent from now on.
+    pub fn set_request_timeout_ms(&mut self, ms: u64) {
+        assert!(ms >= 1);
+        self.request_timeout_ms = ms;
+    }
 
     /// A rule reload: the client's controller is rebuilt (the default controller is
     /// stateless), its node statistics survive, and the server keeps the flow id's metric
@@ -205,7 +250,23 @@ impl ClusterFlow {
 
     fn pass(&mut self, now: SimTime) -> CallDecision {
         self.local.record_pass(now);
+        self.counters.passed += 1;
         CallDecision::Pass
+    }
+
+    /// `applyTokenResult`: what the client does with an answer at `now`.
+    fn apply(&mut self, status: TokenStatus, now: SimTime) -> CallDecision {
+        match status {
+            TokenStatus::Ok => {
+                self.enter(ClientMode::Cluster, now);
+                self.pass(now)
+            }
+            TokenStatus::Blocked => {
+                self.enter(ClientMode::Cluster, now);
+                CallDecision::Reject(Reason::RateLimited)
+            }
+            TokenStatus::TooManyRequest | TokenStatus::Fail => self.fallback_or_pass(now),
+        }
     }
 
     /// `fallbackToLocalOrPass`.
@@ -227,42 +288,89 @@ impl ClusterFlow {
 }
 
 impl Governor for ClusterFlow {
-    fn on_call(&mut self, _call: &CallInfo, now: SimTime) -> CallDecision {
+    fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
+        // The server decides when the request is sent; a down server is a disconnected
+        // transport: the client fails at once.
         let status = self.server().request_token(now);
         match status {
-            TokenStatus::Ok => {
-                self.enter(ClientMode::Cluster, now);
-                self.counters.token_ok += 1;
-                self.pass(now)
-            }
-            TokenStatus::Blocked => {
-                self.enter(ClientMode::Cluster, now);
-                self.counters.token_blocked += 1;
-                CallDecision::Reject(Reason::RateLimited)
-            }
-            TokenStatus::TooManyRequest => {
-                self.counters.too_many += 1;
-                self.fallback_or_pass(now)
-            }
-            TokenStatus::Fail => self.fallback_or_pass(now),
+            TokenStatus::Ok => self.counters.token_ok += 1,
+            TokenStatus::Blocked => self.counters.token_blocked += 1,
+            TokenStatus::TooManyRequest => self.counters.too_many += 1,
+            TokenStatus::Fail => {}
         }
+        if status == TokenStatus::Fail || self.rtt == SimDuration::ZERO {
+            return self.apply(status, now);
+        }
+        if self.pending.len() >= MAX_PENDING {
+            self.counters.timeouts += 1;
+            return self.fallback_or_pass(now);
+        }
+        let timeout = SimDuration::from_ms(self.request_timeout_ms);
+        let (wait, timed_out) =
+            if self.rtt > timeout { (timeout, true) } else { (self.rtt, false) };
+        let key = (now + wait, self.seq);
+        self.seq += 1;
+        self.pending.insert(key, Pending { call: call.call, status, timed_out });
+        let prev = self.by_call.insert(call.call, key);
+        assert!(prev.is_none(), "call waiting twice for a token");
+        CallDecision::Wait { deadline: None, on_deadline: Reason::RateLimited }
     }
 
     fn on_outcome(&mut self, _call: &CallInfo, outcome: Outcome, _now: SimTime) -> OutcomeDecision {
         self.local.record_exit();
         self.counters.returned += 1;
-        assert_eq!(self.counters.passed() - self.counters.returned, self.local.threads, "I44");
+        assert_eq!(self.counters.passed - self.counters.returned, self.local.threads, "I44");
         OutcomeDecision::PassUp(outcome)
     }
 
-    fn on_abandon(&mut self, _call: &CallInfo, _now: SimTime) {
-        panic!("a cluster flow rule never parks calls");
+    fn on_abandon(&mut self, call: &CallInfo, _now: SimTime) {
+        if let Some(key) = self.by_call.remove(&call.call) {
+            // Its token (if granted) stays spent at the server.
+            self.pending.remove(&key).expect("indexed pending call");
+        } else {
+            // Woken in the same instant but not yet resumed: it had passed; give it back.
+            let pos = self.woken.iter().position(|c| *c == call.call);
+            self.woken.remove(pos.expect("abandoned call was not waiting at this rule"));
+            self.local.record_exit();
+            self.counters.returned += 1;
+        }
     }
 
-    fn take_woken(&mut self, _out: &mut Vec<CallId>) {}
+    fn take_woken(&mut self, out: &mut Vec<CallId>) {
+        out.append(&mut self.woken);
+    }
+
+    fn take_answered(&mut self, out: &mut Vec<(CallId, Outcome)>) {
+        out.append(&mut self.answered);
+    }
 
     fn waiting(&self) -> usize {
-        0
+        self.pending.len()
+    }
+
+    fn wake_at(&self) -> Option<SimTime> {
+        self.pending.keys().next().map(|k| k.0)
+    }
+
+    fn on_wake(&mut self, now: SimTime) {
+        while let Some(entry) = self.pending.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let p = entry.remove();
+            self.by_call.remove(&p.call);
+            let status = if p.timed_out {
+                self.counters.timeouts += 1;
+                TokenStatus::Fail
+            } else {
+                p.status
+            };
+            match self.apply(status, now) {
+                CallDecision::Pass => self.woken.push(p.call),
+                CallDecision::Reject(r) => self.answered.push((p.call, Outcome::Rejected(r))),
+                d => unreachable!("an answer passes or rejects, not {d:?}"),
+            }
+        }
     }
 
     fn take_events(&mut self, out: &mut Vec<GovEvent>) {
@@ -280,10 +388,10 @@ pub fn check_clients<'a>(
     let clients: Vec<(&str, &ClusterFlow)> = clients.collect();
     for (i, (name, c)) in clients.iter().enumerate() {
         let k = c.counters;
-        if k.passed() < k.returned || k.passed() - k.returned != c.threads() {
+        if k.passed < k.returned || k.passed - k.returned != c.threads() {
             out.push(format!(
                 "I44 cluster client {name}: passed {} − returned {} ≠ in flight {}",
-                k.passed(),
+                k.passed,
                 k.returned,
                 c.threads()
             ));

@@ -10,6 +10,7 @@
 
 use super::cluster::{ClusterFlow, ClusterFlowRuleSpec};
 use crate::params::{ParamDecl, ParamType, ParamValue as V, Params};
+use sim_core::SimDuration;
 
 impl Params for ClusterFlowRuleSpec {
     const KIND: &'static str = "cluster_flow";
@@ -55,6 +56,20 @@ impl Params for ClusterFlowRuleSpec {
                 "server: requests per second it answers (maxAllowedQps)",
             ),
             d(
+                "token_rtt",
+                ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
+                "ns",
+                true,
+                "round trip of a token request (0 = immediate)",
+            ),
+            d(
+                "request_timeout_ms",
+                ParamType::Count { min: 1, max: 3_600_000 },
+                "ms",
+                true,
+                "client: an answer slower than this is a failure (requestTimeout)",
+            ),
+            d(
                 "sample_count",
                 ParamType::Count { min: 1, max: 1000 },
                 "buckets",
@@ -77,6 +92,8 @@ impl Params for ClusterFlowRuleSpec {
             "fallback_to_local_when_fail" => V::Bool(self.fallback_to_local_when_fail),
             "exceed_count" => V::Float(self.exceed_count),
             "max_allowed_qps" => V::Float(self.max_allowed_qps),
+            "token_rtt" => V::Duration(self.token_rtt),
+            "request_timeout_ms" => V::Count(self.request_timeout_ms),
             "sample_count" => V::Count(self.sample_count),
             "window_interval_ms" => V::Count(self.window_interval_ms),
             _ => return None,
@@ -89,6 +106,8 @@ impl Params for ClusterFlowRuleSpec {
             ("fallback_to_local_when_fail", V::Bool(b)) => self.fallback_to_local_when_fail = b,
             ("exceed_count", V::Float(x)) => self.exceed_count = x,
             ("max_allowed_qps", V::Float(x)) => self.max_allowed_qps = x,
+            ("token_rtt", V::Duration(d)) => self.token_rtt = d,
+            ("request_timeout_ms", V::Count(n)) => self.request_timeout_ms = n,
             ("sample_count", V::Count(n)) => self.sample_count = n,
             ("window_interval_ms", V::Count(n)) => self.window_interval_ms = n,
             (p, v) => return Err(format!("cluster_flow has no parameter `{p}` of type {v:?}")),
@@ -106,6 +125,8 @@ impl ClusterFlow {
             ("fallback_to_local_when_fail", V::Bool(b)) => self.set_fallback(b),
             ("exceed_count", V::Float(x)) => self.set_exceed_count(x),
             ("max_allowed_qps", V::Float(x)) => self.set_max_allowed_qps(x),
+            ("token_rtt", V::Duration(d)) => self.set_token_rtt(d),
+            ("request_timeout_ms", V::Count(n)) => self.set_request_timeout_ms(n),
             (p, v) => return Err(format!("cluster_flow.{p} = {v:?} is not run-time changeable")),
         }
         Ok(())

@@ -9,6 +9,7 @@
 
 use super::count;
 use serde::{Deserialize, Deserializer, Serialize, de::Error};
+use sim_core::SimDuration;
 
 /// `thresholdType` of Sentinel's `ClusterFlowConfig`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +59,30 @@ pub struct ClusterFlowRuleSpec {
     /// fails and the clients fall back). Run-time changeable.
     #[serde(default = "yes")]
     pub server_up: bool,
+    /// The token request's round trip (simulation knob; default `"0s"`: answers are
+    /// immediate). A call waits for its answer; the server decides when the request is
+    /// sent (a constant shift of its clock).
+    #[serde(default)]
+    pub token_rtt: SimDuration,
+    /// The client's `requestTimeout` (`ClusterClientConfig`, default 20 ms): an answer
+    /// slower than this is a FAIL — the call falls back when the timeout fires (the server
+    /// has counted the token all the same).
+    #[serde(default = "default_request_timeout_ms", deserialize_with = "request_timeout")]
+    pub request_timeout_ms: u64,
+}
+
+fn default_request_timeout_ms() -> u64 {
+    20
+}
+
+fn request_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let x = u64::deserialize(d)?;
+    if !(1..=3_600_000).contains(&x) {
+        return Err(D::Error::custom(format!(
+            "expected a timeout in ms in [1, 3600000], found {x}"
+        )));
+    }
+    Ok(x)
 }
 
 fn yes() -> bool {

@@ -249,3 +249,55 @@ fn check_clients_reports_violations() {
     assert_eq!(v.len(), 2, "{v:?}");
     assert!(v[0].starts_with("I44") && v[1].starts_with("I43"), "{v:?}");
 }
+
+/// Token latency. rtt 5 ms within the 20 ms request timeout: the server decides at send
+/// time (count 2: passes 0 and 1 pass, 2 − 2 − 1 < 0 blocks the third); the calls wait
+/// 5 ms, then two resume and one is answered `rate_limited` from here. A call abandoned
+/// while waiting leaves nothing; one woken but abandoned before resuming gives its pass
+/// back. rtt 30 ms > 20 ms: the call falls back when the timeout fires (local count 100:
+/// it passes), and the server has counted the token anyway (I43 holds: it counts answers
+/// sent).
+#[test]
+fn token_rtt_and_request_timeout() {
+    use crate::ids::CallId;
+    let call = |k: u64| CallInfo::simple(k, 0);
+    let mut cs = clients("(name: \"c\", count: 2, threshold_type: GLOBAL, token_rtt: \"5ms\")", 1);
+    let c = &mut cs[0];
+    for k in 1..=3 {
+        let d = c.on_call(&call(k), ms(0));
+        assert!(matches!(d, CallDecision::Wait { deadline: None, .. }), "{d:?}");
+    }
+    assert_eq!((c.waiting(), c.wake_at(), c.threads()), (3, Some(ms(5)), 0));
+    c.on_wake(ms(4)); // not yet
+    assert_eq!(c.waiting(), 3);
+    c.on_wake(ms(5));
+    let (mut w, mut a) = (Vec::new(), Vec::new());
+    c.take_woken(&mut w);
+    c.take_answered(&mut a);
+    assert_eq!(w, [CallId(1), CallId(2)]);
+    assert_eq!(a, [(CallId(3), Outcome::Rejected(Reason::RateLimited))]);
+    assert_eq!((c.threads(), c.wake_at()), (2, None));
+    // Abandons: call 4 while waiting, call 5 after being woken (t = 1000: window free).
+    c.on_call(&call(4), ms(1000));
+    c.on_abandon(&call(4), ms(1001));
+    assert_eq!((c.waiting(), c.wake_at()), (0, None));
+    c.on_call(&call(5), ms(1000));
+    c.on_wake(ms(1005));
+    c.on_abandon(&call(5), ms(1005));
+    assert_eq!((c.threads(), c.counters.passed, c.counters.returned), (2, 3, 1));
+    server_accounting_holds(&cs);
+
+    let mut slow = clients("(name: \"c\", count: 100, token_rtt: \"30ms\")", 1);
+    let c = &mut slow[0];
+    assert!(matches!(c.on_call(&call(1), ms(0)), CallDecision::Wait { .. }));
+    assert_eq!(c.wake_at(), Some(ms(20)), "the request timeout, not the rtt");
+    c.on_wake(ms(20));
+    let mut w = Vec::new();
+    c.take_woken(&mut w);
+    assert_eq!(w, [CallId(1)]);
+    let k = c.counters;
+    assert_eq!((k.token_ok, k.timeouts, k.local_pass, k.passed), (1, 1, 1, 1));
+    assert_eq!(c.mode(), ClientMode::Local);
+    assert_eq!(c.server().window_passes(ms(20)), 1, "the server spent the token");
+    server_accounting_holds(&slow);
+}

@@ -209,7 +209,7 @@ pub fn resolve_scenario(
         })?;
         let value: ParamValue =
             src.parse_at(&join(prefix, &format!("timeline[{i}].value")), &p.ty)?;
-        Ok::<_, InputError>(SetParam { at: s.at, path: s.path, value })
+        Ok::<_, InputError>(SetParam { at: s.at, path: s.path, value, reload: s.reload })
     })?;
     sc.check_timeline().map_err(|e| src.error_at(&join(prefix, &e.path), e.message))?;
     Ok(sc)

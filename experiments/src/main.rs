@@ -456,7 +456,8 @@ fn explain(e: &Experiment) {
     if !e.scenario.timeline.is_empty() {
         println!("\ntimeline:");
         for t in &e.scenario.timeline {
-            println!("  at {:<10} {} = {}", t.at.to_string(), t.path, t.value);
+            let reload = if t.reload { "  (rule reload)" } else { "" };
+            println!("  at {:<10} {} = {}{reload}", t.at.to_string(), t.path, t.value);
         }
     }
     if !e.swept.is_empty() || e.variants.len() > 1 {

@@ -34,6 +34,7 @@ pub enum GovernorKind {
     DegradeRule(crate::breaker::sentinel_degrade::DegradeBreaker),
     Batcher(crate::batcher::governor::BatchGovernor),
     TimeLimiter(crate::time_limiter::TimeLimiter),
+    ClusterFlow(crate::flow::cluster::ClusterFlow),
     Shadow(crate::shadow::Shadow),
 }
 
@@ -61,6 +62,7 @@ macro_rules! each {
             GovernorKind::DegradeRule($g) => $e,
             GovernorKind::Batcher($g) => $e,
             GovernorKind::TimeLimiter($g) => $e,
+            GovernorKind::ClusterFlow($g) => $e,
             GovernorKind::Shadow($g) => $e,
         }
     };

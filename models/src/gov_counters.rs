@@ -36,6 +36,18 @@ impl GovernorKind {
             }
             GovernorKind::Cache(c) => vec![("hits", c.hits), ("misses", c.misses)],
             GovernorKind::TimeLimiter(t) => vec![("timeouts", t.counters.timeouts)],
+            GovernorKind::ClusterFlow(c) => {
+                let k = c.counters;
+                vec![
+                    ("token_ok", k.token_ok),
+                    ("token_blocked", k.token_blocked),
+                    ("too_many", k.too_many),
+                    ("timeouts", k.timeouts),
+                    ("local_pass", k.local_pass),
+                    ("local_block", k.local_block),
+                    ("pass_through", k.pass_through),
+                ]
+            }
             GovernorKind::Shadow(s) => {
                 let c = s.counters;
                 let mut v = vec![

@@ -16,6 +16,7 @@ use crate::breaker::{CircuitBreaker, CircuitBreakerSpec};
 use crate::cache::singleflight::{SingleFlight, SingleFlightSpec};
 use crate::cache::{Cache, CacheSpec};
 use crate::callsite::GovernorKind;
+use crate::flow::cluster::{ClusterFlow, ClusterFlowRuleSpec};
 use crate::flow::hot_param::{ParamFlow, ParamFlowRuleSpec};
 use crate::flow::rules::{FlowRules, FlowRulesSpec};
 use crate::flow::token_bucket::{TokenBucket, TokenBucketSpec};
@@ -52,6 +53,9 @@ pub enum GovernorRef {
     Batcher(String),
     /// A Resilience4j time limiter from `time_limiters`.
     TimeLimiter(String),
+    /// A Sentinel cluster flow rule (token server + local fallback) from
+    /// `cluster_flow_rules`.
+    ClusterFlow(String),
     /// Shadow mode ([`crate::shadow`]): a separate copy of the declared governor that
     /// records what it would do and never acts. Component path `shadow.<kind>.<name>`.
     Shadow(Box<GovernorRef>),
@@ -70,7 +74,8 @@ impl GovernorRef {
             | GovernorRef::CircuitBreaker(n)
             | GovernorRef::DegradeRule(n)
             | GovernorRef::Batcher(n)
-            | GovernorRef::TimeLimiter(n) => n,
+            | GovernorRef::TimeLimiter(n)
+            | GovernorRef::ClusterFlow(n) => n,
             GovernorRef::Shadow(r) => r.name(),
         }
     }
@@ -88,6 +93,7 @@ impl GovernorRef {
             GovernorRef::DegradeRule(_) => DegradeRuleSpec::KIND,
             GovernorRef::Batcher(_) => BatcherSpec::KIND,
             GovernorRef::TimeLimiter(_) => TimeLimiterSpec::KIND,
+            GovernorRef::ClusterFlow(_) => ClusterFlowRuleSpec::KIND,
             GovernorRef::Shadow(r) => r.kind(),
         }
     }
@@ -105,6 +111,7 @@ impl GovernorRef {
             GovernorRef::DegradeRule(_) => "degrade_rules",
             GovernorRef::Batcher(_) => "batchers",
             GovernorRef::TimeLimiter(_) => "time_limiters",
+            GovernorRef::ClusterFlow(_) => "cluster_flow_rules",
             GovernorRef::Shadow(r) => r.list(),
         }
     }
@@ -160,6 +167,7 @@ impl<V> ScenarioSpec<V> {
         of("degrade_rules", &self.degrade_rules, &mut out);
         of("batchers", &self.batchers, &mut out);
         of("time_limiters", &self.time_limiters, &mut out);
+        of("cluster_flow_rules", &self.cluster_flow_rules, &mut out);
         out
     }
 
@@ -192,6 +200,9 @@ impl<V> ScenarioSpec<V> {
         out.extend(
             self.time_limiters.iter().map(|s| GovernorKind::TimeLimiter(TimeLimiter::new(s))),
         );
+        out.extend(
+            self.cluster_flow_rules.iter().map(|s| GovernorKind::ClusterFlow(ClusterFlow::new(s))),
+        );
         assert_eq!(out.len(), self.declared_governors().len(), "arena order = declared order");
         out
     }
@@ -208,6 +219,7 @@ impl<V> ScenarioSpec<V> {
         self.degrade_rules.iter().for_each(|c| r.add_component(c));
         self.batchers.iter().for_each(|c| r.add_component(c));
         self.time_limiters.iter().for_each(|c| r.add_component(c));
+        self.cluster_flow_rules.iter().for_each(|c| r.add_component(c));
     }
 }
 
@@ -248,6 +260,7 @@ impl GovernorKind {
                 (p, v) => return Err(format!("batcher.{p} = {v:?} is not run-time changeable")),
             },
             GovernorKind::TimeLimiter(t) => t.apply_param(param, v)?,
+            GovernorKind::ClusterFlow(c) => c.apply_param(param, v)?,
             GovernorKind::Shadow(s) => s.inner_mut().apply_param(param, v, now)?,
             GovernorKind::SingleFlight(f) => match (param, v) {
                 ("share_errors", ParamValue::Bool(b)) => f.set_share_errors(b),
@@ -257,5 +270,45 @@ impl GovernorKind {
             },
         }
         Ok(())
+    }
+}
+
+/// Kinds whose parameters may change with `reload: true` (a Sentinel rule reload).
+pub const RELOADABLE_KINDS: [&str; 4] = ["flow", "param_flow", "token_bucket", "cluster_flow"];
+
+impl GovernorKind {
+    /// Emulates a Sentinel rule reload (`loadRules`) after a change: the controllers are
+    /// rebuilt from the rule as it now stands — flow rules: warm-up cold again, pacing
+    /// "long ago" (the resource statistics survive, as Sentinel's nodes do); hot-parameter
+    /// rules: every per-value bucket restarts; token buckets: full; cluster flow rules: no
+    /// state to rebuild (the server keeps the flow id's metric). `false`: the kind has no
+    /// reload (the timeline check refuses `reload: true` for it).
+    pub fn reload(&mut self, now: SimTime) -> bool {
+        match self {
+            GovernorKind::FlowRules(f) => f.reset_controllers(),
+            GovernorKind::ParamFlow(f) => f.reset(),
+            GovernorKind::TokenBucket(t) => t.reset(now),
+            GovernorKind::ClusterFlow(c) => c.reload(now),
+            GovernorKind::Shadow(s) => return s.inner_mut().reload(now),
+            _ => return false,
+        }
+        true
+    }
+
+    /// A copy for a shadow: a clone, except that state a governor shares with its
+    /// per-instance copies (a cluster rule's token server) is copied, not shared.
+    pub fn detached_clone(&self) -> GovernorKind {
+        match self {
+            GovernorKind::ClusterFlow(c) => GovernorKind::ClusterFlow(c.detached()),
+            g => g.clone(),
+        }
+    }
+
+    /// The world gave this declared governor `copies` per-instance copies (clones): a
+    /// cluster rule's token server then has that many connected clients.
+    pub fn on_per_instance(&mut self, copies: usize) {
+        if let GovernorKind::ClusterFlow(c) = self {
+            c.set_connected(copies as u64);
+        }
     }
 }

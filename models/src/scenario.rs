@@ -71,6 +71,11 @@ pub struct ScenarioSpec<V> {
     /// Resilience4j time limiters (a deadline from passing to the outcome).
     #[serde(default)]
     pub time_limiters: Vec<crate::time_limiter::TimeLimiterSpec>,
+    /// Sentinel cluster flow rules: one token server shared by all app instances; list
+    /// `cluster_flow.<name>` in `per_instance` to give each instance its own client and
+    /// local fallback rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_flow_rules: Vec<crate::flow::cluster::ClusterFlowRuleSpec>,
     /// Fan-out pipelines: what one request runs (a source may target a pipeline or,
     /// for a single call, a call site directly).
     #[serde(default)]
@@ -172,6 +177,20 @@ pub struct SetParam<V> {
     pub at: SimDuration,
     pub path: String,
     pub value: V,
+    /// Emulate a real Sentinel rule reload with this change (`flow`, `param_flow`,
+    /// `token_bucket` and `cluster_flow` parameters only): the governor's controllers are
+    /// rebuilt — warm-up cold again, pacing's latest pass "long ago", hot-parameter buckets
+    /// restarted, a token bucket full — and the event is a `rule_reload` instead of a
+    /// `config_change`. Default `false`: the change keeps all window and controller state.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reload: bool,
+}
+
+impl<V> SetParam<V> {
+    /// A plain change (no reload).
+    pub fn new(at: SimDuration, path: impl Into<String>, value: V) -> Self {
+        SetParam { at, path: path.into(), value, reload: false }
+    }
 }
 
 /// A cross-reference or consistency error, with the field path of the culprit.
@@ -224,6 +243,13 @@ impl<V> ScenarioSpec<V> {
         unique("degrade_rules", self.degrade_rules.iter().map(|s| s.name.as_str()))?;
         unique("batchers", self.batchers.iter().map(|s| s.name.as_str()))?;
         unique("time_limiters", self.time_limiters.iter().map(|s| s.name.as_str()))?;
+        unique("cluster_flow_rules", self.cluster_flow_rules.iter().map(|s| s.name.as_str()))?;
+        for (i, c) in self.cluster_flow_rules.iter().enumerate() {
+            c.check().map_err(|message| SpecError {
+                path: format!("cluster_flow_rules[{i}].window_interval_ms"),
+                message,
+            })?;
+        }
         for (i, d) in self.degrade_rules.iter().enumerate() {
             d.check()
                 .map_err(|message| SpecError { path: format!("degrade_rules[{i}]"), message })?;
@@ -431,6 +457,7 @@ impl<V> ScenarioSpec<V> {
         ranges("degrade_rules", &self.degrade_rules)?;
         ranges("batchers", &self.batchers)?;
         ranges("time_limiters", &self.time_limiters)?;
+        ranges("cluster_flow_rules", &self.cluster_flow_rules)?;
         ranges("stations", &self.stations)?;
         ranges("quotas", &self.quotas)?;
         ranges("gpu_servers", &self.gpu_servers)?;
@@ -613,6 +640,7 @@ impl<V> ScenarioSpec<V> {
             "degrade_rule" => find(&mut self.degrade_rules, name).set(param, value),
             "batcher" => find(&mut self.batchers, name).set(param, value),
             "time_limiter" => find(&mut self.time_limiters, name).set(param, value),
+            "cluster_flow" => find(&mut self.cluster_flow_rules, name).set(param, value),
             "station" => find(&mut self.stations, name).set(param, value),
             "call_site" => find(&mut self.call_sites, name).set(param, value),
             "quota" => find(&mut self.quotas, name).set(param, value),
@@ -666,6 +694,7 @@ impl<V> ScenarioSpec<V> {
             batchers: self.batchers,
             per_instance: self.per_instance,
             time_limiters: self.time_limiters,
+            cluster_flow_rules: self.cluster_flow_rules,
             pipelines: self.pipelines,
             call_sites: self.call_sites,
             stations: self.stations,
@@ -700,6 +729,19 @@ impl Scenario {
             spec.ty
                 .check(&s.value)
                 .map_err(|m| SpecError { path: format!("timeline[{i}].value"), message: m })?;
+            if s.reload {
+                let kind = s.path.split('.').next().unwrap_or("");
+                if !crate::govspec::RELOADABLE_KINDS.contains(&kind) {
+                    return Err(SpecError {
+                        path: format!("timeline[{i}].reload"),
+                        message: format!(
+                            "a rule reload applies to {} parameters only, not `{}`",
+                            crate::govspec::RELOADABLE_KINDS.join(", "),
+                            s.path
+                        ),
+                    });
+                }
+            }
             if s.path.starts_with("segment.")
                 && let ParamValue::OptCount(Some(k)) = s.value
                 && k as usize >= self.classes.len()

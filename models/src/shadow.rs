@@ -292,7 +292,7 @@ impl<V> ScenarioSpec<V> {
             let path = inner.path();
             let i = declared.iter().position(|d| d.path == path).expect("checked");
             // A fresh copy: `govs[i]` has not run yet (the world is being built).
-            govs.push(GovernorKind::Shadow(Shadow::new(govs[i].clone())));
+            govs.push(GovernorKind::Shadow(Shadow::new(govs[i].detached_clone())));
             names.push(r.path());
         }
     }

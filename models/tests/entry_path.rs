@@ -416,6 +416,7 @@ fn pool_and_dispatcher_knobs_change_at_run_time() {
     // Not run-time changeable: the instance count.
     let mut bad: ScenarioSpec<ParamValue> = ron::from_str(text).unwrap();
     bad.timeline.push(models::scenario::SetParam {
+        reload: false,
         at: SimDuration::from_secs(1),
         path: "app.svc.instances".into(),
         value: ParamValue::Count(2),

@@ -46,12 +46,14 @@ const ALL: &str = r#"Scenario(
                                       permitted_number_of_calls_in_half_open_state: 3)],
     degrade_rules: [DegradeRule(name: "vector-dr", grade: ERROR_RATIO, count: 0.5, time_window: 5)],
     batchers: [Batcher(name: "batch8", window: "5ms", max_batch: 8)],
+    cluster_flow_rules: [ClusterFlowRule(name: "cluster", count: 150, threshold_type: GLOBAL)],
+    per_instance: ["cluster_flow.cluster"],
     call_sites: [
         (name: "vector", governors: [DegradeRule("vector-dr")], upstream: "vectordb", timeout: "300ms",
          fallback: Fallback(on: ["upstream_5xx", "timeout", "breaker_open"], to: CallSite("llm-small"))),
         (name: "llm", governors: [FlowRules("edge"), ParamFlow("per-user"), Cache("answers"),
                                   SingleFlight("dedup"), Retry("retry"), CircuitBreaker("llm-cb"),
-                                  TokenBucket("tpm"), Gate("llm")],
+                                  TokenBucket("tpm"), ClusterFlow("cluster"), Gate("llm")],
          upstream: "provider", timeout: "10s", stream_read_timeout: "2s",
          fallback: Fallback(to: CallSite("llm-small"), trim: Trim(keep: 0.5))),
         (name: "llm-small", upstream: "small", timeout: "2s",
@@ -105,6 +107,10 @@ fn every_component_runs_clean_and_replays() {
         );
     }
     assert!(s.get("gpu_server.gpu.mean_batch").unwrap() > 1.0, "the batcher batches");
+    // The cluster rule: one client per app instance (chat) plus the declared one (agents).
+    for c in ["cluster_flow.cluster", "cluster_flow.cluster@api.0", "cluster_flow.cluster@api.1"] {
+        assert!(s.get(&format!("{c}.token_ok")).unwrap() > 0.0, "{c} asked the server");
+    }
     assert!(s.get("station.provider.cost").unwrap() > 0.0);
     // Streams stall (2%) and the 2 s read timeout closes some of them.
     assert!(s.get("station.provider.stream_stalls").unwrap() > 0.0);
@@ -151,16 +157,29 @@ fn every_runtime_parameter_changes_mid_run() {
     assert!(runtime.len() > 40, "{} run-time parameters", runtime.len());
     for p in &runtime {
         sc.timeline.push(SetParam {
+            reload: false,
             at: SimDuration::from_secs(5),
             path: p.path.clone(),
             value: p.value.clone(),
         });
     }
     let n = runtime.len();
+    // A rule reload at 6 s for one parameter of each kind that has rules to reload.
+    for kind in models::govspec::RELOADABLE_KINDS {
+        let p = runtime.iter().find(|p| p.path.starts_with(&format!("{kind}."))).expect(kind);
+        sc.timeline.push(SetParam {
+            reload: true,
+            at: SimDuration::from_secs(6),
+            path: p.path.clone(),
+            value: p.value.clone(),
+        });
+    }
     sc.check_timeline().expect("all run-time");
     let r = models::run(&sc, &cfg(4, None));
     assert!(r.error.is_none(), "{:?}", r.error);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let changes = r.state_events.iter().filter(|e| e.kind == "config_change").count();
     assert_eq!(changes, n);
+    let reloads = r.state_events.iter().filter(|e| e.kind == "rule_reload").count();
+    assert_eq!(reloads, models::govspec::RELOADABLE_KINDS.len());
 }

@@ -137,6 +137,7 @@ fn refused_runtime_change_is_recorded_and_keeps_the_old_value() {
     let mut sc = saturated(8, 870_000, 100_000);
     for (at, v) in [(1, 4), (2, 16)] {
         sc.timeline.push(SetParam {
+            reload: false,
             at: SimDuration::from_secs(at),
             path: "gpu_server.gpu.max_num_batched_tokens".into(),
             value: ParamValue::Count(v),

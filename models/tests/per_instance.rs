@@ -54,3 +54,30 @@ fn per_instance_limit_times_four_floods_the_quota() {
         assert!((75.0..=81.0).contains(&done), "completed/s {done}");
     }
 }
+
+/// A per-instance governor that answers a call parked at it (a pacing rule whose next rule
+/// blocks at the pass time: `rate_limited` from there) answers it from the instance's own
+/// copy; the world resumes it in the instance's stack, not the declared one (regression:
+/// it was taken for a time limiter's cut and panicked).
+#[test]
+fn per_instance_copy_answers_its_parked_call() {
+    let text = r#"Scenario(
+    name: "answered",
+    sources: [(name: "chat", interarrival: Exponential(mean: "20ms"), target: "llm", app: "api")],
+    apps: [App(name: "api", instances: 2)],
+    flow_rules: [FlowRules(name: "edge", rules: [
+        FlowRule(count: 10, control_behavior: RATE_LIMITER, max_queueing_time_ms: 1000),
+        FlowRule(grade: THREAD, count: 1),
+    ])],
+    per_instance: ["flow.edge"],
+    call_sites: [(name: "llm", governors: [FlowRules("edge")], upstream: "provider")],
+    stations: [(name: "provider", servers: 100, service: Constant("1s"))],
+)"#;
+    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
+    sc.check().expect("consistent");
+    let r = run(&sc);
+    // One call in flight per instance at a time (THREAD 1, calls of 1 s): ~2 per second.
+    let done = get(&r, "completed");
+    assert!((100.0..=120.0).contains(&done), "completed {done}");
+    assert!(get(&r, "rejected_rate_limited") > 1_000.0);
+}

@@ -76,6 +76,7 @@ fn runs_replay_exactly_and_observers_do_not_change_them() {
 fn timeline_changes_apply_during_the_run() {
     let mut sc = load(GATED);
     sc.timeline.push(SetParam {
+        reload: false,
         at: SimDuration::from_secs(60),
         path: "gate.llm.permits".into(),
         value: ParamValue::Count(100),
@@ -104,6 +105,7 @@ fn timeline_changes_apply_during_the_run() {
 fn timeline_rejects_static_and_unknown_parameters() {
     let mut sc = load(GATED);
     sc.timeline.push(SetParam {
+        reload: false,
         at: SimDuration::ZERO,
         path: "gate.llm.max_waiting".into(),
         value: ParamValue::Count(3),
@@ -162,6 +164,7 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
 fn stepping_the_world_in_chunks_equals_one_go() {
     let mut sc = load(GATED);
     sc.timeline.push(SetParam {
+        reload: false,
         at: SimDuration::from_secs(7),
         path: "station.llm.servers".into(),
         value: ParamValue::Count(30),

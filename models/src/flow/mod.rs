@@ -7,6 +7,8 @@
 //! * [`hot_param::ParamFlow`] — hot-parameter limits: a token bucket per user or per key,
 //!   with per-value exceptions and a "VIP" group (Sentinel's `ParamFlowChecker`).
 //! * [`token_bucket::TokenBucket`] — a token bucket on LLM tokens (TPM), optionally waiting.
+//! * [`cluster::ClusterFlow`] — cluster mode: a token server shared by the app instances,
+//!   each with a local fallback rule used while the server is unavailable.
 //!
 //! The key design decision: the arithmetic is Sentinel's own, including its integer
 //! truncations and its millisecond clock (`TimeUtil.currentTimeMillis()`): every controller
@@ -27,6 +29,10 @@
 //! and the time only; statistics (the leap arrays) are private to each governor, i.e. one
 //! governor instance is one Sentinel resource node.
 
+pub mod cluster;
+pub mod cluster_params;
+pub mod cluster_server;
+pub mod cluster_spec;
 pub mod hot_param;
 pub mod leap_array;
 pub mod params;
@@ -36,6 +42,8 @@ pub mod throttle;
 pub mod token_bucket;
 pub mod warmup;
 
+#[cfg(test)]
+mod cluster_tests;
 #[cfg(test)]
 mod rules_tests;
 

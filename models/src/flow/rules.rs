@@ -283,15 +283,20 @@ impl FlowRules {
     /// (pacing "long ago", warm-up bucket refilled at the next sync: cold again); the
     /// resource's statistics survive, and parked calls keep their pass times.
     pub fn reset(&mut self, now: SimTime) {
-        for r in &mut self.rules {
-            r.ctl = Controller::for_rule(&r.rule);
-        }
+        self.reset_controllers();
         self.events.push(GovEvent {
             time: now,
             kind: "rule_reload",
             from: String::new(),
             to: format!("{} rules", self.rules.len()),
         });
+    }
+
+    /// [`Self::reset`] without its event (the world records the reload itself).
+    pub fn reset_controllers(&mut self) {
+        for r in &mut self.rules {
+            r.ctl = Controller::for_rule(&r.rule);
+        }
     }
 
     fn check(&mut self, i: usize, now: SimTime) -> Verdict {

@@ -43,6 +43,8 @@ impl QueueingWorld {
                 gov_names.push(format!("{p}@{inst}"));
             }
             copies[b] = Some(v);
+            // A cluster rule's token server: one client per instance.
+            govs[b].on_per_instance(instance_names.len());
         }
         let mut gates = gates;
         for g in &sc.gates {

@@ -485,7 +485,8 @@ impl QueueingWorld {
             let (slot, generation) = slot_of(w.call);
             let c = self.calls[slot as usize].as_mut().expect("woken call is live");
             assert_eq!(c.generation, generation, "woken call id is current");
-            let stack = &self.sites[c.site as usize].stack;
+            // The call's own stack: its instance's copies of per-instance governors.
+            let stack = self.sites[c.site as usize].stack_for(c.inst);
             if let Some(o) = w.answer
                 && c.parked_at.is_none_or(|l| stack[l] != w.governor)
             {

@@ -8,10 +8,11 @@ impl QueueingWorld {
         let (kind, name, param) = split_path(&p.path).expect("checked path");
         let old = self.params_now.insert(p.path.clone(), p.value.clone());
         let from = old.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+        let reload = p.reload;
         self.events.push(ModelEvent {
             time: ctx.now(),
             component: format!("{kind}.{name}"),
-            kind: "config_change",
+            kind: if reload { "rule_reload" } else { "config_change" },
             from: format!("{param} = {from}"),
             to: format!("{param} = {}", p.value),
         });
@@ -124,6 +125,10 @@ impl QueueingWorld {
                 for i in all {
                     if let Err(e) = self.govs[i].apply_param(param, v.clone(), ctx.now()) {
                         unreachable!("checked against the registry: {e}");
+                    }
+                    // A rule reload (checked: a reloadable kind) rebuilds the controllers.
+                    if reload {
+                        assert!(self.govs[i].reload(ctx.now()), "checked: reloadable kind");
                     }
                     callsite::drain(i, &mut self.govs, &mut self.woken);
                     self.after_governor(i, ctx);

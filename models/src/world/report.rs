@@ -205,6 +205,13 @@ impl QueueingWorld {
             }
         }
         self.entry_invariants(&mut v);
+        crate::flow::cluster::check_clients(
+            self.govs.iter().zip(&self.gov_names).filter_map(|(g, n)| match g {
+                crate::callsite::GovernorKind::ClusterFlow(c) => Some((n.as_str(), c)),
+                _ => None,
+            }),
+            &mut v,
+        );
         v
     }
 

@@ -1,0 +1,143 @@
+//! The cluster flow rule as written in scenarios (`ClusterFlowRule`, Sentinel's `FlowRule`
+//! with `clusterMode: true` and its `ClusterFlowConfig`, plus the token server's
+//! `ServerFlowConfig` values that matter), with range validation at deserialization.
+//!
+//! Architecture invariant: a spec that passed deserialization and [`ClusterFlowRuleSpec::check`]
+//! builds a server whose window divides evenly (Sentinel's `ClusterMetric` asserts it).
+//!
+//! API boundary: data only; [`super::cluster::ClusterFlow::new`] builds the governor.
+
+use super::count;
+use serde::{Deserialize, Deserializer, Serialize, de::Error};
+use sim_core::SimDuration;
+
+/// `thresholdType` of Sentinel's `ClusterFlowConfig`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ThresholdType {
+    /// `FLOW_THRESHOLD_AVG_LOCAL` (0, Sentinel's default): `count` per connected client.
+    #[default]
+    #[serde(rename = "AVG_LOCAL")]
+    AvgLocal,
+    /// `FLOW_THRESHOLD_GLOBAL` (1): `count` for the whole cluster.
+    #[serde(rename = "GLOBAL")]
+    Global,
+}
+
+/// A cluster-mode flow rule (QPS grade, default behaviour), as written in scenarios.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename = "ClusterFlowRule")]
+pub struct ClusterFlowRuleSpec {
+    /// Name (the resource / flow id); parameters live under `cluster_flow.<name>.*`.
+    #[serde(deserialize_with = "crate::validate::name")]
+    pub name: String,
+    /// The threshold in QPS, in [0, 1e9]: cluster-wide (`GLOBAL`) or per client
+    /// (`AVG_LOCAL`); also the local fallback rule's threshold on each instance.
+    #[serde(deserialize_with = "count")]
+    pub count: f64,
+    #[serde(default)]
+    pub threshold_type: ThresholdType,
+    /// When the token server fails: check the rule locally (true, Sentinel's default) or
+    /// let the call pass unchecked (false).
+    #[serde(default = "yes")]
+    pub fallback_to_local_when_fail: bool,
+    /// Buckets of the server's sliding window (Sentinel default 10).
+    #[serde(default = "default_sample_count", deserialize_with = "sample_count")]
+    pub sample_count: u64,
+    /// Length of the server's sliding window in ms (Sentinel default 1000); a multiple of
+    /// `sample_count`.
+    #[serde(default = "default_window_interval_ms", deserialize_with = "window_ms")]
+    pub window_interval_ms: u64,
+    /// The server's `exceedCount` (`ServerFlowConfig`, default 1.0): thresholds × this.
+    #[serde(default = "one", deserialize_with = "exceed")]
+    pub exceed_count: f64,
+    /// The server's `maxAllowedQps` (default 30 000): requests beyond it in a rolling
+    /// second are answered `TOO_MANY_REQUEST` (the client falls back).
+    #[serde(default = "default_max_allowed_qps", deserialize_with = "count")]
+    pub max_allowed_qps: f64,
+    /// The token server is reachable (simulation knob; `false` = an outage: every request
+    /// fails and the clients fall back). Run-time changeable.
+    #[serde(default = "yes")]
+    pub server_up: bool,
+    /// The token request's round trip (simulation knob; default `"0s"`: answers are
+    /// immediate). A call waits for its answer; the server decides when the request is
+    /// sent (a constant shift of its clock).
+    #[serde(default)]
+    pub token_rtt: SimDuration,
+    /// The client's `requestTimeout` (`ClusterClientConfig`, default 20 ms): an answer
+    /// slower than this is a FAIL — the call falls back when the timeout fires (the server
+    /// has counted the token all the same).
+    #[serde(default = "default_request_timeout_ms", deserialize_with = "request_timeout")]
+    pub request_timeout_ms: u64,
+}
+
+fn default_request_timeout_ms() -> u64 {
+    20
+}
+
+fn request_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let x = u64::deserialize(d)?;
+    if !(1..=3_600_000).contains(&x) {
+        return Err(D::Error::custom(format!(
+            "expected a timeout in ms in [1, 3600000], found {x}"
+        )));
+    }
+    Ok(x)
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> f64 {
+    1.0
+}
+fn default_sample_count() -> u64 {
+    10
+}
+fn default_window_interval_ms() -> u64 {
+    1000
+}
+fn default_max_allowed_qps() -> f64 {
+    30_000.0
+}
+
+fn sample_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let x = u64::deserialize(d)?;
+    if !(1..=1000).contains(&x) {
+        return Err(D::Error::custom(format!("expected a sample count in [1, 1000], found {x}")));
+    }
+    Ok(x)
+}
+
+fn window_ms<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let x = u64::deserialize(d)?;
+    if !(1..=3_600_000).contains(&x) {
+        return Err(D::Error::custom(format!(
+            "expected a window in ms in [1, 3600000], found {x}"
+        )));
+    }
+    Ok(x)
+}
+
+pub(crate) fn exceed<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if !(x.is_finite() && (0.01..=100.0).contains(&x)) {
+        return Err(D::Error::custom(format!(
+            "expected an exceed count in [0.01, 100], found {x}"
+        )));
+    }
+    Ok(x)
+}
+
+impl ClusterFlowRuleSpec {
+    /// Cross-field rule (Sentinel's `ClusterMetric` asserts it): the window divides evenly.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.window_interval_ms.is_multiple_of(self.sample_count) {
+            return Err(format!(
+                "window_interval_ms ({}) must be a multiple of sample_count ({})",
+                self.window_interval_ms, self.sample_count
+            ));
+        }
+        Ok(())
+    }
+}

@@ -45,6 +45,7 @@ pub mod source;
 pub mod station;
 pub mod summary;
 pub mod time_limiter;
+pub mod timeouts;
 pub mod trace;
 pub mod users;
 mod validate;

@@ -176,6 +176,10 @@ impl QueueingWorld {
                 latency: ctx.metrics.histogram(&format!("source.{}.latency", s.name)),
                 traffic: traffic::TrafficRt::new(s, &sc.classes),
                 app: None,
+                budget: crate::timeouts::effective_budget(
+                    s.budget,
+                    sc.pipelines.iter().find(|p| p.name == s.target).and_then(|p| p.budget),
+                ),
             })
             .collect();
         for (i, s) in sc.sources.iter().enumerate() {
@@ -247,6 +251,7 @@ impl QueueingWorld {
             }),
             apps,
             dispatch_wait,
+            timeouts: timeouts::TimeoutsRt::new(sc),
         };
         w.entry_start_all(ctx);
         w.start_clients(ctx);

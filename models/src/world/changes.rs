@@ -180,7 +180,9 @@ impl QueueingWorld {
                 }
                 self.kick_gpu(g as u16, ctx);
             }
-            (k @ ("app" | "dispatcher" | "pool"), p, v) => self.entry_set(k, name, p, v, ctx),
+            (k @ ("app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue"), p, v) => {
+                self.entry_set(k, name, p, v, ctx)
+            }
             (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
         }
     }

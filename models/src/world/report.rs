@@ -100,6 +100,7 @@ impl QueueingWorld {
             }
         }
         self.entry_summary(end, &mut out);
+        self.timeouts_summary(&mut out);
         out
     }
 
@@ -197,6 +198,7 @@ impl QueueingWorld {
             }
         }
         self.entry_invariants(&mut v);
+        self.timeouts_invariants(&mut v);
         v
     }
 

@@ -220,6 +220,11 @@ impl QueueingWorld {
     }
 
     fn entry_caller_runs(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        if self.entry(slot).continuation {
+            // No caller thread to run it (an async callback submitted it): refused.
+            self.end_request(slot, Outcome::Rejected(Reason::Shed), ctx);
+            return;
+        }
         let e = self.entry(slot);
         e.gateway = true;
         let (app, inst) = (e.app, e.inst);

@@ -313,11 +313,67 @@ impl<V> crate::scenario::ScenarioSpec<V> {
                         return p.set(param, value);
                     }
                 }
+                "dispatcher_queue" | "pool_queue"
+                    if set_queue_param(a, kind, name, param, &value).is_ok() =>
+                {
+                    return Ok(());
+                }
                 _ => {}
             }
         }
         unreachable!("registered: {kind}.{name}")
     }
+}
+
+pub use crate::timeouts::QueueParams;
+
+/// The queue-wait parameters of an app: its dispatcher's class queues
+/// (`dispatcher_queue.<dispatcher>-<class>.max_queue_wait`) and its pools
+/// (`pool_queue.<pool>.max_queue_wait`), listed only where a `max_queue_wait` is set.
+pub fn queue_params(a: &AppSpec) -> Vec<QueueParams> {
+    let mut out = Vec::new();
+    if let Some(d) = &a.dispatcher {
+        for q in &d.queues {
+            if let Some(w) = q.max_queue_wait {
+                out.push(QueueParams::dispatcher(format!("{}-{}", d.name, q.class), w));
+            }
+        }
+    }
+    for p in a.pools() {
+        if let Some(w) = p.max_queue_wait {
+            out.push(QueueParams::pool(p.name.clone(), w));
+        }
+    }
+    out
+}
+
+/// The class index of the queue `<dispatcher>-<class>` of this app, if it has it.
+pub fn queue_of(a: &AppSpec, name: &str) -> Option<usize> {
+    let d = a.dispatcher.as_ref()?;
+    d.queues.iter().position(|q| format!("{}-{}", d.name, q.class) == name)
+}
+
+/// Sets a queue-wait parameter (`kind` `dispatcher_queue` or `pool_queue`) in the app's
+/// spec; `Err` if this app has no such queue.
+pub fn set_queue_param(
+    a: &mut AppSpec,
+    kind: &str,
+    name: &str,
+    param: &str,
+    v: &ParamValue,
+) -> Result<(), String> {
+    let w = match (param, v) {
+        ("max_queue_wait", ParamValue::Duration(d)) if *d > SimDuration::ZERO => Some(*d),
+        (p, v) => return Err(format!("{kind} has no parameter `{p}` of type {v:?}")),
+    };
+    if kind == "pool_queue" {
+        let p = a.pools_mut().into_iter().find(|p| p.name == name);
+        p.ok_or_else(|| format!("no pool `{name}`"))?.max_queue_wait = w;
+        return Ok(());
+    }
+    let c = queue_of(a, name).ok_or_else(|| format!("no dispatcher queue `{name}`"))?;
+    a.dispatcher.as_mut().expect("found").queues[c].max_queue_wait = w;
+    Ok(())
 }
 
 #[cfg(test)]

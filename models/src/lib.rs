@@ -48,6 +48,7 @@ pub mod station;
 pub mod stream;
 pub mod summary;
 pub mod time_limiter;
+pub mod timeouts;
 pub mod trace;
 pub mod users;
 mod validate;

@@ -35,6 +35,15 @@ pub struct PipelineSpec {
     /// Run in order. 1 to 64 stages.
     #[serde(deserialize_with = "stages")]
     pub stages: Vec<Stage>,
+    /// Total budget of a request of this task type, from its arrival (`budget: "20s"`;
+    /// default none): see [`crate::timeouts`].
+    #[serde(
+        default,
+        deserialize_with = "crate::timeouts::budget",
+        serialize_with = "crate::validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub budget: Option<sim_core::SimDuration>,
 }
 
 /// One stage: a step, or steps running at the same time. Written
@@ -55,6 +64,15 @@ pub enum Stage {
         /// A failure here degrades the request instead of failing it (default false).
         #[serde(default)]
         optional: bool,
+        /// Does the request hold its worker thread while this step runs (`blocking:
+        /// false`: asynchronous)? Default: the app's `blocking` (see [`crate::timeouts`]).
+        #[serde(
+            default,
+            deserialize_with = "crate::validate::present",
+            serialize_with = "crate::validate::ser_present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        blocking: Option<bool>,
     },
     /// 2 to 16 steps started together; the stage ends when all have ended.
     Parallel(#[serde(deserialize_with = "parallel")] Vec<Stage>),
@@ -68,6 +86,8 @@ pub struct StepSpec {
     pub calls: CallCount,
     pub mode: Mode,
     pub optional: bool,
+    /// Holds the worker thread (`None`: as the app says).
+    pub blocking: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,12 +221,13 @@ impl Stage {
     /// The steps of this stage (one, or the parallel ones).
     pub fn steps(&self) -> Vec<StepSpec> {
         match self {
-            Stage::Step { name, call, calls, mode, optional } => vec![StepSpec {
+            Stage::Step { name, call, calls, mode, optional, blocking } => vec![StepSpec {
                 name: name.clone(),
                 call: call.clone(),
                 calls: calls.clone(),
                 mode: *mode,
                 optional: *optional,
+                blocking: *blocking,
             }],
             Stage::Parallel(v) => v.iter().flat_map(|s| s.steps()).collect(),
         }
@@ -241,6 +262,7 @@ impl Pipeline {
                 calls: CallCount::Fixed(1),
                 mode: Mode::Sequential,
                 optional: false,
+                blocking: None,
             }]],
         }
     }

@@ -596,6 +596,9 @@ impl<V> ScenarioSpec<V> {
         self.apps.iter().for_each(|c| r.add_component(c));
         self.apps.iter().filter_map(|a| a.dispatcher.as_ref()).for_each(|c| r.add_component(c));
         self.apps.iter().flat_map(|a| a.pools()).for_each(|c| r.add_component(c));
+        for q in self.apps.iter().flat_map(crate::app::queue_params) {
+            q.register(&mut r);
+        }
         r
     }
 
@@ -651,7 +654,9 @@ impl<V> ScenarioSpec<V> {
                 let classes: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
                 self.users.as_mut().expect("registered").set_segment_class(name, value, &classes)
             }
-            "app" | "dispatcher" | "pool" => self.set_app_param(kind, name, param, value),
+            "app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue" => {
+                self.set_app_param(kind, name, param, value)
+            }
             _ => unreachable!("registry kinds are listed here"),
         }
     }

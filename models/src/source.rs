@@ -78,6 +78,16 @@ pub struct SourceSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub closed_loop: Option<ClosedLoopSpec>,
+    /// Total budget of each request from its arrival (`budget: "20s"`), overriding its
+    /// pipeline's; default: the pipeline's (none for a call-site target). See
+    /// [`crate::timeouts`].
+    #[serde(
+        default,
+        deserialize_with = "crate::timeouts::budget",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub budget: Option<SimDuration>,
     /// Scripted calls instead of an arrival process (exclusive with `interarrival`,
     /// `trace` and `closed_loop`): `script: Script([Call(at: "1.5s", class: "P0", key: 42,
     /// user: 7), ...])`, one request per row at `start + at` with the row's class, user

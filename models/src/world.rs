@@ -150,6 +150,16 @@ pub enum Ev {
         slot: u32,
         id: u64,
     },
+    /// A request's total budget runs out (`world/timeouts.rs`).
+    RequestDeadline {
+        slot: u32,
+        id: u64,
+    },
+    /// An app instance's earliest queue-wait expiry (`world/timeouts.rs`).
+    QueueTimeout {
+        app: u16,
+        inst: u16,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -172,6 +182,8 @@ impl sim_core::Event for Ev {
             Ev::PoolWake { .. } => 11,
             Ev::LocalWorkDone { .. } => 12,
             Ev::StreamClose { .. } => 20,
+            Ev::RequestDeadline { .. } => 17,
+            Ev::QueueTimeout { .. } => 18,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -192,8 +204,9 @@ impl sim_core::Event for Ev {
             Ev::DispatchWake { app, inst } | Ev::PoolWake { app, inst } => {
                 ((app as u64) << 16) | inst as u64
             }
-            Ev::LocalWorkDone { id, .. } => id,
+            Ev::LocalWorkDone { id, .. } | Ev::RequestDeadline { id, .. } => id,
             Ev::StreamClose { id, .. } => id,
+            Ev::QueueTimeout { app, inst } => ((app as u64) << 16) | inst as u64,
         }
     }
     fn phase(&self) -> Phase {
@@ -211,6 +224,7 @@ impl sim_core::Event for Ev {
             Ev::Arrival { .. } | Ev::RetryDue { .. } | Ev::UserSend { .. } => Phase::Arrival,
             Ev::WarmupEnd | Ev::GovWake { .. } => Phase::Dispatch,
             Ev::DispatchWake { .. } | Ev::PoolWake { .. } => Phase::Dispatch,
+            Ev::RequestDeadline { .. } | Ev::QueueTimeout { .. } => Phase::Timeout,
         }
     }
 }
@@ -238,6 +252,10 @@ struct Req {
     live_calls: u32,
     /// Its place on its app's entry path (`None`: its source has no app).
     entry: Option<entry::ReqEntry>,
+    /// Its budget's timer (`RequestDeadline`), while armed.
+    deadline: Option<TimerHandle>,
+    /// Its budget ran out: no call is issued any more; it ends with its last call.
+    expired: bool,
 }
 
 /// One upstream call of a request (a pipeline step's call), through one call site.
@@ -346,6 +364,8 @@ struct SourceRt {
     traffic: traffic::TrafficRt,
     /// The app its requests enter (index into `apps`).
     app: Option<u16>,
+    /// Each request's total budget (the source's, else its pipeline's).
+    budget: Option<SimDuration>,
 }
 
 struct SiteRt {
@@ -533,6 +553,8 @@ pub struct QueueingWorld {
     /// App instances on the entry path (empty without apps).
     apps: Vec<entry::AppRt>,
     dispatch_wait: Vec<entry::DispatchWait>,
+    /// Budgets, queue-wait timeouts, continuations (`world/timeouts.rs`).
+    timeouts: timeouts::TimeoutsRt,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -556,6 +578,7 @@ mod report;
 mod requests;
 mod scripted;
 mod streaming;
+mod timeouts;
 mod traffic;
 
 impl QueueingWorld {
@@ -588,6 +611,8 @@ impl sim_core::World for QueueingWorld {
             Ev::PoolWake { app, inst } => self.on_pool_wake(app, inst, ctx),
             Ev::LocalWorkDone { slot, id } => self.on_local_work_done(slot, id, ctx),
             Ev::StreamClose { slot, .. } => self.on_stream_close(slot, ctx),
+            Ev::RequestDeadline { slot, id } => self.on_request_deadline(slot, id, ctx),
+            Ev::QueueTimeout { app, inst } => self.on_queue_timeout(app, inst, ctx),
         }
     }
     fn apply_change(&mut self, change: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
@@ -640,9 +665,15 @@ impl sim_core::World for QueueingWorld {
             Ev::UserSend { source, .. } | Ev::UserGiveUp { source, .. } => {
                 format!("source.{}", self.sources[source as usize].name)
             }
-            Ev::DispatchWake { app, .. } | Ev::PoolWake { app, .. } => {
+            Ev::DispatchWake { app, .. }
+            | Ev::PoolWake { app, .. }
+            | Ev::QueueTimeout { app, .. } => {
                 format!("app.{}", self.apps[app as usize].spec.name)
             }
+            Ev::RequestDeadline { slot, .. } => match self.reqs.get(slot as usize) {
+                Some(Some(r)) => format!("source.{}", self.sources[r.source as usize].name),
+                _ => "request".into(),
+            },
             Ev::LocalWorkDone { slot, .. } => {
                 match self
                     .reqs

@@ -17,19 +17,23 @@ const ALL: &str = r#"Scenario(
          prompt_tokens: LogNormal(mean: 800.0, cv: 1.0), output_tokens: LogNormal(mean: 200.0, cv: 0.8),
          keys: Zipf(n: 500, s: 1.1), app: "api"),
         (name: "batch", interarrival: Exponential(mean: "50ms"), target: "summarize", class: "P2",
-         prompt_tokens: Constant(128.0), output_tokens: Constant(16.0)),
+         prompt_tokens: Constant(128.0), output_tokens: Constant(16.0), budget: "20s"),
         (name: "agents", target: "rag", closed_loop: ClosedLoop(users: 20, think_time: Exponential(mean: "1s"),
          give_up: "8s"), prompt_tokens: Constant(300.0), output_tokens: Constant(50.0)),
     ],
     users: Some(Users(count: 1000, vip_share: 0.05, vip_class: Some("P0"),
                       segments: [(name: "promo", share: 0.3)])),
     apps: [App(name: "api", instances: 2, balancer: LeastOutstanding,
+               dispatcher: Some((name: "d", policy: WeightedRoundRobin(weights: [3, 2, 1]), queues: [
+                   (class: "P0", capacity: 200, max_queue_wait: Some("2s")),
+                   (class: "P1", capacity: 200), (class: "P2", capacity: 200)])),
                pool: Some(Shared(ThreadPool(name: "workers", core_pool_size: 16, maximum_pool_size: 32,
-                                            queue_capacity: 100))))],
-    pipelines: [(name: "rag", stages: [
+                                            queue_capacity: 100, max_queue_wait: Some("3s")))))],
+    pipelines: [(name: "rag", budget: "6s", stages: [
         Parallel([
-            Step(name: "vector", call: "vector", calls: Uniform(min: 2, max: 4), mode: Parallel, optional: true),
-            Step(name: "profile", call: "vector", optional: true),
+            Step(name: "vector", call: "vector", calls: Uniform(min: 2, max: 4), mode: Parallel, optional: true,
+                 blocking: false),
+            Step(name: "profile", call: "vector", optional: true, blocking: false),
         ]),
         Step(name: "answer", call: "llm", calls: Choice([(1, 70), (2, 20), (3, 10)])),
     ])],

@@ -30,12 +30,14 @@
 //! [`Dispatched::enqueued_at`] / [`Dispatched::submitted_at`]; the dispatcher keeps no clock
 //! of its own and schedules nothing.
 
+mod expiry;
 pub mod polling;
 mod spec;
 #[cfg(test)]
 mod tests;
 
 use crate::ids::ClassId;
+pub(crate) use expiry::opt_positive as opt_positive_duration;
 use polling::Poller;
 use sim_core::{SimDuration, SimTime};
 pub use spec::*;
@@ -85,6 +87,8 @@ pub struct ClassCounters {
     pub caller_runs: u64,
     pub replayed: u64,
     pub dispatched: u64,
+    /// Removed after waiting longer than the class's `max_queue_wait`.
+    pub timed_out: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -109,6 +113,8 @@ pub struct Dispatcher<T> {
     next_drain_at: SimTime,
     healthy: bool,
     pub counters: Vec<ClassCounters>,
+    /// Per class: the queue-wait timeout (`expiry.rs`).
+    max_queue_wait: Vec<Option<SimDuration>>,
 }
 
 fn drain_interval(rate_per_s: f64) -> SimDuration {
@@ -155,6 +161,7 @@ impl<T> Dispatcher<T> {
             next_drain_at: start,
             healthy: true,
             counters: vec![ClassCounters::default(); n],
+            max_queue_wait: spec.queues.iter().map(|q| q.max_queue_wait).collect(),
         }
     }
 

@@ -30,6 +30,15 @@ pub struct ClassQueueSpec {
     /// Policy when the queue is full.
     #[serde(default = "default_overflow")]
     pub overflow: Overflow,
+    /// Queue-wait timeout: a task waiting longer than this in its class queue (from when it
+    /// entered it) is removed and its request rejected with `timeout` (`None`: waits for
+    /// ever). Run-time changeable (`dispatcher_queue.<dispatcher>-<class>.max_queue_wait`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::dispatch::opt_positive_duration"
+    )]
+    pub max_queue_wait: Option<SimDuration>,
 }
 
 fn default_overflow() -> Overflow {

@@ -18,6 +18,7 @@ fn spec(policy: DispatchPolicy, caps: [u64; 3], overflow: [Overflow; 3]) -> Disp
                 class: format!("P{c}"),
                 capacity: caps[c],
                 overflow: overflow[c],
+                max_queue_wait: None,
             })
             .collect(),
         policy,

@@ -23,6 +23,7 @@
 //! API boundary: `submit(class, task, now) -> Placed`, `finish(&Running, now)`,
 //! `wake_at()`/`on_wake(now)` (keep-alive), per-pool gauges through `pool(i)`.
 
+mod expiry;
 pub mod overhead;
 #[cfg(test)]
 mod tests;

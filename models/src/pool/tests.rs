@@ -18,6 +18,7 @@ fn spec(core: u64, max: u64, queue: u64, rejection: RejectionPolicy) -> ThreadPo
         rejection_policy: rejection,
         allow_core_thread_time_out: false,
         prestart_all_core_threads: false,
+        max_queue_wait: None,
     }
 }
 

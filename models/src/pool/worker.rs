@@ -60,6 +60,15 @@ pub struct ThreadPoolSpec {
     /// `prestartAllCoreThreads()` at creation.
     #[serde(default)]
     pub prestart_all_core_threads: bool,
+    /// Queue-wait timeout: a task waiting longer than this in the work queue is removed
+    /// and its request rejected with `timeout` (`None`: waits for ever; see
+    /// `pool/expiry.rs`). Run-time changeable when set (`pool_queue.<name>.max_queue_wait`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::dispatch::opt_positive_duration"
+    )]
+    pub max_queue_wait: Option<SimDuration>,
 }
 
 fn default_keep_alive() -> SimDuration {
@@ -135,6 +144,8 @@ pub struct PoolCounters {
     pub threads_created: u64,
     pub threads_exited: u64,
     pub largest_pool_size: u64,
+    /// Removed from the queue after waiting longer than `max_queue_wait`.
+    pub timed_out: u64,
 }
 
 /// Run-time state of a pool.
@@ -353,6 +364,24 @@ impl<T> ThreadPool<T> {
     }
     pub fn set_keep_alive_time(&mut self, d: SimDuration) {
         self.spec.keep_alive_time = d;
+    }
+
+    // Queue access for `pool/expiry.rs` (queue-wait timeouts, removals).
+    pub(super) fn spec_mut(&mut self) -> &mut ThreadPoolSpec {
+        &mut self.spec
+    }
+    pub(super) fn queue_head_at(&self) -> Option<SimTime> {
+        self.queue.front().map(|(_, at)| *at)
+    }
+    pub(super) fn pop_queue_head(&mut self) -> Option<T> {
+        self.queue.pop_front().map(|(t, _)| t)
+    }
+    /// Takes the first queued task matching `is` out of the queue; whether one was found.
+    pub fn remove_queued(&mut self, is: &impl Fn(&T) -> bool) -> bool {
+        match self.queue.iter().position(|(t, _)| is(t)) {
+            Some(k) => self.queue.remove(k).is_some(),
+            None => false,
+        }
     }
 }
 

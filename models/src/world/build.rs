@@ -185,6 +185,10 @@ impl QueueingWorld {
                 latency: ctx.metrics.histogram(&format!("source.{}.latency", s.name)),
                 traffic: traffic::TrafficRt::new(s, &sc.classes),
                 app: None,
+                budget: crate::timeouts::effective_budget(
+                    s.budget,
+                    sc.pipelines.iter().find(|p| p.name == s.target).and_then(|p| p.budget),
+                ),
             })
             .collect();
         for (i, s) in sc.sources.iter().enumerate() {
@@ -256,6 +260,7 @@ impl QueueingWorld {
             }),
             apps,
             dispatch_wait,
+            timeouts: timeouts::TimeoutsRt::new(sc),
         };
         w.fallback_start();
         w.entry_start_all(ctx);

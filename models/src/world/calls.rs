@@ -491,6 +491,24 @@ impl QueueingWorld {
                 && c.parked_at.is_none_or(|l| stack[l] != w.governor)
             {
                 // Answered by a governor it passed (a time limiter's timeout): `cut.rs`.
+                // Its parking level may have granted it (a permit handed over earlier in
+                // this cascade) with the wake-up still queued: it holds that grant, so it
+                // resumes first, and is cut from wherever it gets to (if still live).
+                if c.parked_at.is_some()
+                    && let Some(k) =
+                        self.woken.iter().position(|x| x.call == w.call && x.answer.is_none())
+                {
+                    self.woken.remove(k);
+                    let level = c.parked_at.take().expect("checked");
+                    if let Some(h) = c.timer.take() {
+                        ctx.cancel(h);
+                    }
+                    self.descend(slot, level + 1, ctx);
+                    if self.calls[slot as usize].as_ref().is_none_or(|c| c.generation != generation)
+                    {
+                        continue; // it ended below: the answer is stale
+                    }
+                }
                 self.cut_short(slot, w.governor, o, ctx);
                 continue;
             }

@@ -194,7 +194,9 @@ impl QueueingWorld {
                 }
                 self.kick_gpu(g as u16, ctx);
             }
-            (k @ ("app" | "dispatcher" | "pool"), p, v) => self.entry_set(k, name, p, v, ctx),
+            (k @ ("app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue"), p, v) => {
+                self.entry_set(k, name, p, v, ctx)
+            }
             ("call_site", "enabled", ParamValue::Bool(b)) => {
                 self.sites.iter_mut().find(|s| s.name == name).expect("checked").enabled = b;
             }

@@ -42,20 +42,43 @@ impl QueueingWorld {
             _ => true,
         };
         let info = self.info(slot);
+        self.cut_below(slot, &stack, level + 1, cancel, &info, ctx);
+        let next =
+            callsite::ascend(&stack, &mut self.govs, &info, level, answer, now, &mut self.woken);
+        self.after_stack(site, inst, ctx);
+        self.act(slot, next, ctx);
+    }
+
+    /// Abandons call `slot` wherever it is at or below level `from` of its `stack` (see the
+    /// module doc), then lets the levels from `from` down to that place see
+    /// `Failed(Timeout)`. `cancel`: drop the upstream work where the upstream allows.
+    /// Used by a governor's cut (`from` = its level + 1) and a request's budget (`from` =
+    /// 0: every level the call passed).
+    pub(super) fn cut_below(
+        &mut self,
+        slot: u32,
+        stack: &[usize],
+        from: usize,
+        cancel: bool,
+        info: &CallInfo,
+        ctx: &mut Ctx<'_, Ev>,
+    ) {
+        let now = ctx.now();
+        let site = self.calls[slot as usize].as_ref().expect("live call").site as usize;
         let c = self.calls[slot as usize].as_mut().expect("live call");
         if let Some(h) = c.timer.take() {
             ctx.cancel(h);
         }
         let below = if let Some(p) = c.parked_at.take() {
-            assert!(p > level, "answered from above where it is parked");
+            assert!(p >= from, "answered from above where it is parked");
             let pg = stack[p];
-            self.govs[pg].on_abandon(&info, now);
+            self.govs[pg].on_abandon(info, now);
             callsite::drain(pg, &mut self.govs, &mut self.woken);
             p
         } else if let Some(r) = c.retry_level.take() {
-            assert!(r > level + 1, "the retry that holds it is below the answering level");
+            assert!(r > from, "the retry that holds it is below the answering level");
             let rg = stack[r - 1];
-            self.govs[rg].on_abandon(&info, now);
+            self.govs[rg].on_abandon(info, now);
             callsite::drain(rg, &mut self.govs, &mut self.woken);
             r - 1
         } else {
@@ -77,19 +100,15 @@ impl QueueingWorld {
             stack.len()
         };
         let mut o = Outcome::Failed(Reason::Timeout);
-        for l in (level + 1..below).rev() {
+        for l in (from..below).rev() {
             let lg = stack[l];
-            match self.govs[lg].on_outcome(&info, o, now) {
+            match self.govs[lg].on_outcome(info, o, now) {
                 crate::governor::OutcomeDecision::PassUp(x) => o = x,
                 crate::governor::OutcomeDecision::RetryAfter(_) => {
-                    self.govs[lg].on_abandon(&info, now)
+                    self.govs[lg].on_abandon(info, now)
                 }
             }
             callsite::drain(lg, &mut self.govs, &mut self.woken);
         }
-        let next =
-            callsite::ascend(&stack, &mut self.govs, &info, level, answer, now, &mut self.woken);
-        self.after_stack(site, inst, ctx);
-        self.act(slot, next, ctx);
     }
 }

@@ -48,8 +48,11 @@ pub(super) struct ReqEntry {
     pub gateway: bool,
     /// Holds a CPU core.
     pub cpu: bool,
-    /// The pipeline's first step, until it starts.
+    /// The pipeline's first step, until it starts (or a stage waiting for a thread).
     pub pending: Option<Advance>,
+    /// Waiting for, or running on, a thread taken back for a blocking stage after an
+    /// asynchronous one (`world/timeouts.rs`): no local work, no dispatch-wait sample.
+    pub continuation: bool,
 }
 
 pub(super) struct InstanceRt {
@@ -68,6 +71,8 @@ pub(super) struct InstanceRt {
     pub pool_waiting: Vec<u64>,
     pub disp_wake: Option<(SimTime, TimerHandle)>,
     pub pool_wake: Option<(SimTime, TimerHandle)>,
+    /// The queue-wait timer, keyed by the earliest expiry it stands for (`timeouts.rs`).
+    pub queue_wake: Option<(SimTime, TimerHandle)>,
     pub busy_avg: TimeAverage,
     pub gauges: InstanceGauges,
     /// The state of the app's `health_from` breaker (this instance's copy): CLOSED?
@@ -165,6 +170,7 @@ impl QueueingWorld {
             gateway: false,
             cpu: false,
             pending: Some(advance),
+            continuation: false,
         });
         let i = self.inst(app, inst);
         if i.backlog.is_empty() && gateways.is_none_or(|g| i.gateway_busy < g) {
@@ -178,7 +184,7 @@ impl QueueingWorld {
     }
 
     /// A gateway thread hands the request to the dispatcher or the pool.
-    fn entry_admit(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn entry_admit(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         let class = self.reqs[slot as usize].as_ref().expect("live").class;
         let e = self.entry(slot);
@@ -216,6 +222,11 @@ impl QueueingWorld {
     }
 
     fn entry_caller_runs(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
+        if self.entry(slot).continuation {
+            // No caller thread to run it (an async callback submitted it): refused.
+            self.end_request(slot, Outcome::Rejected(Reason::Shed), ctx);
+            return;
+        }
         let e = self.entry(slot);
         e.gateway = true;
         let (app, inst) = (e.app, e.inst);
@@ -236,6 +247,13 @@ impl QueueingWorld {
     fn entry_work(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         let r = self.reqs[slot as usize].as_ref().expect("live");
+        if r.entry.as_ref().is_some_and(|e| e.continuation) {
+            // A continuation on its new thread: straight on (still through an event).
+            let id = r.id.0;
+            self.entry(slot).stage = Stage::LocalWork;
+            ctx.schedule_at(now, Ev::LocalWorkDone { slot, id });
+            return;
+        }
         if r.arrival >= self.warmup {
             let w = &mut self.dispatch_wait[r.class as usize];
             let ns = (now - r.arrival).0;
@@ -292,6 +310,8 @@ impl QueueingWorld {
         e.stage = Stage::Pipeline;
         let (app, inst, cpu) = (e.app, e.inst, e.cpu);
         e.cpu = false;
+        e.continuation = false;
+        let expired = r.expired;
         let advance = e.pending.take().expect("the pipeline starts once");
         if cpu {
             let i = self.inst(app, inst);
@@ -300,7 +320,18 @@ impl QueueingWorld {
                 self.entry_cpu(next, ctx);
             }
         }
-        if !self.apps[app as usize].spec.blocking {
+        if expired {
+            // Its budget ran out during its local work (`timeouts.rs`).
+            self.entry_sync(app, inst, ctx);
+            self.end_request(slot, Outcome::Failed(Reason::Timeout), ctx);
+            return;
+        }
+        // The thread is kept if the first stage holds it (by default: the app's blocking).
+        let keep = match &advance {
+            Advance::Issue(v) if !v.is_empty() => self.stage_needs_thread(slot, v[0].stage),
+            _ => self.apps[app as usize].spec.blocking,
+        };
+        if !keep {
             let e = self.entry(slot);
             let (worker, gateway) = (e.worker.take(), std::mem::take(&mut e.gateway));
             self.entry_release(app, inst, worker, gateway, ctx);
@@ -324,7 +355,7 @@ impl QueueingWorld {
 
     /// Frees a worker thread (it takes the pool queue's head or the next dispatched task)
     /// and a gateway thread (it takes the accept backlog's head).
-    fn entry_release(
+    pub(super) fn entry_release(
         &mut self,
         app: u16,
         inst: u16,
@@ -420,6 +451,7 @@ impl QueueingWorld {
                 i.pool_wake = Some((t, ctx.timer_at(t, Ev::PoolWake { app, inst })));
             }
         }
+        self.sync_queue_timer(app, inst, ctx);
         self.entry_gauges(app, inst, ctx);
     }
 

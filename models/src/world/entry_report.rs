@@ -51,6 +51,7 @@ impl QueueingWorld {
                             pool_waiting: vec![0; sc.classes.len()],
                             disp_wake: None,
                             pool_wake: None,
+                            queue_wake: None,
                             busy_avg: TimeAverage::default(),
                             breaker_closed: true,
                             gauges: InstanceGauges {
@@ -240,6 +241,8 @@ impl QueueingWorld {
             let pool_ix = a.spec.pools().iter().position(|p| p.name == name);
             let hit = match kind {
                 "app" => a.spec.name == name,
+                "dispatcher_queue" => crate::app::queue_of(&a.spec, name).is_some(),
+                "pool_queue" => pool_ix.is_some(),
                 "dispatcher" => a.spec.dispatcher.as_ref().is_some_and(|d| d.name == name),
                 _ => pool_ix.is_some(),
             };
@@ -249,6 +252,10 @@ impl QueueingWorld {
             // The spec mirrors the current values (for `current` and the event log).
             match kind {
                 "app" => a.spec.set(param, v.clone()).expect("checked"),
+                "dispatcher_queue" | "pool_queue" => {
+                    crate::app::set_queue_param(&mut a.spec, kind, name, param, &v)
+                        .expect("checked")
+                }
                 "dispatcher" => {
                     let d = a.spec.dispatcher.as_mut().expect("hit");
                     d.set(param, v.clone()).ok(); // max_wait of a non-Aging policy: no field
@@ -262,6 +269,16 @@ impl QueueingWorld {
                         if let Some(d) = i.disp.as_mut() {
                             d.set_healthy(*b && i.breaker_closed, now);
                         }
+                    }
+                    ("dispatcher_queue", _, ParamValue::Duration(x)) => {
+                        let c = crate::app::queue_of(&a.spec, name).expect("hit");
+                        let d = i.disp.as_mut().expect("has one");
+                        d.set_max_queue_wait(ClassId(c as u16), Some(*x));
+                    }
+                    ("pool_queue", _, ParamValue::Duration(x)) => {
+                        let pool =
+                            i.pool.as_mut().expect("has one").pool_mut(pool_ix.expect("hit"));
+                        pool.set_max_queue_wait(Some(*x));
                     }
                     ("dispatcher", p, v) => {
                         let d = i.disp.as_mut().expect("has one");

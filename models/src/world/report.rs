@@ -104,6 +104,7 @@ impl QueueingWorld {
             }
         }
         self.entry_summary(end, &mut out);
+        self.timeouts_summary(&mut out);
         out
     }
 
@@ -212,6 +213,7 @@ impl QueueingWorld {
             }),
             &mut v,
         );
+        self.timeouts_invariants(&mut v);
         v
     }
 

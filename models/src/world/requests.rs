@@ -88,6 +88,8 @@ impl QueueingWorld {
             progress,
             live_calls: 0,
             entry: None,
+            deadline: None,
+            expired: false,
         };
         self.live += 1;
         let slot = match self.req_free.pop() {
@@ -100,6 +102,7 @@ impl QueueingWorld {
                 (self.reqs.len() - 1) as u32
             }
         };
+        self.arm_budget(slot, ctx);
         match app {
             Some(app) => self.entry_arrive(slot, app, advance, ctx),
             // A direct call: issued here, without building the pipeline's list.
@@ -111,6 +114,8 @@ impl QueueingWorld {
 
     /// Acts on the pipeline's verdict for request `req`.
     pub(super) fn advance(&mut self, req: u32, advance: Advance, ctx: &mut Ctx<'_, Ev>) {
+        // A stage's start may release the request's thread or wait for one (`timeouts.rs`).
+        let Some(advance) = self.stage_thread(req, advance, ctx) else { return };
         match advance {
             Advance::Issue(issues) => {
                 for issue in issues {
@@ -193,6 +198,13 @@ impl QueueingWorld {
         self.calls_ended += 1;
         let r = self.reqs[c.req as usize].as_mut().expect("a call's request outlives it");
         r.live_calls -= 1;
+        if r.expired {
+            // Its budget ran out: nothing more is issued; it ends with its last call.
+            if r.live_calls == 0 {
+                self.end_request(c.req, Outcome::Failed(Reason::Timeout), ctx);
+            }
+            return;
+        }
         let pl = &self.pipelines[r.pipeline as usize];
         if pl.direct && r.entry.is_none() {
             // The one call of a direct request: its outcome is the request's.
@@ -209,6 +221,9 @@ impl QueueingWorld {
         let now = ctx.now();
         let r = self.reqs[slot as usize].take().expect("ends once");
         assert_eq!(r.live_calls, 0, "a request ends after its last call");
+        if let Some(h) = r.deadline {
+            ctx.cancel(h);
+        }
         self.req_free.push(slot);
         self.live -= 1;
         if let Some(recs) = &mut self.records {

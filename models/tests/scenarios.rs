@@ -128,6 +128,7 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
     assert_eq!(
         paths,
         [
+            "call_site.llm_call.enabled",
             "class.P0.sla",
             "class.P0.weight",
             "class.P1.sla",

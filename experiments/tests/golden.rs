@@ -75,7 +75,7 @@ const GOLDEN: &[(&str, Pins)] = &[
     (
         // variants baseline, validate, keep-alive
         "stale-connection.ron",
-        &[(0, "e85e90c72e347f33", 130), (0, "50a8725cecae788b", 156), (0, "b8303b6033f4a60f", 207)],
+        &[(0, "434e964a5f380ba0", 130), (0, "3b2427cda30ff244", 156), (0, "a83cd268d5252801", 207)],
     ),
 ];
 

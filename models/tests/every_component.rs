@@ -60,7 +60,8 @@ const ALL: &str = r#"Scenario(
                                   TokenBucket("tpm"), ClusterFlow("cluster"), Gate("llm")],
          upstream: "provider", timeout: "10s", stream_read_timeout: "2s",
          fallback: Fallback(to: CallSite("llm-small"), trim: Trim(keep: 0.5))),
-        (name: "llm-small", upstream: "small", timeout: "2s",
+        (name: "llm-small", upstream: "small", timeout: "2s", connection_pool: "http",
+         split: [("small", 90), ("small-next", 10)], backup: "small-backup",
          fallback: Fallback(to: Busy(max_per_second: Some(20), cache: "answers"))),
         (name: "summarize", governors: [Batcher("batch8")], upstream: "gpu", timeout: "30s"),
     ],
@@ -72,8 +73,12 @@ const ALL: &str = r#"Scenario(
          streaming: true, chunk_tokens: 4, stall_rate: 0.02, stall_duration: Exponential(mean: "3s")),
         (name: "small", servers: 8, queue_capacity: Some(50), service: LogNormal(mean: "100ms", cv: 0.5),
          error_rate: 0.05),
+        (name: "small-next", servers: 2, service: LogNormal(mean: "80ms", cv: 0.5), error_rate: 0.1),
+        (name: "small-backup", servers: 4, service: LogNormal(mean: "150ms", cv: 0.5)),
     ],
     gpu_servers: [GpuServer(name: "gpu", max_num_seqs: 32, max_queue: 500)],
+    connection_pools: [ConnPool(name: "http", max_total: 16, max_per_route: 8, tcp_rtt: "5ms",
+                                keep_alive: "20s", server_idle_timeout: "10s")],
     quotas: [Quota(name: "openai", rpm: Some(20000), tpm: Some(20000000), max_concurrency: Some(100))],
 )"#;
 
@@ -120,6 +125,11 @@ fn every_component_runs_clean_and_replays() {
     assert!(s.get("station.provider.stream_stalls").unwrap() > 0.0);
     assert!(s.get("station.provider.stream_interruptions").unwrap() > 0.0);
     assert!(s.get("call_site.vector.fallbacks").unwrap() > 0.0, "the degradation chain is used");
+    // The fallback site borrows pooled connections, splits 90/10 and fails over.
+    assert!(s.get("connpool.http.connects").unwrap() > 0.0);
+    assert!(s.get("connpool.http.reuses").unwrap() > 0.0);
+    assert!(s.get("station.small-next.utilization").unwrap() > 0.0, "the split's 10%");
+    assert!(s.get("call_site.llm-small.failovers").unwrap() > 0.0, "the backup answers");
     assert!(s.get("call_site.llm-small.busy_answers").is_some());
     // The chat pipeline fans out: 1 profile + 2–4 vector + 1–3 LLM calls.
     let amp = s.get("source.chat.amplification").unwrap();

@@ -92,6 +92,23 @@ impl QueueingWorld {
             out.push_f64(format!("{p}.utilization"), st.busy_ns as f64 / end.0.max(1) as f64);
             out.push_f64(format!("{p}.tokens_per_s"), st.tokens_generated as f64 / secs);
         }
+        for c in &self.conns {
+            let (p, k) = (format!("connpool.{}", c.name), &c.pool.counters);
+            let cols = [
+                ("connects", k.connects),
+                ("reuses", k.reuses),
+                ("stale_failures", k.stale_failures),
+                ("validations", k.validations),
+                ("validation_discards", k.validation_discards),
+                ("expired", k.expired),
+                ("evicted_for_room", k.evicted_for_room),
+                ("closed", k.closed),
+                ("rejected", k.rejected),
+            ];
+            for (n, v) in cols {
+                out.push_u64(format!("{p}.{n}"), v);
+            }
+        }
         for (name, q) in &self.quotas {
             let p = format!("quota.{name}");
             out.push_u64(format!("{p}.admitted"), q.counters.admitted);

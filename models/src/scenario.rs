@@ -166,6 +166,10 @@ pub struct CallSiteSpec {
         skip_serializing_if = "crate::fallback::is_enabled"
     )]
     pub enabled: bool,
+    /// Per-class overrides of `timeout` (SPEC §3.9: "P1 no retry but +500 ms timeout
+    /// tolerance"): `[("P1", "1.5s")]`. A class not listed uses `timeout`; `"0s"` = none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_timeouts: Vec<(String, SimDuration)>,
 }
 
 pub use crate::govspec::GovernorRef;
@@ -338,6 +342,30 @@ impl<V> ScenarioSpec<V> {
             }
         }
         self.check_fallbacks()?;
+        for (i, c) in self.call_sites.iter().enumerate() {
+            for (j, (class, _)) in c.class_timeouts.iter().enumerate() {
+                let path = format!("call_sites[{i}].class_timeouts[{j}]");
+                if !self.classes.iter().any(|k| &k.name == class) {
+                    return Err(SpecError {
+                        path,
+                        message: format!(
+                            "no class named \"{class}\"; classes: [{}]",
+                            self.classes
+                                .iter()
+                                .map(|k| k.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    });
+                }
+                if c.class_timeouts[..j].iter().any(|(k, _)| k == class) {
+                    return Err(SpecError {
+                        path,
+                        message: format!("class \"{class}\" listed twice"),
+                    });
+                }
+            }
+        }
         for (i, g) in self.gpu_servers.iter().enumerate() {
             if self.stations.iter().any(|s| s.name == g.name) {
                 return Err(SpecError {

@@ -385,6 +385,8 @@ struct SiteRt {
     failovers: u64,
     /// The client's read timeout between chunks of a streamed answer (zero: none).
     read_timeout: SimDuration,
+    /// Per class: `timeout` overridden (`class_timeouts`); empty when none is.
+    class_timeout: Vec<Option<SimDuration>>,
     /// The degradation chain's next layer (`world/fallback.rs`).
     fallback: Option<fallback::SiteFallback>,
     /// `call_site.<n>.enabled`: off, every call goes straight to the fallback.

@@ -443,3 +443,39 @@ fn mixed_runs_clean_over_many_seeds() {
         }
     }
 }
+
+/// SPEC §3.9 per-class policies: "P0 retries once then degrades; P1 no retry but +500 ms
+/// timeout tolerance". One call site, upstream answers in exactly 1.2 s; the site's
+/// timeout is 1 s, P1's override 1.5 s (`class_timeouts`). P0 (one retry, then its
+/// timeout) never gets an answer in time; P1 (no retry) always does. 10 requests each.
+#[test]
+fn per_class_timeout_tolerance() {
+    let sc = load(
+        r#"Scenario(name: "tolerance",
+    sources: [
+        (name: "p0", interarrival: Constant("1s"), limit: Some(10), target: "llm", class: "P0"),
+        (name: "p1", interarrival: Constant("1s"), limit: Some(10), target: "llm", class: "P1"),
+    ],
+    retries: [(name: "r", max_attempts: 2, backoff: Fixed(wait: "100ms"),
+        class_policies: [(class: "P1", max_attempts: 1)])],
+    call_sites: [(name: "llm", governors: [Retry("r")], upstream: "llm", timeout: "1s",
+        class_timeouts: [("P1", "1500ms")])],
+    stations: [(name: "llm", servers: 100, service: Constant("1200ms"))],
+)"#,
+    );
+    let r = run(&sc, 1, 30);
+    // P0: attempt 1 times out at 1 s, the retry 100 ms later times out at 2.1 s.
+    assert_eq!(get(&r, "source.p0.failed_timeout"), 10.0);
+    // P1: answered at 1.2 s, inside its 1.5 s.
+    assert_eq!(get(&r, "source.p1.success"), 10.0);
+    assert_eq!(get(&r, "source.p1.latency_ms_max"), 1200.0);
+    assert_eq!(get(&r, "retry.r.retries"), 10.0, "P0's ten retries, none for P1");
+    stepped(&sc, 1, 15);
+    // An unknown class is refused with its field path.
+    let bad = r#"Scenario(name: "b", sources: [(name: "s", interarrival: Constant("1s"), target: "c")],
+        call_sites: [(name: "c", upstream: "u", class_timeouts: [("P9", "1s")])],
+        stations: [(name: "u", servers: 1, service: Constant("1s"))])"#;
+    let spec: ScenarioSpec<ParamValue> = ron::from_str(bad).unwrap();
+    let e = spec.check().unwrap_err().to_string();
+    assert!(e.starts_with("call_sites[0].class_timeouts[0]: no class named \"P9\""), "{e}");
+}

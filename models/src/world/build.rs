@@ -85,6 +85,14 @@ impl QueueingWorld {
                 backup: c.backup.as_ref().map(|n| upstream_of(sc, n)),
                 failovers: 0,
                 read_timeout: c.stream_read_timeout,
+                class_timeout: if c.class_timeouts.is_empty() {
+                    Vec::new()
+                } else {
+                    sc.classes
+                        .iter()
+                        .map(|k| c.class_timeouts.iter().find(|(n, _)| *n == k.name).map(|t| t.1))
+                        .collect()
+                },
                 fallback: c
                     .fallback
                     .as_ref()

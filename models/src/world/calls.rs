@@ -30,6 +30,18 @@ impl QueueingWorld {
         }
     }
 
+    /// The client's timeout on call `slot`'s upstream call: its site's `timeout`, or the
+    /// override for its request's class (`class_timeouts`). Zero: none.
+    pub(super) fn call_timeout(&self, slot: u32) -> SimDuration {
+        let c = self.call(slot);
+        let site = &self.sites[c.site as usize];
+        if site.class_timeout.is_empty() {
+            return site.timeout;
+        }
+        let class = self.reqs[c.req as usize].as_ref().expect("live request").class;
+        site.class_timeout[class as usize].unwrap_or(site.timeout)
+    }
+
     /// Sends call `slot` down its call site from `level`, and acts on the verdict.
     pub(super) fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
         let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
@@ -121,7 +133,7 @@ impl QueueingWorld {
         let now = ctx.now();
         let c = self.call(slot);
         let r = self.reqs[c.req as usize].as_ref().expect("live request");
-        let (site, source) = (c.site as usize, r.source);
+        let source = r.source;
         let mut job = Job {
             slot,
             id: c.job_id(),
@@ -155,7 +167,7 @@ impl QueueingWorld {
             }
         }
         let admitted = self.stations[st as usize].st.admit(job, now);
-        let timeout = self.sites[site].timeout;
+        let timeout = self.call_timeout(slot);
         if admitted != Admit::Full && timeout > SimDuration::ZERO {
             let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
             self.call_mut(slot).upstream_timer = Some(h);

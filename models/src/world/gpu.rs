@@ -67,7 +67,7 @@ impl QueueingWorld {
         let now = ctx.now();
         let c = self.calls[slot as usize].as_ref().expect("live call");
         let r = self.reqs[c.req as usize].as_ref().expect("live request");
-        let (job, site) = (c.job_id(), c.site as usize);
+        let job = c.job_id();
         let (prompt, output) =
             (Self::prompt_of(c, r).unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
         if r.arrival >= self.warmup {
@@ -106,7 +106,7 @@ impl QueueingWorld {
             }
         }
         gpu.jobs.insert(job, ids);
-        let timeout = self.sites[site].timeout;
+        let timeout = self.call_timeout(slot);
         if timeout > SimDuration::ZERO {
             let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job });
             self.calls[slot as usize].as_mut().expect("live call").upstream_timer = Some(h);

@@ -11,12 +11,12 @@ impl QueueingWorld {
         st: u16,
         job: &Job,
     ) -> Option<crate::scripted::Scripted> {
-        let s = self.stations[st as usize].script.as_mut()?;
+        self.stations[st as usize].script.as_ref()?;
         // The waiting client's timeout (`Some(ZERO)`: none; `None`: nobody waits any more).
         let timeout = self.calls[job.slot as usize]
             .as_ref()
             .filter(|c| c.awaits(job.id))
-            .map(|c| self.sites[c.site as usize].timeout);
-        s.next(timeout)
+            .map(|_| self.call_timeout(job.slot));
+        self.stations[st as usize].script.as_mut().expect("checked above").next(timeout)
     }
 }

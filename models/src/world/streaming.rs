@@ -97,7 +97,8 @@ impl QueueingWorld {
         let ttft = SimDuration((now + timing.first).0 - job.sent.0);
         let site =
             &self.sites[self.calls[job.slot as usize].as_ref().expect("live call").site as usize];
-        let total = (site.timeout > SimDuration::ZERO).then(|| job.sent + site.timeout);
+        let timeout = self.call_timeout(job.slot);
+        let total = (timeout > SimDuration::ZERO).then(|| job.sent + timeout);
         let close = timing.close_at(site.read_timeout).map(|off| now + off);
         let c = self.calls[job.slot as usize].as_mut().expect("live call");
         if let Some(t) = close

@@ -327,31 +327,18 @@ impl crate::params::Params for crate::scenario::CallSiteSpec {
     }
 }
 
-/// A list of reasons written by their stable names (`["timeout", "breaker_open"]`).
+/// `on`: reason names (`crate::outcome::reason_names`), at least one.
 mod reason_list {
-    use crate::outcome::Reason;
+    use crate::outcome::{Reason, reason_names};
     use serde::de::Error;
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[Reason], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(v.iter().map(|r| r.name()))
+        reason_names::serialize(v, s)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Reason>, D::Error> {
-        let names = Vec::<String>::deserialize(d)?;
-        let mut out = Vec::with_capacity(names.len());
-        for n in names {
-            let Some(r) = Reason::ALL.iter().copied().find(|r| r.name() == n) else {
-                let all: Vec<&str> = Reason::ALL.iter().map(|r| r.name()).collect();
-                return Err(D::Error::custom(format!(
-                    "unknown reason \"{n}\"; known: {}",
-                    all.join(", ")
-                )));
-            };
-            if !out.contains(&r) {
-                out.push(r);
-            }
-        }
+        let out = reason_names::parse(d, |_, _| None)?;
         if out.is_empty() {
             return Err(D::Error::custom("expected at least one reason"));
         }

@@ -76,6 +76,51 @@ impl Reason {
     }
 }
 
+impl Reason {
+    /// The reason with this stable name, if any.
+    pub fn from_name(name: &str) -> Option<Reason> {
+        Reason::ALL.iter().copied().find(|r| r.name() == name)
+    }
+}
+
+/// Serde for a list of reasons written by their stable names (`["timeout",
+/// "breaker_open"]`): unknown names are errors listing the known ones; duplicates are
+/// dropped (first kept). Callers add their own rules with [`reason_names::parse`].
+pub mod reason_names {
+    use super::Reason;
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[Reason], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|r| r.name()))
+    }
+
+    /// Reads the names, refusing any for which `refuse` returns a message.
+    pub fn parse<'de, D: Deserializer<'de>>(
+        d: D,
+        refuse: impl Fn(Reason, &str) -> Option<String>,
+    ) -> Result<Vec<Reason>, D::Error> {
+        let names = Vec::<String>::deserialize(d)?;
+        let mut out = Vec::with_capacity(names.len());
+        for n in names {
+            let Some(r) = Reason::from_name(&n) else {
+                let all: Vec<&str> = Reason::ALL.iter().map(|r| r.name()).collect();
+                return Err(D::Error::custom(format!(
+                    "unknown reason \"{n}\"; known: {}",
+                    all.join(", ")
+                )));
+            };
+            if let Some(m) = refuse(r, &n) {
+                return Err(D::Error::custom(m));
+            }
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+}
+
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -177,39 +177,25 @@ fn ser_opt_reason_list<S: Serializer>(v: &Option<Vec<Reason>>, s: S) -> Result<S
     }
 }
 
-/// A list of reasons written by their stable names (`["timeout", "upstream_5xx"]`).
+/// `retry_on`: reason names (`crate::outcome::reason_names`), never the never-retried ones.
 mod reason_list {
     use super::NEVER_RETRIED;
-    use crate::outcome::Reason;
-    use serde::de::Error;
-    use serde::{Deserialize, Deserializer, Serializer};
+    use crate::outcome::{Reason, reason_names};
+    use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &[Reason], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(v.iter().map(|r| r.name()))
+        reason_names::serialize(v, s)
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Reason>, D::Error> {
-        let names = Vec::<String>::deserialize(d)?;
-        let mut out = Vec::with_capacity(names.len());
-        for n in names {
-            let Some(r) = Reason::ALL.iter().copied().find(|r| r.name() == n) else {
-                let all: Vec<&str> = Reason::ALL.iter().map(|r| r.name()).collect();
-                return Err(D::Error::custom(format!(
-                    "unknown reason \"{n}\"; known: {}",
-                    all.join(", ")
-                )));
-            };
-            if NEVER_RETRIED.contains(&r) {
-                return Err(D::Error::custom(format!(
+        reason_names::parse(d, |r, n| {
+            NEVER_RETRIED.contains(&r).then(|| {
+                format!(
                     "\"{n}\" is never retried (business errors are not the upstream's fault; \
                      no retries while the breaker is open)"
-                )));
-            }
-            if !out.contains(&r) {
-                out.push(r);
-            }
-        }
-        Ok(out)
+                )
+            })
+        })
     }
 }
 

@@ -185,7 +185,6 @@ const STREAM_CHAIN: &str = r#"Scenario(name: "stream_chain",
 )"#;
 
 #[test]
-#[ignore = "bug: a call cut by its request budget hops to its fallback (world/timeouts.rs cut_call uses call_ended, not call_done) and stays live: panic `every call of an expired request was cut`"]
 fn budget_vs_streams_stalls_fallback_hops_and_retry_backoff() {
     let s = fuzz(
         "stream_chain",
@@ -323,7 +322,6 @@ const SWITCH: &str = r#"Scenario(name: "switch",
 )"#;
 
 #[test]
-#[ignore = "bug: a call cut by its request budget hops to its fallback (world/timeouts.rs cut_call uses call_ended, not call_done) and stays live: panic `every call of an expired request was cut`"]
 fn sites_switched_off_and_on_with_calls_on_their_chains() {
     let s = fuzz(
         "switch",
@@ -402,7 +400,6 @@ const CONTINUATION: &str = r#"Scenario(name: "continuation",
 )"#;
 
 #[test]
-#[ignore = "bug: a call cut by its request budget hops to its fallback (world/timeouts.rs cut_call uses call_ended, not call_done) and stays live: panic `every call of an expired request was cut`"]
 fn budget_vs_continuation_threads_queue_waits_and_streaming_fallback() {
     let s = fuzz(
         "continuation",
@@ -464,7 +461,6 @@ const TIES: &str = r#"Scenario(name: "ties",
 )"#;
 
 #[test]
-#[ignore = "bug: a call cut by its request budget hops to its fallback (world/timeouts.rs cut_call uses call_ended, not call_done) and stays live: panic `every call of an expired request was cut`"]
 fn same_instant_ties_budget_equals_service_times() {
     let s = fuzz(
         "ties",
@@ -524,7 +520,6 @@ const CLUSTER: &str = r#"Scenario(name: "cluster",
 )"#;
 
 #[test]
-#[ignore = "bug: a call cut by its request budget hops to its fallback (world/timeouts.rs cut_call uses call_ended, not call_done) and stays live: panic `every call of an expired request was cut`"]
 fn cluster_flow_inside_fallback_site_with_reloads_and_budgets() {
     let s = fuzz(
         "cluster",
@@ -610,7 +605,6 @@ const DEEP_CHAIN: &str = r#"Scenario(name: "deep_chain",
 )"#;
 
 #[test]
-#[ignore = "bug: both — budget cut hops to its fallback (world/timeouts.rs cut_call) and Batcher::set_max_batch below the open batch panics (batcher.rs:235)"]
 fn budget_cuts_calls_parked_anywhere_on_a_deep_chain() {
     let s = fuzz(
         "deep_chain",
@@ -686,7 +680,7 @@ fn completions_at_the_budget_instant_win() {
     assert_eq!((g("source.w.offered"), g("source.w.failed_stream_interrupted")), (41.0, 39.0));
 }
 
-/// Minimal reproducer: one request with a 100 ms budget on a call site with a fallback,
+/// Regression test (found by the interaction fuzz): one request with a 100 ms budget on a call site with a fallback,
 /// the upstream taking 1 s. At 100 ms the budget cuts the call; the cut call must end
 /// `failed_timeout` — not move on to its fallback site (where it would be live again,
 /// after its request was told every call was cut).
@@ -700,7 +694,6 @@ const CUT_ON_CHAIN: &str = r#"Scenario(name: "cut_on_chain",
 )"#;
 
 #[test]
-#[ignore = "bug: a call cut by its request budget hops to its fallback (world/timeouts.rs cut_call uses call_ended, not call_done) and stays live: panic `every call of an expired request was cut`"]
 fn budget_cut_call_does_not_hop_to_its_fallback() {
     let sc = load(CUT_ON_CHAIN);
     let out = one_seed(&sc, 1, 2000).expect("clean run");
@@ -711,7 +704,7 @@ fn budget_cut_call_does_not_hop_to_its_fallback() {
     assert_eq!(g("call_site.a.fallbacks"), 0.0, "a budget cut is not a failure to fall back from");
 }
 
-/// Minimal reproducer: lowering a batcher's `max_batch` at run time below the size of its
+/// Regression test (found by the interaction fuzz): lowering a batcher's `max_batch` at run time below the size of its
 /// open batch (3 calls waiting in a 1 s window, `max_batch` 8 → 1 at 500 ms). The
 /// documented behaviour: the overfull open batch is flushed.
 const SHRINK_BATCH: &str = r#"Scenario(name: "shrink_batch",
@@ -723,7 +716,6 @@ const SHRINK_BATCH: &str = r#"Scenario(name: "shrink_batch",
 )"#;
 
 #[test]
-#[ignore = "bug: Batcher::set_max_batch below the open batch size panics in flush (batcher.rs:235 asserts members <= max_batch)"]
 fn lowering_max_batch_below_the_open_batch_flushes_it() {
     let sc = load(SHRINK_BATCH);
     let out = one_seed(&sc, 1, 2000).expect("clean run");

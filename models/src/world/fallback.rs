@@ -121,6 +121,9 @@ impl QueueingWorld {
         if on.is_none() && first.is_none() {
             return Some(o); // the common case: no chain here
         }
+        if self.reqs[c.req as usize].as_ref().expect("live request").expired {
+            return Some(o); // its budget ran out: nothing further is issued, not even a fallback
+        }
         let AfterEnd::Fallback { first } = fb::after_end(o, first, on, off) else {
             let AfterEnd::Done(x) = fb::after_end(o, first, on, off) else { unreachable!() };
             return Some(x);

@@ -138,7 +138,8 @@ impl QueueingWorld {
         self.cut_below(slot, &stack, 0, true, &info, ctx);
         self.after_stack(site, inst, ctx);
         self.update_gate_gauges(ctx);
-        self.call_ended(slot, Outcome::Failed(Reason::Timeout), ctx);
+        // Done, not ended: a cut call never moves on to its site's fallback.
+        self.call_done(slot, Outcome::Failed(Reason::Timeout), ctx);
     }
 
     /// Takes a request out of the entry queue it waits in (backlog, dispatcher, pool, CPU).

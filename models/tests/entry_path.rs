@@ -595,3 +595,30 @@ fn deferred_work_waits_for_its_breaker_to_close() {
     assert!(ok1 - ok0 >= 0.7 * d0, "the deferred requests succeed: {ok1} vs {ok0}");
     assert_eq!(ok1 - ok0, open0 - open1, "exactly the replays into the open breaker move");
 }
+
+/// `health_from` must name a breaker and needs a dispatcher; both are refused with the
+/// field path.
+#[test]
+fn health_from_is_checked() {
+    let check = |health: &str, dispatcher: bool| {
+        let text = deferring_behind_a_breaker(health);
+        let text = if dispatcher {
+            text
+        } else {
+            let i = text.find("dispatcher: Some(").unwrap();
+            let j = text.find("pool: Some(").unwrap();
+            format!("{}{}", &text[..i], &text[j..])
+        };
+        let sc: ScenarioSpec<ParamValue> = ron::from_str(&text).expect("parses");
+        sc.check().map_err(|e| e.to_string())
+    };
+    assert_eq!(check(r#"health_from: "circuit_breaker.b","#, true), Ok(()));
+    let e = check(r#"health_from: "circuit_breaker.x","#, true).unwrap_err();
+    assert!(
+        e.starts_with("apps[0].health_from: expected a breaker path")
+            && e.contains("found \"circuit_breaker.x\"; breakers: [circuit_breaker.b]"),
+        "{e}"
+    );
+    let e = check(r#"health_from: "circuit_breaker.b","#, false).unwrap_err();
+    assert!(e.starts_with("apps[0].health_from: expected a dispatcher"), "{e}");
+}

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo build --release --quiet -p experiments
-bin=target/release/stormglass
+bin=${CARGO_TARGET_DIR:-target}/release/stormglass
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 measure() { # jobs → wall seconds

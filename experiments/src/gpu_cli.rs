@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Where the profile the shipped coefficients were fitted to is looked for (the first that
-/// exists): `../shared` from the working directory (the repository root), then from where
+/// exists): `data/` from the working directory (the repository root), then from where
 /// the binary was built.
 const PROFILE_CANDIDATES: &[&str] = &[
-    "../shared/data/gpu-profile-h200/e2e.csv",
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/gpu-profile-h200/e2e.csv"),
+    "data/gpu-profile-h200/e2e.csv",
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../data/gpu-profile-h200/e2e.csv"),
 ];
 
 /// Bounds on the arguments (far beyond any GPU's memory, well inside the clock's range).

@@ -1,4 +1,4 @@
-//! The GPU step-time model against the measured H200 profile (`../shared/data/`): fit error
+//! The GPU step-time model against the measured H200 profile (`data/`): fit error
 //! over every row, error on rows held out of the fit, physical sanity, and the shipped
 //! coefficients staying in step with the fitter.
 //!
@@ -12,9 +12,9 @@ use models::gpu::{
 };
 
 const PROFILE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/gpu-profile-h200/e2e.csv");
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../data/gpu-profile-h200/e2e.csv");
 /// How the shipped file names its source (relative to the repository root).
-const PROFILE_SOURCE: &str = "../shared/data/gpu-profile-h200/e2e.csv";
+const PROFILE_SOURCE: &str = "data/gpu-profile-h200/e2e.csv";
 const SHIPPED_RS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/gpu/shipped.rs");
 
 fn profile() -> Vec<ProfileRow> {

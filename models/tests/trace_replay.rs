@@ -1,4 +1,4 @@
-//! Trace replay of the bundled Azure LLM traces (../shared/data/traces), read as they are.
+//! Trace replay of the bundled Azure LLM traces (data/traces), read as they are.
 
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;
@@ -7,7 +7,7 @@ use models::{RunConfig, Scenario};
 use sim_core::SimDuration;
 use std::sync::Arc;
 
-const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/traces/");
+const TRACES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/traces/");
 
 fn scenario(file: &str, rate_scale: f64) -> (Scenario, Arc<TraceData>) {
     let text = format!(

@@ -253,7 +253,7 @@ fn trace_assignment_by_bands() {
                            class_shares: [("P0", 1.0)], hash_users: Some(1000), hash_keys: Some(50)))])"#;
     let mut sc: ScenarioSpec<ParamValue> = ron::from_str(text).unwrap();
     let t: &mut TraceSpec = sc.sources[0].trace.as_mut().unwrap();
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/traces/");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/traces/");
     let csv = std::fs::read_to_string(format!("{dir}azure-llm-2023-conv.csv")).unwrap();
     let data = Arc::new(TraceData::parse_csv(&csv, t).unwrap());
     t.data = Some(data.clone());

@@ -3,7 +3,7 @@
 //! An inference server runs in steps: each step is one forward pass over a batch made of
 //! running sequences (one decode token each) and prompt tokens being prefilled (whole prompts
 //! or chunks). [`StepModel::step_time`] prices one such step from a handful of physical
-//! terms, fitted by [`fit()`] to a measured profile (`../shared/data/gpu-profile-h200/e2e.csv`
+//! terms, fitted by [`fit()`] to a measured profile (`data/gpu-profile-h200/e2e.csv`
 //! read with [`parse_profile_csv`]):
 //!
 //! ```text

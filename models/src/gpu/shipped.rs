@@ -1,6 +1,6 @@
 //! Generated — do not edit by hand. The coefficients of [`StepModel`] fitted by
 //! [`super::fit()`] (relative non-negative least squares) to every row of
-//! `../shared/data/gpu-profile-h200/e2e.csv` (Llama-3-8B shapes, bf16, one H200), and the
+//! `data/gpu-profile-h200/e2e.csv` (Llama-3-8B shapes, bf16, one H200), and the
 //! fit's errors on those rows.
 //!
 //! Regenerate after changing the fitter or the data:
@@ -22,7 +22,7 @@ pub const H200_LLAMA3_8B: StepModel = StepModel {
 /// [`H200_LLAMA3_8B`] with the errors of its fit.
 pub const H200_LLAMA3_8B_FIT: ShippedFit = ShippedFit {
     model: H200_LLAMA3_8B,
-    source: "../shared/data/gpu-profile-h200/e2e.csv",
+    source: "data/gpu-profile-h200/e2e.csv",
     rows: 18,
     mean_abs_pct: 1.8485031196512998,
     worst_abs_pct: 6.8436612743479746,

@@ -12,8 +12,9 @@
 //! correlated, and exact in its assumption. A difference whose interval excludes zero is
 //! marked `*`.
 //!
-//! The rows: per class goodput (successful non-degraded completions per second of
-//! measured time), p50 and p99 latency, failed / rejected / degraded by reason; 429s
+//! The rows: per class with traffic, goodput (successful non-degraded completions per
+//! second of measured time), p50 and p99 latency, failed / rejected / degraded per second
+//! by reason; 429s
 //! (quotas, GPU servers); amplification (upstream calls ÷ requests) per pipeline source;
 //! breaker opens and time open (from `events`: transitions into `OPEN` or `FORCED_OPEN`
 //! within the measured window); peak queue per station. A row that is zero in every run is
@@ -160,20 +161,24 @@ pub fn read(dir: &Path) -> Result<Results, String> {
 
     // The metric rows: (column or derived name, label).
     let mut metrics: Vec<(String, String)> = Vec::new();
-    for c in names(&cols, "class.", ".offered") {
+    // Classes without traffic in any run say nothing.
+    let active = |c: &str| -> bool {
+        f64s(&df, &format!("class.{c}.offered")).is_ok_and(|v| v.iter().flatten().any(|x| *x > 0.0))
+    };
+    for c in names(&cols, "class.", ".offered").into_iter().filter(|c| active(c)) {
         let p = format!("class.{c}");
         metrics.push((format!("{p}.goodput"), format!("{c} goodput/s")));
         metrics.push((format!("{p}.latency_ms_p50"), format!("{c} p50 ms")));
         metrics.push((format!("{p}.latency_ms_p99"), format!("{c} p99 ms")));
         for kind in ["failed", "rejected", "degraded"] {
             for r in reasons(&cols, &p, kind) {
-                metrics.push((format!("{p}.{kind}_{r}"), format!("{c} {kind} {r}")));
+                metrics.push((format!("{p}.{kind}_{r}"), format!("{c} {kind}/s {r}")));
             }
         }
     }
     for fam in ["quota.", "gpu_server."] {
         for n in names(&cols, fam, ".rejected_429") {
-            metrics.push((format!("{fam}{n}.rejected_429"), format!("{fam}{n} 429s")));
+            metrics.push((format!("{fam}{n}.rejected_429"), format!("{fam}{n} 429s/s")));
         }
     }
     for s in names(&cols, "source.", ".amplification") {
@@ -213,7 +218,14 @@ pub fn read(dir: &Path) -> Result<Results, String> {
             } else if let Some(b) = m.strip_suffix(".time_open_s") {
                 Some(breakers.get(&(run_ids[i].clone(), b.to_string())).map_or(0.0, |x| x.1))
             } else {
-                df.column(m).ok().and_then(|c| c.cast(&DataType::Float64).ok()?.f64().ok()?.get(i))
+                let v = df
+                    .column(m)
+                    .ok()
+                    .and_then(|c| c.cast(&DataType::Float64).ok()?.f64().ok()?.get(i));
+                // Outcomes by reason as rates, like goodput.
+                let rate =
+                    m.contains(".failed_") || m.contains(".rejected_") || m.contains(".degraded_");
+                if rate { v.map(|v| v / measured) } else { v }
             };
             if let Some(v) = v {
                 row.insert(m.clone(), v);

@@ -222,3 +222,10 @@ def replace_fields(text: str, values: dict[str, str], origin: str = "<ron>") -> 
     for start, end, v in sorted(edits, reverse=True):
         text = text[:start] + v + text[end:]
     return text
+
+
+def plain(v):
+    """A newtype variant's value (`Float(1.0)` → 1.0), anything else unchanged."""
+    if isinstance(v, dict) and set(v) == {"_type", "_values"} and len(v["_values"]) == 1:
+        return v["_values"][0]
+    return v

@@ -27,6 +27,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -292,6 +293,10 @@ class Results:
         return (df.with_columns((pl.col("bucket_start_s") / every).floor().mul(every).alias("bucket_start_s"))
                 .group_by(*keys, "bucket_start_s", maintain_order=True).agg(agg.alias("value")))
 
+    @property
+    def experiment_duration_s(self) -> float:
+        return duration_ms(self.experiment["duration"]) / 1000
+
     @cached_property
     def scenario(self) -> dict:
         return self.experiment["scenario"]
@@ -321,6 +326,40 @@ def fmt_ci(mean: float | None, ci: float | None) -> str:
         return f"{mean:.4g}" if ci is None or math.isnan(ci) else f"{mean:.6g} ± 0"
     digits = max(0, 1 - math.floor(math.log10(abs(ci))))
     return f"{mean:.{digits}f} ± {ci:.{digits}f}"
+
+
+_UNITS_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4, "h": 3.6e6, "d": 8.64e7}
+
+
+def duration_ms(text: str) -> float:
+    """A stormglass duration (`"250us"`, `"1.5s"`, `"5m"`...) in milliseconds."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ns|us|µs|ms|s|m|h|d)\s*", text)
+    if not m:
+        raise ValueError(f"`{text}` is not a duration with a unit")
+    return float(m.group(1)) * _UNITS_MS[m.group(2)]
+
+
+def incident_files() -> list[Path]:
+    """experiments/incidents/*.ron in name order; `STORMGLASS_NB_INCIDENTS=05,13` keeps the
+    files whose names start with one of those prefixes."""
+    files = sorted((REPO / "experiments" / "incidents").glob("*.ron"))
+    only = [x.strip() for x in os.environ.get("STORMGLASS_NB_INCIDENTS", "").split(",") if x.strip()]
+    if only:
+        files = [f for f in files if f.name.startswith(tuple(only))]
+    return files
+
+
+def leading_comment(path: Path) -> str:
+    """The `//` comment block at the top of a file, as Markdown paragraphs."""
+    lines = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("//"):
+            lines.append(line[2:].strip())
+        elif not line.strip() and lines:
+            lines.append("")
+        else:
+            break
+    return "\n".join(lines).strip()
 
 
 # ---------------------------------------------------------------------------------------

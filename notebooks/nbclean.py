@@ -5,7 +5,7 @@ Usage: python3 notebooks/nbclean.py check|strip [NOTEBOOK...]   (default: notebo
 Standard library only, so `scripts/test` can run the check without the notebooks' virtual
 environment. A clean notebook has no outputs, no execution counts and no per-cell or
 per-notebook execution metadata; `strip` writes it in nbformat's own layout (one-space
-indent, sorted keys), so stripping twice changes nothing.
+indent, sorted keys, sources as lists of lines), so stripping twice changes nothing.
 """
 import json
 import sys
@@ -16,6 +16,9 @@ KEEP_NB_METADATA = ("kernelspec", "language_info")
 
 def clean(nb: dict) -> dict:
     for cell in nb.get("cells", []):
+        src = cell.get("source", "")
+        # One JSON string per line (as Jupyter saves), so a diff shows the lines that changed.
+        cell["source"] = (src if isinstance(src, str) else "".join(src)).splitlines(keepends=True)
         if cell.get("cell_type") == "code":
             cell["outputs"] = []
             cell["execution_count"] = None

@@ -35,13 +35,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import polars as pl
+IMAGES = os.environ.get("STORMGLASS_NB_IMAGES")  # directory for README images, when set
+if IMAGES:
+    # polars' multi-threaded aggregations add floats in a varying order (last-bit differences
+    # between processes); one thread makes the README images byte-identical run to run.
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
-import ron
+import polars as pl  # noqa: E402 - after POLARS_MAX_THREADS
+
+import ron  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = os.environ.get("STORMGLASS_NB_SMALL", "") not in ("", "0")
-IMAGES = os.environ.get("STORMGLASS_NB_IMAGES")  # directory for README images, when set
 
 TABLES = ("runs", "timeseries", "events", "timings", "requests")
 
@@ -384,8 +389,14 @@ def t975(df: int) -> float:
 
 
 def mean_ci(df: pl.DataFrame | pl.LazyFrame, by: list[str], value: str = "value") -> pl.DataFrame:
-    """Across-seed mean, 95% CI half-width (`ci95`), `lo`, `hi` and `n` per group of `by`."""
-    out = (df.lazy().group_by(by, maintain_order=True)
+    """Across-seed mean, 95% CI half-width (`ci95`), `lo`, `hi` and `n` per group of `by`.
+
+    Rows are summed in a fixed order (by `by`, then run_index or seed), so the same results
+    give the same bits (and the same figures) whatever order a join or scan produced."""
+    lf = df.lazy()
+    names = lf.collect_schema().names()
+    order = [c for c in ("run_index", "seed") if c in names and c not in by][:1]
+    out = (lf.sort(*by, *order, maintain_order=True).group_by(by, maintain_order=True)
            .agg(pl.col(value).mean().alias("mean"), pl.col(value).std(1).alias("sd"),
                 pl.col(value).count().alias("n"))
            .collect())

@@ -482,7 +482,8 @@ def show(fig, name: str, readme: bool = False) -> None:
         fig.savefig(Path(IMAGES) / f"{name}.png", metadata={"Software": None}, bbox_inches="tight")
     if "ipykernel" in sys.modules:
         from IPython.display import display
-        display(fig)
+        # The name travels with the image, so run_notebooks.py can check the README's images.
+        display(fig, metadata={"image/png": {"stormglass": {"figure": name, "readme": readme}}})
     import matplotlib.pyplot as plt
     plt.close(fig)
 

@@ -425,6 +425,9 @@ _figures: dict[str, int] = {}
 
 
 def style() -> None:
+    pl.Config.set_tbl_rows(60)
+    pl.Config.set_fmt_str_lengths(80)
+    pl.Config.set_tbl_width_chars(160)
     import matplotlib as mpl
     mpl.rcParams.update({"figure.dpi": 90, "savefig.dpi": 90, "axes.grid": True, "grid.alpha": 0.3,
                          "axes.spines.top": False, "axes.spines.right": False, "font.size": 9,

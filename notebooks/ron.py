@@ -216,9 +216,11 @@ def replace_fields(text: str, values: dict[str, str], origin: str = "<ron>") -> 
         if key in spans:
             edits.append((*spans[key], v))
         else:
-            end = text.rstrip().rfind(")")
-            sep = "" if text[:end].rstrip().endswith((",", "(")) else ","
-            edits.append((end, end, f"{sep}\n    {key}: {v},\n"))
+            # After the last field's value (and its comma, if any), before any comment.
+            last = max(e for _, e in spans.values())
+            comma = re.match(r"[ \t]*,", text[last:])
+            at = last + comma.end() if comma else last
+            edits.append((at, at, f"{'' if comma else ','}\n    {key}: {v},"))
     for start, end, v in sorted(edits, reverse=True):
         text = text[:start] + v + text[end:]
     return text

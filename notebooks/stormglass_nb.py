@@ -48,8 +48,6 @@ import ron  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 SMALL = os.environ.get("STORMGLASS_NB_SMALL", "") not in ("", "0")
 
-TABLES = ("runs", "timeseries", "events", "timings", "requests")
-
 
 # ---------------------------------------------------------------------------------------
 # Running the CLI
@@ -157,10 +155,8 @@ def run(spec: str, *, small: dict | None = None, requests: bool = False, jobs: i
 
 
 def _experiment_name(path: Path) -> str:
-    v = ron.load(path)
-    if v.get("_type") == "Scenario":
-        return v["name"]
-    return v["name"]
+    """The results folder's name: the experiment's `name` (a bare scenario's, for one)."""
+    return ron.load(path)["name"]
 
 
 def _binary_stamp() -> str:
@@ -425,6 +421,9 @@ _figures: dict[str, int] = {}
 
 
 def style() -> None:
+    pl.Config.set_tbl_rows(60)
+    pl.Config.set_fmt_str_lengths(80)
+    pl.Config.set_tbl_width_chars(160)
     import matplotlib as mpl
     mpl.rcParams.update({"figure.dpi": 90, "savefig.dpi": 90, "axes.grid": True, "grid.alpha": 0.3,
                          "axes.spines.top": False, "axes.spines.right": False, "font.size": 9,

@@ -47,6 +47,7 @@ import ron  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = os.environ.get("STORMGLASS_NB_SMALL", "") not in ("", "0")
+STRICT = os.environ.get("STORMGLASS_NB_STRICT", "") not in ("", "0")
 
 
 # ---------------------------------------------------------------------------------------
@@ -81,6 +82,12 @@ def cli(*args: str, check: bool = True) -> str:
     if check and p.returncode != 0:
         raise RuntimeError(f"stormglass {' '.join(args)} exited {p.returncode}:\n{p.stderr}{p.stdout}")
     return p.stdout
+
+
+def validate(path) -> str | None:
+    """`stormglass validate FILE`: None when the file loads, else the CLI's error message."""
+    p = subprocess.run([str(binary()), "validate", str(path)], cwd=REPO, capture_output=True, text=True)
+    return None if p.returncode == 0 else (p.stderr or p.stdout).strip()
 
 
 def _source_file(spec: str) -> Path | None:

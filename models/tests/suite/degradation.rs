@@ -5,7 +5,7 @@
 //!
 //! Figures: `cargo test -p models --test degradation -- --nocapture`.
 
-mod incident_support;
+use crate::incident_support;
 use incident_support::*;
 use models::{Outcome, Reason, RunOutput};
 

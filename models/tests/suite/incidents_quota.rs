@@ -2,7 +2,7 @@
 //! quota is exceeded, a retry honouring Retry-After, and the fan-out surge (5) with its
 //! concurrency gate. Every run is checked for determinism and conservation.
 
-mod incident_support;
+use crate::incident_support;
 use incident_support::*;
 use models::Outcome;
 

@@ -3,7 +3,7 @@
 //! Breakers (13, 18) are in `incidents_breakers.rs`, quotas and fan-out (5) in
 //! `incidents_quota.rs`. Every run is checked for determinism and conservation.
 
-mod incident_support;
+use crate::incident_support;
 use incident_support::*;
 
 /// Incident 11 — retry storm. A provider with a load curve: latency = 500 ms + 10 ms per

@@ -2,7 +2,7 @@
 //! breaker (13) and half-open probes by priority (18). Every run is checked for
 //! determinism and conservation.
 
-mod incident_support;
+use crate::incident_support;
 use incident_support::*;
 use models::world::RequestRecord;
 use models::{Outcome, Reason, RunOutput};

@@ -4,15 +4,14 @@
 //!
 //! Run with `--nocapture` to see the per-row table. To regenerate the shipped coefficients
 //! after changing the fitter or the data:
-//! `cargo test -p models --test gpu_fit -- --ignored regenerate_shipped_coefficients`.
+//! `cargo test -p models --test suite -- --ignored gpu_fit::regenerate_shipped_coefficients`.
 
 use models::gpu::{
     FitReport, H200_LLAMA3_8B, H200_LLAMA3_8B_FIT, Phase, ProfileRow, StepBatch, StepModel,
     error_summary, fit, parse_profile_csv, signed_error_pct,
 };
 
-const PROFILE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../data/gpu-profile-h200/e2e.csv");
+const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/gpu-profile-h200/e2e.csv");
 /// How the shipped file names its source (relative to the repository root).
 const PROFILE_SOURCE: &str = "data/gpu-profile-h200/e2e.csv";
 const SHIPPED_RS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/gpu/shipped.rs");
@@ -66,7 +65,7 @@ fn shipped_coefficients_match_a_refit() {
     let (s, m) = (H200_LLAMA3_8B_FIT, H200_LLAMA3_8B);
     assert_eq!(s.model, m);
     let stale = "the shipped coefficients are stale: run \
-                 `cargo test -p models --test gpu_fit -- --ignored regenerate_shipped_coefficients`";
+                 `cargo test -p models --test suite -- --ignored gpu_fit::regenerate_shipped_coefficients`";
     assert_eq!(m.ridge_tokens, f.model.ridge_tokens, "{stale}");
     for (name, shipped, refit) in [
         ("fixed_ns", m.fixed_ns, f.model.fixed_ns),
@@ -102,7 +101,7 @@ fn regenerate_shipped_coefficients() {
 //! fit's errors on those rows.
 //!
 //! Regenerate after changing the fitter or the data:
-//! `cargo test -p models --test gpu_fit -- --ignored regenerate_shipped_coefficients`.
+//! `cargo test -p models --test suite -- --ignored gpu_fit::regenerate_shipped_coefficients`.
 //! The test `shipped_coefficients_match_a_refit` fails while this file is stale.
 
 use super::step::{{ShippedFit, StepModel}};

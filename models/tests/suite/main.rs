@@ -2,7 +2,7 @@
 //! opt-level 3 instead of one per file): `cargo test -p models --test suite`, one
 //! module with `cargo test -p models --test suite -- interactions::`.
 
-mod incident_support;
+mod support;
 
 mod abandoned_work;
 mod cluster_flow;
@@ -19,6 +19,7 @@ mod incidents_governance;
 mod incidents_quota;
 mod incidents_regressions;
 mod interactions;
+mod limits;
 mod per_instance;
 mod provider_faults;
 mod queueing_theory;

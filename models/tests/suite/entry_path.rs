@@ -3,18 +3,12 @@
 //! Every run here is checked for conservation (`check_invariants()` empty, I1 and I23) and
 //! determinism (same seed ⇒ same fingerprint).
 
+use crate::support::load;
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;
 use models::summary::Summary;
 use models::{RunConfig, Scenario};
-use sim_core::{SimDuration, SimTime};
-
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
-}
+use sim_core::SimDuration;
 
 /// Runs twice: no invariant violation, and the same fingerprint both times.
 fn run(sc: &Scenario, seed: u64, secs: u64, warmup_s: u64) -> Summary {
@@ -32,19 +26,7 @@ fn run(sc: &Scenario, seed: u64, secs: u64, warmup_s: u64) -> Summary {
 
 /// Steps event by event, checking every invariant after each.
 fn stepped(sc: &Scenario, seed: u64, secs: u64) {
-    let cfg = RunConfig::new(seed, SimDuration::from_secs(secs));
-    let mut sim = models::run::simulation(sc, &cfg);
-    let end = SimTime(secs * 1_000_000_000);
-    let mut n = 0u64;
-    while sim.next_event_time().is_some_and(|t| t <= end) {
-        sim.step().unwrap();
-        n += 1;
-        let v = sim.world().check_invariants();
-        assert!(v.is_empty(), "event {n} at {}: {v:?}", sim.now());
-    }
-    sim.run_until(end).unwrap();
-    let out = models::run::finish(sim, end, None);
-    assert_eq!(out.fingerprint, models::run(sc, &cfg).fingerprint, "stepping = one go");
+    crate::support::stepped(sc, &RunConfig::new(seed, SimDuration::from_secs(secs)));
 }
 
 fn get(s: &Summary, name: &str) -> f64 {

@@ -3,17 +3,11 @@
 //! again, servers cut and restored, a completion exactly at a waiter's deadline — with every
 //! invariant checked after every single event, and stepping equal to one go.
 
+use crate::support::load;
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;
-use models::{Outcome, RunConfig, Scenario};
+use models::{Outcome, RunConfig};
 use sim_core::{SimDuration, SimTime};
-
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
-}
 
 const MULTI: &str = r#"Scenario(
     name: "multi",

@@ -2,8 +2,7 @@
 //! quota is exceeded, a retry honouring Retry-After, and the fan-out surge (5) with its
 //! concurrency gate. Every run is checked for determinism and conservation.
 
-mod incident_support;
-use incident_support::*;
+use crate::support::*;
 use models::Outcome;
 
 /// An RPM quota of 600 (OpenAI-style bucket: 600 capacity, refilled at 10/s), 200 ms calls.

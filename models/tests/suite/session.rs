@@ -3,9 +3,10 @@
 //! applied session replays headless to its fingerprint, a bad change is refused with its
 //! path and range, rewinding re-simulates to the same state.
 
+use crate::support::load;
 use models::params::ParamValue;
-use models::scenario::{ScenarioSpec, SetParam};
-use models::{RunConfig, Scenario, Session};
+use models::scenario::SetParam;
+use models::{RunConfig, Session};
 use sim_core::metrics::MetricReading;
 use sim_core::{SimDuration, SimTime};
 
@@ -34,13 +35,6 @@ const LIVE: &str = r#"Scenario(name: "live",
         (at: "6s", path: "station.llm.error_rate", value: Float(0.0)),
     ],
 )"#;
-
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
-}
 
 fn cfg(seed: u64) -> RunConfig {
     RunConfig {

@@ -14,25 +14,16 @@
 //! over the seeds, each scenario must actually reach the interaction it targets (a counter
 //! > 0), so no test passes vacuously.
 
-use models::params::ParamValue;
-use models::run::{finish, simulation};
-use models::scenario::ScenarioSpec;
+use crate::support::load;
 use models::{RunConfig, RunOutput, Scenario};
-use sim_core::{SimDuration, SimTime};
+use sim_core::SimDuration;
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-/// Seeds per scenario; `INTERACTIONS_SEEDS=500 cargo test -p models --test interactions`
+/// Seeds per scenario; `INTERACTIONS_SEEDS=500 cargo test -p models --test suite -- interactions::`
 /// for a longer hunt.
 fn seeds() -> u64 {
     std::env::var("INTERACTIONS_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(30)
-}
-
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
 }
 
 fn cfg(seed: u64, ms: u64) -> RunConfig {
@@ -42,30 +33,7 @@ fn cfg(seed: u64, ms: u64) -> RunConfig {
 /// Steps one seed event by event with the invariants checked after each, then compares its
 /// fingerprint with a plain run and checks per-source conservation.
 fn one_seed(sc: &Scenario, seed: u64, ms: u64) -> Result<RunOutput, String> {
-    let c = cfg(seed, ms);
-    let end = SimTime::ZERO + c.duration;
-    let mut sim = simulation(sc, &c);
-    let mut n = 0u64;
-    while sim.next_event_time().is_some_and(|t| t <= end) {
-        sim.step().map_err(|e| format!("engine error after event {n}: {e:?}"))?;
-        n += 1;
-        let v = sim.world().check_invariants();
-        if !v.is_empty() {
-            return Err(format!("after event {n} at {:?}: {v:?}", sim.now()));
-        }
-    }
-    sim.run_until(end).map_err(|e| format!("engine error at the end: {e:?}"))?;
-    let stepped = finish(sim, end, None);
-    if let Some(e) = &stepped.error {
-        return Err(format!("run error: {e:?}"));
-    }
-    if !stepped.violations.is_empty() {
-        return Err(format!("end violations: {:?}", stepped.violations));
-    }
-    let plain = models::run(sc, &c);
-    if plain.fingerprint != stepped.fingerprint {
-        return Err("stepped and plain runs differ (fingerprint)".into());
-    }
+    let (stepped, _) = crate::support::try_stepped(sc, &cfg(seed, ms))?;
     for src in &sc.sources {
         let g =
             |k: &str| stepped.summary.get(&format!("source.{}.{k}", src.name)).unwrap_or(f64::NAN);

@@ -1,16 +1,9 @@
 //! Failure injection on an upstream: an outage window and a slowdown, from the timeline.
 
+use crate::support::load;
 use models::params::ParamValue;
-use models::scenario::ScenarioSpec;
-use models::{Outcome, Reason, RunConfig, Scenario};
+use models::{Outcome, Reason, RunConfig};
 use sim_core::SimDuration;
-
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
-}
 
 const PROVIDER: &str = r#"Scenario(name: "faults",
     sources: [(name: "chat", interarrival: Exponential(mean: "20ms"), target: "c")],

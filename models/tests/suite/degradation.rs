@@ -3,10 +3,9 @@
 //! storm: busy answers capped, the cache beyond), a model switched off on the timeline,
 //! trimmed context. Every run is checked for determinism and conservation (`run_checked`).
 //!
-//! Figures: `cargo test -p models --test degradation -- --nocapture`.
+//! Figures: `cargo test -p models --test suite -- degradation:: --nocapture`.
 
-mod incident_support;
-use incident_support::*;
+use crate::support::*;
 use models::{Outcome, Reason, RunOutput};
 
 fn col(r: &RunOutput, name: &str) -> u64 {

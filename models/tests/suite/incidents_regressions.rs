@@ -1,7 +1,6 @@
 //! Regressions found while writing the incident scenarios (`incidents_*.rs`).
 
-mod incident_support;
-use incident_support::*;
+use crate::support::*;
 use models::{Outcome, Reason};
 use sim_core::{SimDuration, SimTime};
 

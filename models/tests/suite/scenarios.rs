@@ -1,16 +1,10 @@
 //! Scenario-level tests of the minimal world: data in (RON), figures out.
 
+use crate::support::load;
+use models::RunConfig;
 use models::params::ParamValue;
-use models::scenario::{ScenarioSpec, SetParam};
-use models::{RunConfig, Scenario};
+use models::scenario::SetParam;
 use sim_core::SimDuration;
-
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
-}
 
 fn cfg(seed: u64, secs: u64, sample: Option<u64>) -> RunConfig {
     RunConfig {

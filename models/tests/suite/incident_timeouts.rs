@@ -5,18 +5,12 @@
 //! and determinism (same seed ⇒ same fingerprint); the `stepped` runs check invariants
 //! after every single event.
 
+use crate::support::load;
 use models::outcome::{Outcome, Reason};
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;
 use models::{RunConfig, RunOutput, Scenario};
-use sim_core::{SimDuration, SimTime};
-
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
-}
+use sim_core::SimDuration;
 
 /// Runs twice (records kept): no violation, same fingerprint, offered = ended + in flight.
 fn run(sc: &Scenario, seed: u64, secs: u64) -> RunOutput {
@@ -36,18 +30,7 @@ fn run(sc: &Scenario, seed: u64, secs: u64) -> RunOutput {
 
 /// Steps event by event, checking every invariant after each.
 fn stepped(sc: &Scenario, seed: u64, secs: u64) {
-    let cfg = RunConfig::new(seed, SimDuration::from_secs(secs));
-    let mut sim = models::run::simulation(sc, &cfg);
-    let end = SimTime(secs * 1_000_000_000);
-    let mut n = 0u64;
-    while sim.next_event_time().is_some_and(|t| t <= end) {
-        sim.step().unwrap();
-        n += 1;
-        let v = sim.world().check_invariants();
-        assert!(v.is_empty(), "event {n} at {}: {v:?}", sim.now());
-    }
-    let out = models::run::finish(sim, end, None);
-    assert_eq!(out.fingerprint, models::run(sc, &cfg).fingerprint, "stepping = one go");
+    crate::support::stepped(sc, &RunConfig::new(seed, SimDuration::from_secs(secs)));
 }
 
 fn get(r: &RunOutput, name: &str) -> f64 {

@@ -3,17 +3,11 @@
 //! retry's back-off), the levels above recording the timeout, with conservation (gate
 //! permits, calls, requests) and determinism checked after every run.
 
+use crate::support::load;
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;
 use models::{RunConfig, RunOutput, Scenario};
 use sim_core::SimDuration;
-
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
-}
 
 fn run(sc: &Scenario, seed: u64, secs: u64) -> RunOutput {
     let cfg = RunConfig::new(seed, SimDuration::from_secs(secs));

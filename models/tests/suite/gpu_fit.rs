@@ -4,7 +4,7 @@
 //!
 //! Run with `--nocapture` to see the per-row table. To regenerate the shipped coefficients
 //! after changing the fitter or the data:
-//! `cargo test -p models --test gpu_fit -- --ignored regenerate_shipped_coefficients`.
+//! `cargo test -p models --test suite -- --ignored gpu_fit::regenerate_shipped_coefficients`.
 
 use models::gpu::{
     FitReport, H200_LLAMA3_8B, H200_LLAMA3_8B_FIT, Phase, ProfileRow, StepBatch, StepModel,
@@ -65,7 +65,7 @@ fn shipped_coefficients_match_a_refit() {
     let (s, m) = (H200_LLAMA3_8B_FIT, H200_LLAMA3_8B);
     assert_eq!(s.model, m);
     let stale = "the shipped coefficients are stale: run \
-                 `cargo test -p models --test gpu_fit -- --ignored regenerate_shipped_coefficients`";
+                 `cargo test -p models --test suite -- --ignored gpu_fit::regenerate_shipped_coefficients`";
     assert_eq!(m.ridge_tokens, f.model.ridge_tokens, "{stale}");
     for (name, shipped, refit) in [
         ("fixed_ns", m.fixed_ns, f.model.fixed_ns),
@@ -101,7 +101,7 @@ fn regenerate_shipped_coefficients() {
 //! fit's errors on those rows.
 //!
 //! Regenerate after changing the fitter or the data:
-//! `cargo test -p models --test gpu_fit -- --ignored regenerate_shipped_coefficients`.
+//! `cargo test -p models --test suite -- --ignored gpu_fit::regenerate_shipped_coefficients`.
 //! The test `shipped_coefficients_match_a_refit` fails while this file is stale.
 
 use super::step::{{ShippedFit, StepModel}};

@@ -1,6 +1,7 @@
-//! Shared helpers of the governance-incident scenario tests (SPEC §6): load a scenario
-//! from RON, run it twice (determinism), check the invariants and conservation per source,
-//! and measure goodput over a window from the per-request records.
+//! The one test-support module of every `models` integration test: load a scenario from
+//! RON text, run it twice (determinism) with the invariants and per-source conservation
+//! checked, step it event by event with the invariants checked after every event, and
+//! measure goodput over a window from the per-request records.
 
 #![allow(dead_code)]
 
@@ -87,4 +88,61 @@ pub fn in_time(r: &RunOutput, from_s: f64, to_s: f64, deadline_s: f64) -> f64 {
         })
         .count();
     n as f64 / (to_s - from_s)
+}
+
+/// Steps `sc` event by event to the end of `cfg` through a live session, with
+/// `check_invariants()` after every event; then checks that the stepped run equals one
+/// plain `models::run` (same fingerprint) and ended clean. Returns the stepped run's output
+/// and its event count, or what went wrong (for tests that hunt over many seeds).
+pub fn try_stepped(sc: &Scenario, cfg: &RunConfig) -> Result<(RunOutput, u64), String> {
+    let mut s = models::Session::new(sc.clone(), *cfg);
+    let mut n = 0u64;
+    while s.step().map_err(|e| format!("engine error after event {n}: {e:?}"))? {
+        n += 1;
+        let v = s.world().check_invariants();
+        if !v.is_empty() {
+            return Err(format!("after event {n} at {}: {v:?}", s.now()));
+        }
+    }
+    let stepped = s.finish();
+    if let Some(e) = &stepped.error {
+        return Err(format!("run error: {e:?}"));
+    }
+    if !stepped.violations.is_empty() {
+        return Err(format!("end violations: {:?}", stepped.violations));
+    }
+    if models::run(sc, cfg).fingerprint != stepped.fingerprint {
+        return Err("stepped and plain runs differ (fingerprint)".into());
+    }
+    Ok((stepped, n))
+}
+
+/// [`try_stepped`], panicking with its message.
+pub fn stepped(sc: &Scenario, cfg: &RunConfig) -> RunOutput {
+    try_stepped(sc, cfg).unwrap_or_else(|e| panic!("{e}")).0
+}
+
+/// Checks a measured value against its expectation file `tests/suite/expect/<name>.txt`
+/// (the value's text plus a newline). `UPDATE_EXPECT=1 cargo test -p models --test suite`
+/// rewrites every expectation file with the values measured now (after a deliberate change
+/// of behaviour; review the diff).
+pub fn expect(name: &str, measured: impl std::fmt::Display) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/suite/expect")
+        .join(format!("{name}.txt"));
+    let measured = format!("{measured}\n");
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::create_dir_all(path.parent().expect("a directory")).expect("writable");
+        std::fs::write(&path, &measured).expect("writable");
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!("{}: {e}; run with UPDATE_EXPECT=1 to record the value", path.display())
+    });
+    assert_eq!(
+        want,
+        measured,
+        "{name}: the measured value differs from {} (UPDATE_EXPECT=1 rewrites it after a deliberate change)",
+        path.display()
+    );
 }

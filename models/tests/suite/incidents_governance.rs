@@ -3,8 +3,7 @@
 //! Breakers (13, 18) are in `incidents_breakers.rs`, quotas and fan-out (5) in
 //! `incidents_quota.rs`. Every run is checked for determinism and conservation.
 
-mod incident_support;
-use incident_support::*;
+use crate::support::*;
 
 /// Incident 11 — retry storm. A provider with a load curve: latency = 500 ms + 10 ms per
 /// call in service (200 servers, so at most 0.5 + 199 × 0.01 = 2.49 s, above the 2 s

@@ -3,8 +3,7 @@
 //! state changes (with times) and each request's outcome. Every run is checked for
 //! determinism and conservation (`run_checked`).
 
-mod incident_support;
-use incident_support::*;
+use crate::support::*;
 use models::{Outcome, Reason, RunOutput};
 
 /// The breaker's state changes as `(time in ms, "FROM -> TO")`.

@@ -5,7 +5,7 @@
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;
 use models::{Outcome, Reason, RunConfig, Scenario};
-use sim_core::{SimDuration, SimTime};
+use sim_core::SimDuration;
 
 fn scenario(cancellation: bool) -> Scenario {
     // One server, calls of exactly 3 s, a client timeout of 1 s, a call every 2 s.
@@ -24,19 +24,8 @@ fn scenario(cancellation: bool) -> Scenario {
 fn run_checked(sc: &Scenario, secs: u64) -> models::RunOutput {
     let mut cfg = RunConfig::new(1, SimDuration::from_secs(secs));
     cfg.record_requests = true;
-    // Invariants after every event, not only at the end.
-    let mut sim = models::run::simulation(sc, &cfg);
-    let end = SimTime(secs * 1_000_000_000);
-    while sim.next_event_time().is_some_and(|t| t <= end) {
-        sim.step().unwrap();
-        let v = sim.world().check_invariants();
-        assert!(v.is_empty(), "at {}: {v:?}", sim.now());
-    }
-    sim.run_until(end).unwrap();
-    let one = models::run(sc, &cfg);
-    let stepped = models::run::finish(sim, end, None);
-    assert_eq!(one.fingerprint, stepped.fingerprint);
-    stepped
+    // Invariants after every event, not only at the end; stepped = one go.
+    crate::support::stepped(sc, &cfg)
 }
 
 #[test]

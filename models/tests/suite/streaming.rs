@@ -13,7 +13,7 @@
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;
 use models::{Outcome, Reason, RunConfig, RunOutput, Scenario};
-use sim_core::{SimDuration, SimTime};
+use sim_core::SimDuration;
 
 /// `{stream}`: the station's stream settings; `{read}`: the call site's read timeout.
 const TEXT: &str = r#"Scenario(name: "stalls",
@@ -51,19 +51,9 @@ const END_S: u64 = 240;
 fn run_checked(sc: &Scenario) -> RunOutput {
     let mut cfg = RunConfig::new(7, SimDuration::from_secs(END_S));
     cfg.record_requests = true;
-    let mut sim = models::run::simulation(sc, &cfg);
-    let end = SimTime(END_S * 1_000_000_000);
-    while sim.next_event_time().is_some_and(|t| t <= end) {
-        sim.step().unwrap();
-        let v = sim.world().check_invariants();
-        assert!(v.is_empty(), "at {}: {v:?}", sim.now());
-    }
-    sim.run_until(end).unwrap();
-    let stepped = models::run::finish(sim, end, None);
-    assert!(stepped.violations.is_empty(), "{:?}", stepped.violations);
-    let one = models::run(sc, &cfg);
-    assert_eq!(one.fingerprint, stepped.fingerprint, "determinism");
-    assert_ne!(one.fingerprint, models::run(sc, &RunConfig { seed: 8, ..cfg }).fingerprint);
+    let stepped = crate::support::stepped(sc, &cfg);
+    let other = models::run(sc, &RunConfig { seed: 8, ..cfg });
+    assert_ne!(stepped.fingerprint, other.fingerprint);
     let s = &stepped.summary;
     let g = |k: &str| s.get(&format!("source.chat.{k}")).unwrap();
     assert_eq!(g("offered"), g("completed") + g("failed") + g("rejected") + g("in_flight_end"));

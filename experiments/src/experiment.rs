@@ -130,6 +130,9 @@ pub struct Experiment {
     pub name: String,
     pub description: String,
     pub file: PathBuf,
+    /// The file the scenario text came from (`file` itself for an inline or bare scenario):
+    /// relative paths inside the scenario (trace files) are relative to it.
+    pub scenario_file: PathBuf,
     pub scenario: Arc<Scenario>,
     pub duration: SimDuration,
     pub warmup: SimDuration,
@@ -261,6 +264,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 name: scenario.name.clone(),
                 description: scenario.description.clone(),
                 file: path.to_path_buf(),
+                scenario_file: path.to_path_buf(),
                 scenario: Arc::new(scenario),
                 duration: defaults.duration,
                 warmup: defaults.warmup,
@@ -306,6 +310,8 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 (ScenarioRef::File(_), None) => unreachable!("read above"),
             };
             let scenario = Arc::new(scenario);
+            let scenario_file =
+                base_file.as_ref().map_or_else(|| path.to_path_buf(), |(p, _)| p.clone());
             let variants =
                 variant::resolve_variants(&src, &Base { part, scenario: &scenario }, &f.variants)?;
             let sweep = variant::for_every_variant(&variants, &scenario, |reg| {
@@ -318,6 +324,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 name: f.name,
                 description: f.description,
                 file: path.to_path_buf(),
+                scenario_file,
                 scenario,
                 duration: f.duration,
                 warmup: f.warmup,

@@ -12,6 +12,7 @@
 
 pub mod catalog;
 pub mod console;
+pub mod embed;
 pub mod experiment;
 pub mod gpu_cli;
 pub mod locate;
@@ -21,6 +22,7 @@ pub mod report;
 pub mod results;
 pub mod ronfile;
 pub mod runner;
+pub mod session;
 pub mod sweep;
 pub mod variant;
 

@@ -25,6 +25,7 @@ use models::params::ParamValue;
 use models::summary::Value;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Fixed leading columns of `runs.parquet`, before the model's summary columns.
 pub const RUN_COLUMNS: [&str; 13] = [
@@ -448,9 +449,48 @@ pub fn scan(dir: impl AsRef<Path>, table: &str) -> PolarsResult<LazyFrame> {
     }
     let path =
         p.to_str().ok_or_else(|| polars_err!(ComputeError: "non-UTF-8 path {}", p.display()))?;
-    // Parts written by an older version may lack newer columns: read them as nulls.
-    let args = ScanArgsParquet { allow_missing_columns: true, ..Default::default() };
+    // Parts may have different columns — runs of structural variants report different
+    // components, and parts written by an older version lack newer columns: scan with the
+    // union of the parts' schemas, a column a part lacks read as nulls.
+    let args = ScanArgsParquet {
+        allow_missing_columns: true,
+        schema: union_schema(&p)?.map(Arc::new),
+        ..Default::default()
+    };
     LazyFrame::scan_parquet(PlRefPath::new(format!("{path}/")), args)
+}
+
+/// The union of the column schemas of a table's parts (`<table>/shard=<i>/*.parquet`), in
+/// first-seen order over the parts sorted by path; `None` when there is no part.
+fn union_schema(table: &Path) -> PolarsResult<Option<Schema>> {
+    let mut parts: Vec<PathBuf> = Vec::new();
+    for shard in std::fs::read_dir(table)? {
+        let shard = shard?.path();
+        if !shard.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&shard)? {
+            let f = f?.path();
+            let visible =
+                f.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.'));
+            if visible && f.extension().is_some_and(|e| e == "parquet") {
+                parts.push(f);
+            }
+        }
+    }
+    parts.sort();
+    let mut union: Option<Schema> = None;
+    for f in parts {
+        let arrow = ParquetReader::new(std::fs::File::open(&f)?).schema()?;
+        let schema = Schema::from_arrow_schema(&arrow);
+        let u = union.get_or_insert_with(Schema::default);
+        for (name, dtype) in schema.iter() {
+            if !u.contains(name) {
+                u.with_column(name.clone(), dtype.clone());
+            }
+        }
+    }
+    Ok(union)
 }
 
 /// Across-seed statistics of every summary metric, per variant × sweep point: `runs` (seeds
@@ -505,4 +545,31 @@ pub fn summarize(runs: &DataFrame) -> PolarsResult<DataFrame> {
     }
     df.drop_in_place("first_run")?;
     Ok(df)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two parts of one table with different columns (a structural variant's run reports a
+    /// component the other lacks) read as one table: the union of the columns, nulls where
+    /// a part has none.
+    #[test]
+    fn parts_with_different_columns_read_as_their_union() {
+        let dir = std::env::temp_dir().join(format!("stormglass-union-{}", std::process::id()));
+        let shard = dir.join("runs").join("shard=0");
+        std::fs::create_dir_all(&shard).unwrap();
+        let mut a = df!("run_index" => [0u64], "x" => [1.0f64]).unwrap();
+        let mut b = df!("run_index" => [1u64], "x" => [2.0f64], "extra" => [3.0f64]).unwrap();
+        for (name, df) in [("a.parquet", &mut a), ("b.parquet", &mut b)] {
+            let f = std::fs::File::create(shard.join(name)).unwrap();
+            ParquetWriter::new(f).finish(df).unwrap();
+        }
+        let got = load(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let cols: Vec<&str> = got.get_column_names().iter().map(|c| c.as_str()).collect();
+        assert_eq!(cols, ["run_index", "x", "extra", "shard"]);
+        let extra = got.column("extra").unwrap().f64().unwrap();
+        assert_eq!((extra.get(0), extra.get(1)), (None, Some(3.0)));
+    }
 }

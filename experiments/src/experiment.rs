@@ -4,11 +4,12 @@
 //! A file may also be a bare `Scenario(...)`: it then runs with the defaults of
 //! [`RunDefaults`] (the CLI can override them).
 
+use crate::patch::Part;
 use crate::ronfile::{InputError, Source};
 use crate::sweep::{
-    self, Constraint, ConstraintFile, Dimension, SweepFile, Variant, VariantFile,
-    resolve_constraints, resolve_sweep, resolve_variants,
+    self, Constraint, ConstraintFile, Dimension, SweepFile, resolve_constraints, resolve_sweep,
 };
+use crate::variant::{self, Base, Variant, VariantFile};
 use models::Scenario;
 use models::params::ParamValue;
 use models::scenario::{ScenarioSpec, SetParam};
@@ -64,7 +65,7 @@ fn default_sample_every() -> SimDuration {
 }
 
 #[derive(Deserialize)]
-enum ScenarioRef {
+pub(crate) enum ScenarioRef {
     /// A scenario file, relative to the experiment file.
     File(String),
     Inline(Box<ScenarioSpec<IgnoredAny>>),
@@ -129,6 +130,9 @@ pub struct Experiment {
     pub name: String,
     pub description: String,
     pub file: PathBuf,
+    /// The file the scenario text came from (`file` itself for an inline or bare scenario):
+    /// relative paths inside the scenario (trace files) are relative to it.
+    pub scenario_file: PathBuf,
     pub scenario: Arc<Scenario>,
     pub duration: SimDuration,
     pub warmup: SimDuration,
@@ -155,8 +159,9 @@ pub struct PlannedRun {
     pub variant: String,
     /// Index of the sweep point (within the variant, after constraints).
     pub point: usize,
-    /// Values of the swept parameters in this run, in `Experiment::swept` order.
-    pub params: Vec<ParamValue>,
+    /// Values of the swept parameters in this run, in `Experiment::swept` order (`None`:
+    /// this run's variant has no such parameter; another variant sets it).
+    pub params: Vec<Option<ParamValue>>,
     pub seed: u64,
     pub scenario: Arc<Scenario>,
 }
@@ -283,13 +288,14 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 name: scenario.name.clone(),
                 description: scenario.description.clone(),
                 file: path.to_path_buf(),
+                scenario_file: path.to_path_buf(),
                 scenario: Arc::new(scenario),
                 duration: defaults.duration,
                 warmup: defaults.warmup,
                 sample_every: Some(defaults.sample_every).filter(|d| d.0 > 0),
                 seeds: defaults.seeds.to_vec(),
                 outputs: defaults.outputs,
-                variants: vec![Variant { name: "default".into(), set: vec![] }],
+                variants: vec![Variant::plain("default", vec![])],
                 sweep: vec![],
                 constraints: vec![],
                 swept: vec![],
@@ -303,42 +309,59 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
             let f: ExperimentFile = src.parse()?;
             check_seed_count(&src, &f.seeds)?;
             let inline = matches!(f.scenario, ScenarioRef::Inline(_));
-            let scenario = match f.scenario {
-                ScenarioRef::Inline(spec) => resolve_scenario(&src, *spec, "scenario")?,
+            // The base scenario's own file, when it has one (structural variants splice
+            // its text).
+            let base_file = match &f.scenario {
                 ScenarioRef::File(rel) => {
-                    let p = path.parent().unwrap_or(Path::new(".")).join(&rel);
+                    let p = path.parent().unwrap_or(Path::new(".")).join(rel);
                     let text = read(&p).map_err(|e| {
                         LoadError::Input(
                             src.error_at("scenario", format!("scenario file \"{rel}\": {e}")),
                         )
                     })?;
-                    let ssrc = Source::new(&p, &text);
-                    let spec: ScenarioSpec<IgnoredAny> = ssrc.parse()?;
-                    resolve_scenario(&ssrc, spec, "")?
+                    Some((p, text))
                 }
+                ScenarioRef::Inline(_) => None,
             };
+            let base_src = base_file.as_ref().map(|(p, t)| Source::new(p, t));
+            let (scenario, part) = match (f.scenario, &base_src) {
+                (ScenarioRef::Inline(spec), _) => (
+                    resolve_scenario(&src, *spec, "scenario")?,
+                    Part { src: &src, path: "scenario" },
+                ),
+                (ScenarioRef::File(_), Some(ssrc)) => {
+                    let spec: ScenarioSpec<IgnoredAny> = ssrc.parse()?;
+                    (resolve_scenario(ssrc, spec, "")?, Part { src: ssrc, path: "" })
+                }
+                (ScenarioRef::File(_), None) => unreachable!("read above"),
+            };
+            let scenario = Arc::new(scenario);
+            let scenario_file =
+                base_file.as_ref().map_or_else(|| path.to_path_buf(), |(p, _)| p.clone());
+            let variants =
+                variant::resolve_variants(&src, &Base { part, scenario: &scenario }, &f.variants)?;
+            let sweep = variant::for_every_variant(&variants, &scenario, |reg| {
+                resolve_sweep(&src, reg, &f.sweep)
+            })?;
+            let constraints = variant::for_every_variant(&variants, &scenario, |reg| {
+                resolve_constraints(&src, reg, &f.constraints)
+            })?;
             let exp = Experiment {
                 name: f.name,
                 description: f.description,
                 file: path.to_path_buf(),
-                scenario: Arc::new(scenario),
+                scenario_file,
+                scenario,
                 duration: f.duration,
                 warmup: f.warmup,
                 sample_every: Some(f.sample_every).filter(|d| d.0 > 0),
                 seeds: f.seeds.to_vec(),
                 outputs: Outputs { requests: f.outputs.requests || defaults.outputs.requests },
-                variants: vec![],
-                sweep: vec![],
-                constraints: vec![],
+                variants,
+                sweep,
+                constraints,
                 swept: vec![],
                 runs: vec![],
-            };
-            let reg = exp.scenario.registry();
-            let exp = Experiment {
-                variants: resolve_variants(&src, &reg, &f.variants)?,
-                sweep: resolve_sweep(&src, &reg, &f.sweep)?,
-                constraints: resolve_constraints(&src, &reg, &f.constraints)?,
-                ..exp
             };
             check_settings(&src, &exp, "")?;
             check_trace_coverage(&src, &exp, inline.then_some("scenario"))?;
@@ -504,7 +527,7 @@ impl Experiment {
         for v in &self.variants {
             let mut point = 0;
             for p in &points {
-                let mut sc = (*self.scenario).clone();
+                let mut sc = (**v.scenario_or(&self.scenario)).clone();
                 for a in v.set.iter().chain(p.iter()) {
                     sc.set_param(&a.path, a.value.clone()).expect("values were checked at load");
                 }
@@ -513,7 +536,8 @@ impl Experiment {
                 if !self.constraints.iter().all(|c| c.holds(&get)) {
                     continue;
                 }
-                let params: Vec<ParamValue> = self.swept.iter().map(|p| get(p)).collect();
+                let params: Vec<Option<ParamValue>> =
+                    self.swept.iter().map(|p| reg.get(p).map(|s| s.value.clone())).collect();
                 let canon = canonical(&sc);
                 let base =
                     mix64(name_id(&canon) ^ settings ^ mix64(name_id(&v.name).rotate_left(7)));

@@ -139,6 +139,11 @@ pub fn remove_temporaries(root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The scenario a run ran (its variant's).
+fn run_scenario<'a>(exp: &'a Experiment, r: &RunRecord) -> &'a models::Scenario {
+    exp.runs.get(r.run_index).map_or(&exp.scenario, |p| &p.scenario)
+}
+
 /// The runs table.
 pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataFrame> {
     let n = records.len();
@@ -179,21 +184,28 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
         Column::new("events".into(), records.iter().map(|r| r.events).collect::<Vec<_>>()),
         Column::new("duration_s".into(), vec![exp.duration.as_s_f64(); n]),
         Column::new("warmup_s".into(), vec![exp.warmup.as_s_f64(); n]),
-        Column::new("scenario".into(), vec![exp.scenario.name.as_str(); n]),
+        Column::new(
+            "scenario".into(),
+            records.iter().map(|r| run_scenario(exp, r).name.as_str()).collect::<Vec<_>>(),
+        ),
     ];
     // One column per swept parameter, typed by the parameter.
     for (k, path) in exp.swept.iter().enumerate() {
-        let vals: Vec<&ParamValue> = records.iter().map(|r| &r.params[k]).collect();
+        let vals: Vec<Option<&ParamValue>> = records.iter().map(|r| r.params[k].as_ref()).collect();
         cols.push(param_column(path, &vals));
     }
     // Summary columns: the union over runs, in first-seen order (runs that failed have
     // nulls). All ok runs of one scenario share one column list.
-    let mut names: Vec<(&str, bool)> = Vec::new(); // (name, is_u64)
-    let template = records
+    let templates: Vec<models::summary::Summary> = records
         .iter()
-        .any(|r| r.summary.values.is_empty())
-        .then(|| models::run::summary_template(&exp.scenario));
-    for (name, v) in template.iter().flat_map(|t| t.values.iter()) {
+        .filter(|r| r.summary.values.is_empty())
+        .map(|r| models::run::summary_template(run_scenario(exp, r)))
+        .collect();
+    let mut names: Vec<(&str, bool)> = Vec::new(); // (name, is_u64)
+    for (name, v) in templates.iter().flat_map(|t| t.values.iter()) {
+        if names.iter().any(|(n, _)| n == name) {
+            continue;
+        }
         names.push((name, matches!(v, Value::U64(_))));
     }
     for r in records {
@@ -222,19 +234,41 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
         };
         cols.push(col);
     }
+    let goodput = goodput_columns(exp, &cols)?;
+    cols.extend(goodput);
     DataFrame::new(n, cols)
+}
+
+/// `source.<s>.goodput` and `class.<c>.goodput`: successful, non-degraded completions per
+/// second of measured time (`success ÷ (duration − warm-up)`), beside every `success`
+/// column. Derived here, not in the model, so the run's fingerprint does not depend on it.
+fn goodput_columns(exp: &Experiment, cols: &[Column]) -> PolarsResult<Vec<Column>> {
+    let measured = exp.duration.as_s_f64() - exp.warmup.as_s_f64();
+    let mut out = Vec::new();
+    for c in cols {
+        let name = c.name().as_str();
+        let Some(prefix) = name.strip_suffix(".success") else { continue };
+        if !(prefix.starts_with("source.") || prefix.starts_with("class.")) {
+            continue;
+        }
+        let v: Vec<Option<f64>> =
+            c.cast(&DataType::Float64)?.f64()?.iter().map(|s| Some(s? / measured)).collect();
+        out.push(Column::new(format!("{prefix}.goodput").into(), v));
+    }
+    Ok(out)
 }
 
 /// The column of a swept parameter: `param.<path>`; counts as u64 (null = unbounded),
 /// numbers as f64, durations as f64 milliseconds (`param.<path>_ms`), distributions as text.
-fn param_column(path: &str, vals: &[&ParamValue]) -> Column {
-    match vals.first() {
+fn param_column(path: &str, vals: &[Option<&ParamValue>]) -> Column {
+    // The type of the first run that has the parameter; a variant without it gives null.
+    match vals.iter().flatten().next() {
         Some(ParamValue::Count(_)) | Some(ParamValue::OptCount(_)) => Column::new(
             format!("param.{path}").into(),
             vals.iter()
                 .map(|v| match v {
-                    ParamValue::Count(n) => Some(*n),
-                    ParamValue::OptCount(n) => *n,
+                    Some(ParamValue::Count(n)) => Some(*n),
+                    Some(ParamValue::OptCount(n)) => *n,
                     _ => None,
                 })
                 .collect::<Vec<_>>(),
@@ -242,18 +276,21 @@ fn param_column(path: &str, vals: &[&ParamValue]) -> Column {
         Some(ParamValue::Duration(_)) => Column::new(
             format!("param.{path}_ms").into(),
             vals.iter()
-                .map(|v| if let ParamValue::Duration(d) = v { Some(d.as_ms_f64()) } else { None })
+                .map(|v| match v {
+                    Some(ParamValue::Duration(d)) => Some(d.as_ms_f64()),
+                    _ => None,
+                })
                 .collect::<Vec<_>>(),
         ),
         Some(ParamValue::Float(_)) => Column::new(
             format!("param.{path}").into(),
             vals.iter()
-                .map(|v| if let ParamValue::Float(x) = v { Some(*x) } else { None })
+                .map(|v| if let Some(ParamValue::Float(x)) = v { Some(*x) } else { None })
                 .collect::<Vec<_>>(),
         ),
         _ => Column::new(
             format!("param.{path}").into(),
-            vals.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+            vals.iter().map(|v| v.map(|v| v.to_string())).collect::<Vec<_>>(),
         ),
     }
 }
@@ -366,7 +403,7 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
         for q in &r.requests {
             run_id.push(r.run_id.as_str());
             request_id.push(q.request_id);
-            source.push(exp.scenario.sources[q.source as usize].name.as_str());
+            source.push(run_scenario(exp, r).sources[q.source as usize].name.as_str());
             seq.push(q.seq);
             arrival.push(q.arrival.0);
             start.push(q.start.map(|t| t.0));

@@ -24,7 +24,7 @@ pub struct RunRecord {
     pub run_index: usize,
     pub variant: String,
     pub point: usize,
-    pub params: Vec<models::params::ParamValue>,
+    pub params: Vec<Option<models::params::ParamValue>>,
     pub seed: u64,
     pub status: Status,
     /// 16 hex digits; `None` when the run panicked.

@@ -577,6 +577,7 @@ mod entry_report;
 mod fallback;
 mod gpu;
 mod holdings;
+mod observe;
 mod report;
 mod requests;
 mod scripted;

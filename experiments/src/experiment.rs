@@ -231,7 +231,7 @@ fn load_traces(
         let Some(t) = s.trace.as_mut() else { continue };
         let field = join(prefix, &format!("sources[{i}].trace.file"));
         let path = dir.join(&t.file);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = read_bounded(&path, models::trace::MAX_FILE_BYTES).map_err(|e| {
             src.error_at(&field, format!("cannot read trace {}: {e}", path.display()))
         })?;
         let data = models::trace::TraceData::parse_csv(&text, t)
@@ -241,8 +241,32 @@ fn load_traces(
     Ok(())
 }
 
+/// Most bytes of a scenario or experiment file.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
 fn read(path: &Path) -> Result<String, LoadError> {
-    std::fs::read_to_string(path).map_err(|err| LoadError::Io { file: path.to_path_buf(), err })
+    read_bounded(path, MAX_INPUT_BYTES)
+        .map_err(|err| LoadError::Io { file: path.to_path_buf(), err })
+}
+
+/// Reads a regular file of at most `max` bytes: a device (`/dev/zero`), a FIFO or a file
+/// growing past the bound is refused instead of being read until memory runs out.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    // Looked at before opening: opening a FIFO blocks until something writes to it.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file (a device, a pipe or a directory is never read)",
+        ));
+    }
+    let file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.take(max + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        return Err(Error::new(ErrorKind::InvalidInput, format!("larger than {max} bytes")));
+    }
+    Ok(text)
 }
 
 /// Loads an experiment (or a bare scenario run with `defaults`) from a file.
@@ -278,11 +302,13 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 runs: vec![],
             };
             check_settings(&src, &exp, "")?;
+            check_trace_coverage(&src, &exp, Some(""))?;
             finish_plan(&src, exp)
         }
         "Experiment" => {
             let f: ExperimentFile = src.parse()?;
             check_seed_count(&src, &f.seeds)?;
+            let inline = matches!(f.scenario, ScenarioRef::Inline(_));
             // The base scenario's own file, when it has one (structural variants splice
             // its text).
             let base_file = match &f.scenario {
@@ -338,6 +364,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 runs: vec![],
             };
             check_settings(&src, &exp, "")?;
+            check_trace_coverage(&src, &exp, inline.then_some("scenario"))?;
             finish_plan(&src, exp)
         }
         other => {
@@ -358,6 +385,24 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
             }))
         }
     }
+}
+
+/// Refuses a trace replay that would use under 1% of its rows in the run's duration (a
+/// millisecond trace read with the default `time_unit: "1s"`), positioned at the trace (or
+/// at `scenario` when the scenario is in another file: `prefix` `None`).
+fn check_trace_coverage(
+    src: &Source<'_>,
+    e: &Experiment,
+    prefix: Option<&str>,
+) -> Result<(), InputError> {
+    for (i, s) in e.scenario.sources.iter().enumerate() {
+        let Some(t) = &s.trace else { continue };
+        t.check_coverage(s.start, e.duration).map_err(|m| match prefix {
+            Some(p) => src.error_at(&join(p, &format!("sources[{i}].trace")), m),
+            None => src.error_at("scenario", format!("sources[{i}].trace: {m}")),
+        })?;
+    }
+    Ok(())
 }
 
 fn check_seed_count(src: &Source<'_>, seeds: &Seeds) -> Result<(), InputError> {

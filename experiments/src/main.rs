@@ -285,6 +285,18 @@ fn parse_shard(s: &str, env: impl Fn(&str) -> Option<String>) -> Result<(u32, u3
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// After the first SIGINT/SIGTERM, runs still going after this long are ended (recorded as
+/// error rows) so the batch exits, e.g. before a cluster's SIGKILL; a second signal ends
+/// them at once. `STORMGLASS_GRACE_SECONDS` overrides it.
+const GRACE_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(20);
+
+fn grace_after_signal() -> std::time::Duration {
+    std::env::var("STORMGLASS_GRACE_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(GRACE_AFTER_SIGNAL, std::time::Duration::from_secs)
+}
+
 fn run(
     exp: &Experiment,
     out: &Path,
@@ -341,15 +353,27 @@ fn run(
         return ExitCode::FAILURE;
     }
     let _ = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            eprintln!(
-                "\ninterrupted twice: exiting now (finished runs are saved; rerun with --resume)"
-            );
+        use experiments::runner::ABORT;
+        if ABORT.load(Ordering::SeqCst) {
+            eprintln!("\ninterrupted again: exiting now (finished runs are saved)");
             std::process::exit(130);
         }
+        if STOP.swap(true, Ordering::SeqCst) {
+            eprintln!(
+                "\ninterrupted twice: ending the runs in progress now (each is recorded as an error row)"
+            );
+            ABORT.store(true, Ordering::SeqCst);
+            return;
+        }
+        let grace = grace_after_signal();
         eprintln!(
-            "\ninterrupt: finishing the runs in progress, starting no new ones (Ctrl-C again to quit now)"
+            "\ninterrupt: finishing the runs in progress, starting no new ones; runs still going in {}s are ended (Ctrl-C again to end them now)",
+            grace.as_secs()
         );
+        std::thread::spawn(move || {
+            std::thread::sleep(grace);
+            ABORT.store(true, Ordering::SeqCst);
+        });
     });
     let mode = match progress {
         "auto" if std::io::stderr().is_terminal() => "bar",

@@ -19,7 +19,7 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize)]
-#[serde(rename = "Sweep")]
+#[serde(deny_unknown_fields, rename = "Sweep")]
 pub(crate) enum SweepFile {
     Grid { path: String, values: Vec<IgnoredAny> },
     Zip(Vec<AxisFile>),

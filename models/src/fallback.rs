@@ -70,6 +70,7 @@ pub struct FallbackSpec {
 
 /// The next layer of the chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum FallbackTo {
     /// Another call site (its own governors, upstream and fallback).
     CallSite(String),
@@ -225,6 +226,8 @@ pub struct SiteRef<'a> {
 /// `(site index, field path below it, message)`.
 pub fn check_chains(sites: &[SiteRef], caches: &[&str]) -> Result<(), (usize, String, String)> {
     let index = |n: &str| sites.iter().position(|s| s.name == n);
+    // Every reference first: a chain walked from one site runs through later sites, whose
+    // own `to` must already be known to exist (found by the fuzzer: a panic at load).
     for (i, s) in sites.iter().enumerate() {
         let Some(f) = s.fallback else { continue };
         match &f.to {
@@ -250,6 +253,8 @@ pub fn check_chains(sites: &[SiteRef], caches: &[&str]) -> Result<(), (usize, St
             let msg = "a trimmed context needs a call site to go to (`to: CallSite(..)`)".into();
             return Err((i, "fallback.trim".into(), msg));
         }
+    }
+    for (i, s) in sites.iter().enumerate() {
         // Walk the chain from here.
         let mut chain = vec![s.name];
         let mut at = i;

@@ -49,6 +49,7 @@ pub struct PipelineSpec {
 /// One stage: a step, or steps running at the same time. Written
 /// `Step(name: "llm", call: "llm", calls: Fixed(3))` or `Parallel([Step(..), Step(..)])`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Stage {
     Step {
         #[serde(deserialize_with = "crate::validate::name")]
@@ -119,7 +120,7 @@ impl Default for CallCount {
 }
 
 #[derive(Deserialize)]
-#[serde(rename = "CallCount")]
+#[serde(deny_unknown_fields, rename = "CallCount")]
 enum RawCount {
     Fixed(u32),
     Uniform { min: u32, max: u32 },

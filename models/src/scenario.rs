@@ -463,14 +463,8 @@ impl<V> ScenarioSpec<V> {
                 }
                 (Some(_), None) => {}
             }
-            if s.limit.is_none()
-                && s.interarrival.as_ref().is_some_and(|d| d.mean().is_some_and(|m| m <= 0.0))
-            {
-                return Err(SpecError {
-                    path: format!("sources[{i}].interarrival"),
-                    message: "expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate; for a batch flood set a `limit`)".into(),
-                });
-            }
+            crate::source::check_rate(s.interarrival.as_ref(), s.limit)
+                .map_err(|message| at("interarrival", message))?;
         }
         ranges("classes", &self.classes)?;
         ranges("sources", &self.sources)?;
@@ -770,6 +764,12 @@ impl Scenario {
             ));
         }
         spec.ty.check(&s.value).map_err(|m| err("value", m))?;
+        if let (Some(("source", name, "interarrival")), ParamValue::DurationDist(d)) =
+            (split_path(&s.path), &s.value)
+        {
+            let limit = self.sources.iter().find(|x| x.name == name).and_then(|x| x.limit);
+            crate::source::check_rate(Some(d), limit).map_err(|m| err("value", m))?;
+        }
         if s.reload {
             let kind = s.path.split('.').next().unwrap_or("");
             if !crate::govspec::RELOADABLE_KINDS.contains(&kind) {

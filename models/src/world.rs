@@ -576,6 +576,7 @@ mod entry;
 mod entry_report;
 mod fallback;
 mod gpu;
+mod holdings;
 mod observe;
 mod report;
 mod requests;
@@ -634,6 +635,12 @@ impl sim_core::World for QueueingWorld {
             .saturating_add(self.govs.len() as u64)
             .saturating_add(self.stations.iter().map(|s| s.st.servers).sum::<u64>())
             .saturating_add(self.entry_entities())
+    }
+    fn holdings(&self) -> sim_core::Holdings {
+        self.holdings_now()
+    }
+    fn largest_holder(&self) -> String {
+        self.largest_holder_now()
     }
     fn component_of(&self, ev: &Ev) -> String {
         let call = |slot: u32| self.calls.get(slot as usize).and_then(|c| c.as_ref());

@@ -1,7 +1,7 @@
 //! Run-time changes against the registry: [`validate_change`] (the one check a timeline
 //! entry, a session change or a GUI knob needs) and the scenario's timeline check.
 
-use super::{Scenario, SpecError, reloadable_kinds};
+use super::{Scenario, SetParam, SpecError, reloadable_kinds};
 use crate::params::{ParamValue, Registry};
 
 /// Which part of a run-time change was refused.
@@ -72,21 +72,30 @@ pub fn validate_change(
 }
 
 impl Scenario {
-    /// Checks the timeline against the registry ([`validate_change`] for each entry).
+    /// Checks the timeline against the registry ([`Scenario::check_change`] for each
+    /// entry).
     pub fn check_timeline(&self) -> Result<(), SpecError> {
         let reg = self.registry();
         for (i, s) in self.timeline.iter().enumerate() {
-            validate_change(&reg, self.classes.len(), &s.path, &s.value, s.reload).map_err(
-                |e| {
-                    let field = match e.field {
-                        ChangeField::Path => "path",
-                        ChangeField::Value => "value",
-                        ChangeField::Reload => "reload",
-                    };
-                    SpecError { path: format!("timeline[{i}].{field}"), message: e.message }
-                },
-            )?;
+            self.check_change(&reg, s).map_err(|e| SpecError {
+                path: format!("timeline[{i}].{}", e.path),
+                message: e.message,
+            })?;
         }
         Ok(())
+    }
+
+    /// Checks one run-time change against this scenario's registry `reg`
+    /// ([`validate_change`]). The error's `path` is the field at fault (`path`, `value` or
+    /// `reload`).
+    pub fn check_change(&self, reg: &Registry, s: &SetParam<ParamValue>) -> Result<(), SpecError> {
+        validate_change(reg, self.classes.len(), &s.path, &s.value, s.reload).map_err(|e| {
+            let field = match e.field {
+                ChangeField::Path => "path",
+                ChangeField::Value => "value",
+                ChangeField::Reload => "reload",
+            };
+            SpecError { path: field.into(), message: e.message }
+        })
     }
 }

@@ -262,6 +262,16 @@ pub trait Params {
     fn set(&mut self, param: &str, value: ParamValue) -> Result<(), String>;
 }
 
+/// A governor kind's declaration (the `spec` of a row of the kind table,
+/// `kinds.rs`): its parameters, plus the kind's static properties.
+pub trait GovernorSpec: Params {
+    /// Changes of its parameters may carry `reload: true` (a Sentinel rule reload).
+    const RELOADABLE: bool = false;
+    /// Why the kind cannot run in shadow mode (completes "Shadow(Kind(\"name\")): …"),
+    /// or `None` when it can.
+    const NOT_SHADOWABLE: Option<&'static str> = None;
+}
+
 /// All parameters of a scenario, by path (sorted: `explain` output is stable).
 #[derive(Clone, Debug, Default)]
 pub struct Registry {

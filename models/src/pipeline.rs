@@ -404,5 +404,11 @@ impl Progress {
     }
 }
 
+/// Does a stage hold its request's worker thread? Yes when any of its steps blocks
+/// (a step without `blocking` follows the app's).
+pub fn stage_holds_thread(steps: &[StepSpec], app_blocking: bool) -> bool {
+    steps.iter().any(|s| s.blocking.unwrap_or(app_blocking))
+}
+
 #[cfg(test)]
 mod tests;

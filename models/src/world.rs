@@ -530,6 +530,8 @@ pub struct QueueingWorld {
     gov_wake: Vec<Option<(SimTime, TimerHandle)>>,
     /// Current value of every parameter, by path (for `config_change` events).
     params_now: std::collections::BTreeMap<String, ParamValue>,
+    /// The scenario's parameter registry: what a run-time change is validated against.
+    registry: crate::params::Registry,
     gates: Vec<GateRt>,
     stations: Vec<StationRt>,
     quotas: Vec<(String, crate::quota::Quota)>,

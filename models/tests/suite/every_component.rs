@@ -179,7 +179,7 @@ fn every_runtime_parameter_changes_mid_run() {
     }
     let n = runtime.len();
     // A rule reload at 6 s for one parameter of each kind that has rules to reload.
-    for kind in models::govspec::RELOADABLE_KINDS {
+    for kind in models::scenario::reloadable_kinds() {
         let p = runtime.iter().find(|p| p.path.starts_with(&format!("{kind}."))).expect(kind);
         sc.timeline.push(SetParam {
             reload: true,
@@ -195,5 +195,53 @@ fn every_runtime_parameter_changes_mid_run() {
     let changes = r.state_events.iter().filter(|e| e.kind == "config_change").count();
     assert_eq!(changes, n);
     let reloads = r.state_events.iter().filter(|e| e.kind == "rule_reload").count();
-    assert_eq!(reloads, models::govspec::RELOADABLE_KINDS.len());
+    assert_eq!(reloads, models::scenario::reloadable_kinds().len());
+}
+
+/// A change the registry refuses (unknown path, build-time parameter, value out of range,
+/// reload of a kind without reloads, class index beyond the classes) never panics the
+/// world: it is recorded as `config_rejected` naming the path and the expected range, and
+/// the run equals the run without it except for those events.
+#[test]
+fn refused_changes_are_recorded_never_applied() {
+    let base = load();
+    let bad: &[(&str, ParamValue, bool, &str)] = &[
+        ("gate.llm.permits", ParamValue::Count(0), false, "expected an integer in [1, "),
+        ("gate.nope.permits", ParamValue::Count(3), false, "unknown parameter path"),
+        ("gate.llm.max_waiting", ParamValue::Count(3), false, "cannot change during a run"),
+        ("gate.llm.permits", ParamValue::Float(2.0), false, "expected an integer"),
+        ("gate.llm.permits", ParamValue::Count(3), true, "a rule reload applies to flow"),
+        ("segment.promo.class", ParamValue::OptCount(Some(7)), false, "class index < 3"),
+    ];
+    let clean = models::run(&base, &cfg(2, None));
+    for (path, value, reload, want) in bad {
+        let e = base.registry();
+        let err = models::scenario::validate_change(&e, 3, path, value, *reload).unwrap_err();
+        assert!(err.to_string().contains(path) && err.message.contains(want), "{err}");
+        let mut sc = base.clone();
+        sc.timeline.push(SetParam {
+            at: SimDuration::from_secs(5),
+            path: path.to_string(),
+            value: value.clone(),
+            reload: *reload,
+        });
+        let r = models::run(&sc, &cfg(2, None));
+        assert!(r.error.is_none() && r.violations.is_empty(), "{path}: {:?}", r.error);
+        let rejected: Vec<_> =
+            r.state_events.iter().filter(|e| e.kind == "config_rejected").collect();
+        assert_eq!(rejected.len(), 1, "{path}");
+        assert!(rejected[0].to.contains(path) && rejected[0].to.contains(want), "{:?}", rejected);
+        assert_eq!(r.summary, clean.summary, "{path}: a refused change changes nothing");
+    }
+}
+
+/// Every kind this scenario (every component) registers is in the parameter catalogue
+/// (`models::reference`), so it is documented and enumerable (GUI knobs).
+#[test]
+fn every_registered_kind_is_catalogued() {
+    let kinds: Vec<&str> = models::reference::param_kinds().iter().map(|k| k.kind).collect();
+    for p in load().registry().iter() {
+        let kind = p.path.split('.').next().expect("a kind");
+        assert!(kinds.contains(&kind), "`{kind}` ({}) is not in param_kinds()", p.path);
+    }
 }

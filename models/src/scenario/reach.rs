@@ -8,7 +8,7 @@
 //! Architecture invariant: the check reads the scenario only; it never changes it.
 //! API boundary: `ScenarioSpec::check` calls [`check_gpu_tokens`].
 
-use crate::scenario::{ScenarioSpec, SpecError};
+use super::{ScenarioSpec, SpecError};
 
 /// The first source that reaches a GPU server without prompt or output tokens, as an error
 /// at that source's token field.

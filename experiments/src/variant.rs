@@ -282,7 +282,7 @@ pub fn describe(variants: &[Variant]) -> String {
             }
         };
         match &v.from {
-            Some(f) => line("scenario", &[f.clone()]),
+            Some(f) => line("scenario", std::slice::from_ref(f)),
             None => line("scenario", &["the experiment's".to_string()]),
         }
         line("removes", &v.changes.removed);

@@ -308,7 +308,7 @@ fn value_of(ty: &ParamType, pick: u64) -> ParamValue {
     match ty {
         ParamType::Count { min, max } => ParamValue::Count((min + pick % 8).min(*max)),
         ParamType::OptCount { min, max } => {
-            ParamValue::OptCount((pick % 3 != 0).then(|| (min + pick % 8).min(*max)))
+            ParamValue::OptCount((!pick.is_multiple_of(3)).then(|| (min + pick % 8).min(*max)))
         }
         ParamType::Duration { min, max } => {
             ParamValue::Duration(SimDuration((min.0 + (pick % 2000) * 1_000_000).min(max.0)))
@@ -320,7 +320,7 @@ fn value_of(ty: &ParamType, pick: u64) -> ParamValue {
             let u = (pick % 1001) as f64 / 1000.0;
             ParamValue::Float((min + (max.min(min + 4.0) - min) * u).clamp(*min, *max))
         }
-        ParamType::Bool => ParamValue::Bool(pick % 2 == 0),
+        ParamType::Bool => ParamValue::Bool(pick.is_multiple_of(2)),
     }
 }
 

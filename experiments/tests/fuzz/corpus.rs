@@ -37,7 +37,7 @@ fn inline_scenarios(dir: &Path, out: &mut Vec<SeedFile>) {
             inline_scenarios(&p, out);
             continue;
         }
-        if !p.extension().is_some_and(|e| e == "rs") {
+        if p.extension().is_none_or(|e| e != "rs") {
             continue;
         }
         let Ok(src) = std::fs::read_to_string(&p) else { continue };

@@ -175,7 +175,7 @@ pub fn execute(
                             break;
                         }
                         for _ in 0..steps {
-                            if !sim.next_event_time().is_some_and(|t| t <= end) {
+                            if sim.next_event_time().is_none_or(|t| t > end) {
                                 break;
                             }
                             if let Err(e) = sim.step() {

@@ -333,10 +333,10 @@ pub fn mutate_tree(
                 .filter(|p| matches!(tree::at(root, p), Some(V::Paren { name: Some(_), .. })))
                 .cloned()
                 .collect();
-            if let (Some(p), Some(n)) = (rng.pick(&named), rng.pick(&pools.names)) {
-                if let Some(V::Paren { name, .. }) = tree::at_mut(root, p) {
-                    *name = Some(n.clone());
-                }
+            if let (Some(p), Some(n)) = (rng.pick(&named), rng.pick(&pools.names))
+                && let Some(V::Paren { name, .. }) = tree::at_mut(root, p)
+            {
+                *name = Some(n.clone());
             }
             "variant"
         }

@@ -289,36 +289,6 @@ impl TokenBucket {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::flow::rules::{ControlBehavior, FlowRule};
-    use crate::params::Registry;
-
-    #[test]
-    fn registry_paths_and_runtime_application() {
-        let spec = FlowRulesSpec {
-            name: "llm".into(),
-            rules: vec![FlowRule::thread(80.0), FlowRule::qps(10.0, ControlBehavior::Default)],
-        };
-        let mut reg = Registry::default();
-        reg.add_component(&spec);
-        // Two rules × 5 parameters; rules 2‥15 are absent.
-        assert_eq!(reg.iter().count(), 10);
-        assert_eq!(reg.get("flow.llm.rule1.count").map(|p| p.value.clone()), Some(V::Float(10.0)));
-        assert!(reg.get("flow.llm.rule2.count").is_none());
-        assert_eq!(FlowRulesSpec::field_of("rule1.count"), "rules[1].count");
-        let mut s2 = spec.clone();
-        s2.set("rule1.count", V::Float(5.0)).expect("settable");
-        assert_eq!(s2.rules[1].count, 5.0);
-        let mut g = FlowRules::new(&spec);
-        g.apply_param("rule1.count", V::Float(3.0)).expect("runtime");
-        assert_eq!(g.rule(1).count, 3.0);
-        assert!(g.apply_param("rule1.cold_factor", V::Count(4)).is_err());
-        assert!(g.apply_param("rule7.count", V::Float(1.0)).is_err());
-    }
-}
-
 use crate::governor::{BuildCtx, GovernorKindOps};
 use crate::params::GovernorSpec;
 
@@ -372,5 +342,35 @@ impl GovernorKindOps for TokenBucket {
     /// The bucket is full again.
     fn reload(&mut self, now: SimTime) {
         self.reset(now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::rules::{ControlBehavior, FlowRule};
+    use crate::params::Registry;
+
+    #[test]
+    fn registry_paths_and_runtime_application() {
+        let spec = FlowRulesSpec {
+            name: "llm".into(),
+            rules: vec![FlowRule::thread(80.0), FlowRule::qps(10.0, ControlBehavior::Default)],
+        };
+        let mut reg = Registry::default();
+        reg.add_component(&spec);
+        // Two rules × 5 parameters; rules 2‥15 are absent.
+        assert_eq!(reg.iter().count(), 10);
+        assert_eq!(reg.get("flow.llm.rule1.count").map(|p| p.value.clone()), Some(V::Float(10.0)));
+        assert!(reg.get("flow.llm.rule2.count").is_none());
+        assert_eq!(FlowRulesSpec::field_of("rule1.count"), "rules[1].count");
+        let mut s2 = spec.clone();
+        s2.set("rule1.count", V::Float(5.0)).expect("settable");
+        assert_eq!(s2.rules[1].count, 5.0);
+        let mut g = FlowRules::new(&spec);
+        g.apply_param("rule1.count", V::Float(3.0)).expect("runtime");
+        assert_eq!(g.rule(1).count, 3.0);
+        assert!(g.apply_param("rule1.cold_factor", V::Count(4)).is_err());
+        assert!(g.apply_param("rule7.count", V::Float(1.0)).is_err());
     }
 }

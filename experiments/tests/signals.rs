@@ -96,7 +96,7 @@ fn a_second_signal_ends_a_spinning_run_as_an_error_row() {
     assert!(err.contains("ending the runs in progress now"), "{err}");
     assert!(secs < 30.0, "ended {secs:.1}s after the first signal");
     let e = the_error_row(&out);
-    assert!(e.contains("interrupted at 0s after"), "{e}");
+    assert!(e.contains("interrupted at t=0s after"), "{e}");
     std::fs::remove_dir_all(&out).unwrap();
 }
 

@@ -22,6 +22,7 @@ pub mod report;
 pub mod results;
 pub mod ronfile;
 pub mod runner;
+pub mod scenario_file;
 pub mod session;
 pub mod sweep;
 pub mod variant;

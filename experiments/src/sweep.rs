@@ -1,7 +1,7 @@
 //! Variants, sweeps and constraints: which parameter values each run gets.
 //!
 //! * A **variant** is a named version of the scenario (`failure`, `fix`): see
-//!   [`crate::variant`]; the sweep runs within each.
+//!   the `variant` module (which builds on this one); the sweep runs within each.
 //! * The **sweep** is a list of dimensions; runs take the Cartesian product of the
 //!   dimensions (the first one outermost), within every variant:
 //!   `Grid(path, values)` — one parameter; `Zip([...])` — several parameters varying together

@@ -8,9 +8,9 @@
 //! resolved and checked as a scenario of its own at load; an error in it names the variant
 //! and points where the offending text was written.
 
-use crate::experiment::{ScenarioRef, resolve_scenario};
 use crate::patch::{self, Changes, Part};
 use crate::ronfile::{InputError, Source};
+use crate::scenario_file::{ScenarioRef, resolve_scenario};
 use crate::sweep::{AssignFile, Assignment, assignment};
 use models::Scenario;
 use models::params::Registry;

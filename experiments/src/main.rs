@@ -78,7 +78,10 @@ enum Cmd {
         overwrite: bool,
     },
     /// Check files without running them.
-    Validate { files: Vec<String> },
+    Validate {
+        #[arg(required = true)]
+        files: Vec<String>,
+    },
     /// Print the resolved parameters and the run list.
     Explain {
         #[command(flatten)]
@@ -126,11 +129,9 @@ fn load(args: &RunArgs) -> Result<Experiment, String> {
     };
     let path = Path::new(&args.file);
     let (shown, text) = if path.exists() {
-        (
-            path.to_path_buf(),
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?,
-        )
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        (path.to_path_buf(), experiments::ronfile::utf8(path, bytes).map_err(|e| e.to_string())?)
     } else if let Some((name, text)) = BUNDLED.iter().find(|(n, _)| *n == args.file) {
         (PathBuf::from(format!("<bundled>/{name}.ron")), text.to_string())
     } else {
@@ -140,6 +141,21 @@ fn load(args: &RunArgs) -> Result<Experiment, String> {
             BUNDLED.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
         ));
     };
+    if experiments::experiment::is_experiment(&text) {
+        let given = [
+            ("--seeds", args.seeds.is_some()),
+            ("--duration", args.duration.is_some()),
+            ("--warmup", args.warmup.is_some()),
+            ("--sample-every", args.sample_every.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|g| g.1) {
+            return Err(format!(
+                "{}: {flag} applies to a bare scenario file only; this is an experiment, which sets its own run settings (edit its `{}` field)",
+                shown.display(),
+                flag.trim_start_matches("--").replace('-', "_")
+            ));
+        }
+    }
     load_text(&shown, &text, &defaults).map_err(|e| e.to_string())
 }
 
@@ -188,10 +204,7 @@ fn main() -> ExitCode {
             if ok { ExitCode::SUCCESS } else { ExitCode::from(2) }
         }
         Cmd::Explain { args } => match load(&args) {
-            Ok(e) => {
-                explain(&e);
-                ExitCode::SUCCESS
-            }
+            Ok(e) => print_quietly(&explain(&e)),
             Err(e) => {
                 eprintln!("{e}");
                 ExitCode::from(2)
@@ -212,6 +225,10 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            if jobs == Some(0) {
+                eprintln!("--jobs: expected at least 1 run in parallel, found 0");
+                return ExitCode::from(2);
+            }
             let jobs = jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
             });
@@ -279,46 +296,29 @@ fn run(
         eprintln!("{}: {e}", root.display());
         return ExitCode::FAILURE;
     }
-    let mine: Vec<usize> =
-        (0..exp.runs.len()).filter(|&i| results::shard_of(i, shards) == shard).collect();
-    let done_before = match results::completed_runs(&root) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("{}: {e}", root.display());
-            return ExitCode::FAILURE;
-        }
-    };
-    let mine_done = mine.iter().filter(|&&i| done_before.contains(&exp.runs[i].run_id)).count();
-    if mine_done > 0 && !resume && !overwrite {
-        eprintln!(
-            "{}: results of {mine_done} of this shard's {} runs exist already; add --resume to run only the missing ones, or --overwrite to run them all again",
-            root.display(),
-            mine.len()
-        );
-        return ExitCode::from(2);
-    }
-    if overwrite {
-        for &i in &mine {
-            for table in ["runs", "timeseries", "events", "timings", "requests"] {
-                for s in 0..shards.max(64) {
-                    let _ = std::fs::remove_file(
-                        root.join(table)
-                            .join(format!("shard={s}"))
-                            .join(format!("{}.parquet", exp.runs[i].run_id)),
-                    );
-                }
+    let experiments::batch::Prepared { mine, todo } =
+        match experiments::batch::prepare(&root, exp, (shard, shards), resume, overwrite) {
+            Ok(p) => p,
+            Err(experiments::batch::PrepareError::Refused(m)) => {
+                eprintln!("{m}");
+                return ExitCode::from(2);
             }
-        }
-    }
-    let todo: Vec<usize> = mine
-        .iter()
-        .copied()
-        .filter(|&i| overwrite || !done_before.contains(&exp.runs[i].run_id))
-        .collect();
+            Err(e) => {
+                eprintln!("{}: {e}", root.display());
+                return ExitCode::FAILURE;
+            }
+        };
     if let Err(e) = experiments::provenance::write(&root, exp, shards) {
         eprintln!("{}: cannot write the manifest: {e}", root.display());
         return ExitCode::FAILURE;
     }
+    let staging = match experiments::staging::Staging::create(&root) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}: cannot create a staging folder: {e}", root.display());
+            return ExitCode::FAILURE;
+        }
+    };
     let _ = ctrlc::set_handler(|| {
         if STOP.swap(true, Ordering::SeqCst) {
             eprintln!(
@@ -357,7 +357,7 @@ fn run(
     let mut errors = Vec::<String>::new();
     let total = todo.len();
     let mut report = |r: &RunRecord| {
-        if let Err(e) = results::write_run(&root, exp, shard, r) {
+        if let Err(e) = results::write_run(&root, &staging, exp, shard, r) {
             errors.push(format!("run {}: {e}", r.run_id));
         }
         finished += 1;
@@ -403,7 +403,7 @@ fn run(
         .map(|d| exp.runs.iter().all(|r| d.contains(&r.run_id)))
         .unwrap_or(false);
     if all_done {
-        match results::load(&root).and_then(|df| results::summarize(&df)) {
+        match results::load_planned(&root, exp).and_then(|df| results::summarize(&df)) {
             Ok(mut summary) => {
                 if let Err(e) = results::write_parquet(&root, "summary.parquet", &mut summary) {
                     eprintln!("writing summary.parquet: {e}");
@@ -430,21 +430,41 @@ fn run(
     }
 }
 
-fn explain(e: &Experiment) {
-    println!("experiment {} ({})", e.name, e.file.display());
-    if !e.description.is_empty() {
-        println!("  {}", e.description);
+/// Writes to stdout; a closed pipe (`stormglass explain … | head`) ends quietly.
+fn print_quietly(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("writing to stdout: {e}");
+            ExitCode::FAILURE
+        }
     }
-    println!(
+}
+
+/// The resolved parameters and the run list, as text.
+fn explain(e: &Experiment) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    macro_rules! out {
+        ($($t:tt)*) => { let _ = writeln!(o, $($t)*); };
+    }
+    out!("experiment {} ({})", e.name, e.file.display());
+    if !e.description.is_empty() {
+        out!("  {}", e.description);
+    }
+    out!(
         "duration {}  warm-up {}  sampling {}",
         e.duration,
         e.warmup,
         e.sample_every.map(|d| d.to_string()).unwrap_or("off".into())
     );
-    println!("\nparameters ({}):", e.scenario.registry().len());
+    out!("\nparameters ({}):", e.scenario.registry().len());
     for p in e.scenario.registry().iter() {
         let rt = if p.runtime { "run-time" } else { "static" };
-        println!(
+        out!(
             "  {:<36} = {:<40} [{}; {}; {rt}] {}",
             p.path,
             p.value.to_string(),
@@ -454,24 +474,24 @@ fn explain(e: &Experiment) {
         );
     }
     if !e.scenario.timeline.is_empty() {
-        println!("\ntimeline:");
+        out!("\ntimeline:");
         for t in &e.scenario.timeline {
             let reload = if t.reload { "  (rule reload)" } else { "" };
-            println!("  at {:<10} {} = {}{reload}", t.at.to_string(), t.path, t.value);
+            out!("  at {:<10} {} = {}{reload}", t.at.to_string(), t.path, t.value);
         }
     }
     if !e.swept.is_empty() || e.variants.len() > 1 {
-        println!(
+        out!(
             "\nvariants: {}",
             e.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ")
         );
-        println!("swept: {}", e.swept.join(", "));
+        out!("swept: {}", e.swept.join(", "));
     }
-    println!("\nruns ({}):", e.runs.len());
+    out!("\nruns ({}):", e.runs.len());
     for r in &e.runs {
         let params: Vec<String> =
             e.swept.iter().zip(&r.params).map(|(p, v)| format!("{p}={v}")).collect();
-        println!(
+        out!(
             "  {}  {} point {} seed {}  {}",
             r.run_id,
             r.variant,
@@ -480,6 +500,7 @@ fn explain(e: &Experiment) {
             params.join("  ")
         );
     }
+    o
 }
 
 /// Across-seed means with 95% confidence intervals of the headline figures, per variant

@@ -11,6 +11,7 @@
 //! would lose enum names, and their errors still point at the right line and column.
 
 pub mod batch;
+pub mod embed;
 pub mod experiment;
 pub mod gpu_cli;
 pub mod locate;
@@ -18,6 +19,7 @@ pub mod provenance;
 pub mod results;
 pub mod ronfile;
 pub mod runner;
+pub mod session;
 pub mod staging;
 pub mod sweep;
 

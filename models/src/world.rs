@@ -533,6 +533,8 @@ pub struct QueueingWorld {
     /// The scenario's parameter registry: what a run-time change is validated against.
     registry: crate::params::Registry,
     gates: Vec<GateRt>,
+    /// Governors with declared gauges: arena index and the gauge of each, in order.
+    gov_gauges: Vec<(usize, Vec<GaugeId>)>,
     stations: Vec<StationRt>,
     quotas: Vec<(String, crate::quota::Quota)>,
     gpus: Vec<gpu::GpuRt>,

@@ -14,6 +14,7 @@
 //! [`scenario`] (the RON types), [`params`] (the registry), [`world`] (the running model),
 //! [`run`] (one run → [`summary`] and records).
 
+pub mod aimd;
 pub mod app;
 pub mod attributes;
 pub mod batcher;

@@ -124,8 +124,9 @@ fn parse_dur(flag: &str, s: &Option<String>, default: SimDuration) -> Result<Sim
 
 /// A file's text, invalid UTF-8 refused with its line and column.
 fn read_text(path: &Path) -> Result<String, String> {
-    let bytes = experiments::experiment::read_bounded(path, experiments::experiment::MAX_INPUT_BYTES)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let bytes =
+        experiments::experiment::read_bounded(path, experiments::experiment::MAX_INPUT_BYTES)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
     experiments::ronfile::utf8(path, bytes).map_err(|e| e.to_string())
 }
 

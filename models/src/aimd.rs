@@ -342,8 +342,7 @@ mod tests {
             (11, 1, 200, 10, 5, true, 9, "(int)9.9 = 9: truncation, not rounding"),
         ];
         for &(before, min, max, rtt_ms, inflight, drop, after, why) in rows {
-            let mut l =
-                AimdLimit::new(&AimdLimitSpec { min_limit: min, max_limit: max, ..spec() });
+            let mut l = AimdLimit::new(&AimdLimitSpec { min_limit: min, max_limit: max, ..spec() });
             l.limit = before;
             assert_eq!(l.update(SimDuration::from_ms(rtt_ms), inflight, drop), after, "{why}");
         }
@@ -353,8 +352,12 @@ mod tests {
     /// the in-flight count at acquisition, ignored outcomes take no sample.
     #[test]
     fn limiter_script() {
-        let mut l =
-            AimdLimit::new(&AimdLimitSpec { initial_limit: 2, min_limit: 1, max_limit: 3, ..spec() });
+        let mut l = AimdLimit::new(&AimdLimitSpec {
+            initial_limit: 2,
+            min_limit: 1,
+            max_limit: 3,
+            ..spec()
+        });
         let c = |i| CallInfo::simple(i, 0);
         let t = SimTime(0);
         assert_eq!(l.on_call(&c(1), t), CallDecision::Pass);
@@ -374,7 +377,10 @@ mod tests {
         let mut ev = vec![];
         l.take_events(&mut ev);
         assert_eq!(ev.len(), 1);
-        assert_eq!((ev[0].kind, ev[0].from.as_str(), ev[0].to.as_str()), ("limit_decrease", "3", "2"));
+        assert_eq!(
+            (ev[0].kind, ev[0].from.as_str(), ev[0].to.as_str()),
+            ("limit_decrease", "3", "2")
+        );
         // Cancelled from above: the slot is given back, no sample.
         assert_eq!(l.on_call(&c(5), t1), CallDecision::Pass);
         l.on_abandon(&c(5), t1);

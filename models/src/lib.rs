@@ -40,6 +40,7 @@ pub mod pipeline;
 pub mod pool;
 pub mod profile;
 pub mod quota;
+pub mod recovery;
 pub mod reference;
 pub mod retry;
 pub mod run;

@@ -519,6 +519,8 @@ pub struct RequestRecord {
 pub struct QueueingWorld {
     seed: u64,
     warmup: SimTime,
+    /// The scenario's metastability verdict window, computed after the run from its series.
+    recovery: Option<crate::recovery::RecoverySpec>,
     sources: Vec<SourceRt>,
     classes: Vec<ClassRt>,
     pipelines: Vec<PipelineRt>,

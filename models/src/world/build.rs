@@ -256,6 +256,7 @@ impl QueueingWorld {
             gov_wake: vec![None; n_govs],
             params_now: registry.iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             registry,
+            recovery: sc.recovery.clone(),
             gates,
             gov_gauges,
             stations,

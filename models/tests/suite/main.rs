@@ -24,6 +24,7 @@ mod limits;
 mod per_instance;
 mod provider_faults;
 mod queueing_theory;
+mod recovery;
 mod routing;
 mod scenarios;
 mod scripted;

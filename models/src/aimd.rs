@@ -323,12 +323,15 @@ mod tests {
         }
     }
 
+    /// (limit before, min, max, rtt ms, inflight, drop, limit after, why).
+    type Row = (u64, u64, u64, u64, u64, bool, u64, &'static str);
+
     /// `AIMDLimit._update(startTime, rtt, inflight, didDrop)`, row by row from the
     /// library's formula: (limit before, min, max, rtt ms, inflight, drop) → limit after.
     #[test]
     fn update_table() {
         #[rustfmt::skip]
-        let rows: &[(u64, u64, u64, u64, u64, bool, u64, &str)] = &[
+        let rows: &[Row] = &[
             (20, 20, 200, 10, 10, false, 21, "inflight×2 = 20 ≥ 20: additive increase"),
             (20, 20, 200, 10, 9, false, 20, "inflight×2 = 18 < 20: app-limited, unchanged"),
             (100, 20, 200, 10, 60, true, 90, "drop: ×0.9"),

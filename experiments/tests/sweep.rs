@@ -179,8 +179,11 @@ fn tied_parameters_set_in_any_order_and_constraints_drop_invalid_points() {
         &RunDefaults::default(),
     )
     .unwrap();
+    let val = |v: &Option<models::params::ParamValue>| {
+        v.as_ref().expect("every point has it").to_string()
+    };
     let got: Vec<String> =
-        e.runs.iter().map(|r| format!("{} {}", r.params[0], r.params[1])).collect();
+        e.runs.iter().map(|r| format!("{} {}", val(&r.params[0]), val(&r.params[1]))).collect();
     assert_eq!(got, ["16 2", "16 8", "4 2"]);
     assert!(unique_ids(&e));
     // Without the constraint the invalid point is refused, with the point named.

@@ -14,6 +14,7 @@
 //! [`scenario`] (the RON types), [`params`] (the registry), [`world`] (the running model),
 //! [`run`] (one run → [`summary`] and records).
 
+pub mod adaptive;
 pub mod aimd;
 pub mod app;
 pub mod attributes;
@@ -31,6 +32,7 @@ pub mod gate;
 pub mod governor;
 pub mod govspec;
 pub mod gpu;
+pub mod gradient2;
 pub mod ids;
 pub mod kinds;
 pub mod observe;

@@ -14,6 +14,7 @@ const SURGE: &str = r#"Scenario(
     sources: [(name: "s", interarrival: Exponential(mean: "5ms"), target: "c")],
     aimd_limits: [AimdLimit(name: "a", initial_limit: 20, min_limit: 5, max_limit: 100,
                             backoff_ratio: 0.9, timeout: "200ms")],
+    gradient2_limits: [Gradient2Limit(name: "g", initial_limit: 20, min_limit: 5, max_concurrency: 100)],
     call_sites: [(name: "c", governors: GOVERNORS, upstream: "llm", timeout: "500ms")],
     stations: [(name: "llm", servers: 10, service: Exponential(mean: "40ms"))],
     timeline: [
@@ -86,4 +87,36 @@ fn invariants_hold_after_every_event_and_bounds_change_at_run_time() {
     let last = r.series.iter().rfind(|s| s.metric == "aimd_limit.a.limit.mean").unwrap();
     assert!(last.value <= 12.0, "{}", last.value);
     assert!(r.state_events.iter().any(|e| e.kind == "config_change"));
+}
+
+#[test]
+fn gradient2_shrinks_the_limit_when_latency_grows() {
+    let with = load(&SURGE.replace("GOVERNORS", r#"[Gradient2Limit("g")]"#));
+    let without = load(&SURGE.replace("GOVERNORS", "[]"));
+    for seed in 0..3 {
+        let a = run_checked(&with, &config(seed));
+        let b = run_checked(&without, &config(seed));
+        // Latency-based: in the surge queueing makes each sample's RTT exceed the long-term
+        // average, the gradient (≥ 0.5) pulls the estimate down towards the servers plus
+        // `queue_size`, so the excess is refused at once instead of timing out.
+        let (ta, tb) = (get(&a, "source.s.failed_timeout"), get(&b, "source.s.failed_timeout"));
+        assert!(ta * 4.0 < tb, "seed {seed}: {ta} timeouts with the limit vs {tb} without");
+        assert!(get(&a, "source.s.rejected_gate_full") > 500.0, "the excess is refused");
+        let limit = |from: u64, to: u64| -> f64 {
+            let v: Vec<f64> = a
+                .series
+                .iter()
+                .filter(|r| r.metric == "gradient2_limit.g.limit.mean")
+                .filter(|r| (from..to).contains(&(r.bucket_start_ns / 1_000_000_000)))
+                .map(|r| r.value)
+                .collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        assert!((5.0..=100.0).contains(&limit(0, 60)));
+        // The estimate grows (by `queue_size`, smoothed) only while the RTT stays within
+        // `rtt_tolerance` (1.5×) of its long-term average: 10 servers at 40 ms admit about
+        // 10 × 1.5 = 15 calls plus the growth step before the RTT crosses it, far below the
+        // 100 the limit may reach. So in the surge it stays low.
+        assert!(limit(25, 40) < 50.0, "{}", limit(25, 40));
+    }
 }

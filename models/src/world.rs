@@ -438,7 +438,8 @@ struct StationRt {
     st: Station<Job>,
     in_system: TimeAverage,
     busy: TimeAverage,
-    /// Servers can change at run time: utilisation is ∫busy ÷ ∫servers.
+    /// Servers can change at run time: utilisation is ∫busy ÷ ∫capacity, the capacity
+    /// being max(servers, busy) (a removed server finishes its service), so it is ≤ 1.
     servers: TimeAverage,
     depth: GaugeId,
     busy_gauge: GaugeId,

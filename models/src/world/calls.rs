@@ -593,6 +593,8 @@ impl QueueingWorld {
         let (busy, q) = (s.st.busy() as i64, s.st.queue_len() as i64);
         s.in_system.set(now, busy + q);
         s.busy.set(now, busy);
+        // Servers removed at run time finish their services first: until then they count.
+        s.servers.set(now, (s.st.servers as i64).max(busy));
         ctx.metrics.set(s.depth, now, q);
         ctx.metrics.set(s.busy_gauge, now, busy);
     }

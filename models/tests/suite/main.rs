@@ -5,6 +5,7 @@
 mod support;
 
 mod abandoned_work;
+mod censoring;
 mod cluster_flow;
 mod connections;
 mod degradation;

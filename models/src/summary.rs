@@ -180,14 +180,15 @@ impl SourceStats {
             in_flight_oldest_age.map(|d| d.as_ms_f64()).unwrap_or(0.0),
         );
         let n = self.latency.count();
-        let q = |p: f64| self.latency.quantile(p).map_or(f64::NAN, |v| v / 1e6);
+        let q = self.latency.quantiles(&[0.5, 0.95, 0.99]);
+        let q = |k: usize| q.as_ref().map_or(f64::NAN, |v| v[k] / 1e6);
         out.push_f64(
             format!("{prefix}.latency_ms_mean"),
             if n == 0 { f64::NAN } else { self.latency_sum_ns as f64 / n as f64 / 1e6 },
         );
-        out.push_f64(format!("{prefix}.latency_ms_p50"), q(0.5));
-        out.push_f64(format!("{prefix}.latency_ms_p95"), q(0.95));
-        out.push_f64(format!("{prefix}.latency_ms_p99"), q(0.99));
+        out.push_f64(format!("{prefix}.latency_ms_p50"), q(0));
+        out.push_f64(format!("{prefix}.latency_ms_p95"), q(1));
+        out.push_f64(format!("{prefix}.latency_ms_p99"), q(2));
         out.push_f64(
             format!("{prefix}.latency_ms_max"),
             if n == 0 { f64::NAN } else { self.latency_max_ns as f64 / 1e6 },
@@ -218,8 +219,9 @@ impl SourceStats {
         for a in in_flight_ages {
             all.record(a.0);
         }
-        for (q, name) in [(0.5, "p50"), (0.95, "p95"), (0.99, "p99")] {
-            let v = all.quantile(q).map_or(f64::NAN, |ns| ns / 1e6);
+        let q = all.quantiles(&[0.5, 0.95, 0.99]);
+        for (k, name) in ["p50", "p95", "p99"].iter().enumerate() {
+            let v = q.as_ref().map_or(f64::NAN, |v| v[k] / 1e6);
             out.push_reported_f64(format!("{prefix}.latency_ms_{name}_with_in_flight"), v);
         }
     }

@@ -560,6 +560,8 @@ pub struct QueueingWorld {
     dispatch_wait: Vec<entry::DispatchWait>,
     /// Budgets, queue-wait timeouts, continuations (`world/timeouts.rs`).
     timeouts: timeouts::TimeoutsRt,
+    /// Time-series ids of the call path (`world/series.rs`).
+    series: series::SeriesIds,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -584,6 +586,7 @@ mod observe;
 mod report;
 mod requests;
 mod scripted;
+mod series;
 mod streaming;
 mod timeouts;
 mod traffic;

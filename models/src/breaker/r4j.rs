@@ -63,6 +63,8 @@ struct Flight {
 pub struct BreakerCounters {
     pub permitted: u64,
     pub not_permitted: u64,
+    /// `not_permitted` by the state that refused (index [`BreakerState::gauge`]; time series).
+    pub not_permitted_in: [u64; 4],
     pub successful: u64,
     pub failed: u64,
     pub slow: u64,
@@ -307,17 +309,25 @@ fn closed_window(spec: &CircuitBreakerSpec) -> Window {
     }
 }
 
+impl CircuitBreaker {
+    /// Counts a refusal, in total and by the current state.
+    fn not_permitted(&mut self) {
+        self.counters.not_permitted += 1;
+        self.counters.not_permitted_in[self.state.gauge() as usize] += 1;
+    }
+}
+
 impl Governor for CircuitBreaker {
     fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
         if self.state == BreakerState::ForcedOpen {
-            self.counters.not_permitted += 1;
+            self.not_permitted();
             return CallDecision::Reject(Reason::BreakerOpen);
         }
         if self.state == BreakerState::Open {
             if now > self.open_until {
                 self.enter_half_open(now);
             } else {
-                self.counters.not_permitted += 1;
+                self.not_permitted();
                 return CallDecision::Reject(Reason::BreakerOpen);
             }
         }
@@ -342,7 +352,7 @@ impl Governor for CircuitBreaker {
                         };
                     }
                 }
-                self.counters.not_permitted += 1;
+                self.not_permitted();
                 CallDecision::Reject(Reason::BreakerOpen)
             }
         }

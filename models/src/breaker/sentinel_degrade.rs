@@ -117,6 +117,8 @@ impl DegradeRuleSpec {
 pub struct DegradeCounters {
     pub passed: u64,
     pub blocked: u64,
+    /// `blocked` by the state that blocked (index [`BreakerState::gauge`]; time series).
+    pub blocked_in: [u64; 4],
     pub completed: u64,
     /// Slow (SLOW_REQUEST_RATIO) or erroneous completions.
     pub bad: u64,
@@ -265,6 +267,7 @@ impl Governor for DegradeBreaker {
         };
         if !pass {
             self.counters.blocked += 1;
+            self.counters.blocked_in[self.state.gauge() as usize] += 1;
             return CallDecision::Reject(Reason::BreakerOpen);
         }
         assert!(self.in_flight.len() < MAX_IN_FLIGHT, "degrade rule tracks too many calls");

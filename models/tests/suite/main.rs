@@ -27,6 +27,7 @@ mod queueing_theory;
 mod routing;
 mod scenarios;
 mod scripted;
+mod series;
 mod session;
 mod shadow;
 mod streaming;

@@ -28,12 +28,17 @@
 //!
 //! Key design decision: like Resilience4j, a result is recorded into the metrics of the
 //! state current when it *arrives*, whatever state admitted the call (a slow call admitted
-//! while CLOSED can decide a HALF_OPEN episode). One deliberate difference: only a call
-//! that holds a probe permit of the current HALF_OPEN episode gives a permit back
-//! (Resilience4j's `releasePermission` increments unconditionally, so permits could
-//! exceed the configured count).
+//! while CLOSED can decide a HALF_OPEN episode). Likewise an ignored error gives a permit
+//! back unconditionally while HALF_OPEN (`CircuitBreakerStateMachine.onError` →
+//! `releasePermission()` → `HalfOpenState.releasePermission`:
+//! `permittedNumberOfCalls.incrementAndGet()`), even for a call admitted while CLOSED or in
+//! an earlier episode, so the permits can exceed the configured count; an abandoned call
+//! gives back only the permit it holds. Durations are Resilience4j's whole milliseconds:
+//! the OPEN wait is `waitDurationInOpenState.toMillis()`, and the HALF_OPEN timer is set only
+//! when `maxWaitDurationInHalfOpenState.toMillis() >= 1` (`HalfOpenState`'s constructor).
 //!
-//! Architecture invariant: `permits_left ≤ permitted` of the episode; waiters exist only
+//! Architecture invariant: `permits_left` + the episode's probes in flight ≤ `permitted` of
+//! the episode + the permits ignored errors gave back in it; waiters exist only
 //! in HALF_OPEN and only while `permits_left = 0`; every admitted call is in `in_flight`
 //! (≤ [`super::MAX_IN_FLIGHT`]) until its outcome or abandon.
 //!
@@ -85,6 +90,8 @@ pub struct CircuitBreaker {
     permits_left: u64,
     /// Probe permits of the current HALF_OPEN episode (the setting when it began).
     episode_permitted: u64,
+    /// Permits given back in this episode by ignored errors of calls holding none.
+    episode_released: u64,
     episode: u64,
     in_flight: BTreeMap<CallId, Flight>,
     waiters: PriorityWaitList,
@@ -111,6 +118,7 @@ impl CircuitBreaker {
             half_open_deadline: None,
             permits_left: 0,
             episode_permitted: 0,
+            episode_released: 0,
             episode: 0,
             in_flight: BTreeMap::new(),
             waiters: PriorityWaitList::new(max_waiting),
@@ -143,7 +151,8 @@ impl CircuitBreaker {
         let probes = self.in_flight.values().filter(|f| f.probe == Some(self.episode)).count();
         match self.state {
             BreakerState::HalfOpen => {
-                assert!(self.permits_left + probes as u64 <= self.episode_permitted);
+                let bound = self.episode_permitted + self.episode_released;
+                assert!(self.permits_left + probes as u64 <= bound);
                 assert!(self.waiters.is_empty() || self.permits_left == 0);
             }
             _ => assert!(self.permits_left == 0 && self.waiters.is_empty()),
@@ -243,9 +252,12 @@ impl CircuitBreaker {
         self.episode += 1;
         self.permits_left = permitted;
         self.episode_permitted = permitted;
+        self.episode_released = 0;
         self.metrics = Window::count(permitted);
-        let max_wait = self.spec.max_wait_duration_in_half_open_state;
-        self.half_open_deadline = (max_wait > SimDuration::ZERO).then(|| now + max_wait);
+        // `maxWaitDurationInHalfOpenState.toMillis()`, a timer only from 1 ms.
+        let max_wait_ms = self.spec.max_wait_duration_in_half_open_state.0 / NS_PER_MS;
+        self.half_open_deadline =
+            (max_wait_ms >= 1).then(|| now + SimDuration(max_wait_ms * NS_PER_MS));
         self.transition(BreakerState::HalfOpen, now);
     }
 
@@ -267,7 +279,7 @@ impl CircuitBreaker {
             return;
         }
         self.permits_left += 1;
-        assert!(self.permits_left <= self.episode_permitted);
+        assert!(self.permits_left <= self.episode_permitted + self.episode_released);
         if let Some(c) = self.waiters.pop() {
             self.permits_left -= 1;
             self.admit(c, now, Some(self.episode));
@@ -368,7 +380,13 @@ impl Governor for CircuitBreaker {
         match classify(&self.spec.record_exceptions, &self.spec.ignore_exceptions, outcome) {
             Classified::Ignored => {
                 self.counters.ignored += 1;
-                self.give_back(f, now);
+                if self.state == BreakerState::HalfOpen && f.probe != Some(self.episode) {
+                    // `releasePermission()` whatever permit the call held (module doc).
+                    self.episode_released += 1;
+                    self.give_back(Flight { probe: Some(self.episode), ..f }, now);
+                } else {
+                    self.give_back(f, now);
+                }
             }
             c => {
                 let failed = c == Classified::Failure;

@@ -201,7 +201,8 @@ impl CircuitBreakerSpec {
 pub fn open_wait(spec: &CircuitBreakerSpec, attempt: u32) -> SimDuration {
     assert!(attempt >= 1);
     if !spec.enable_exponential_backoff {
-        return spec.wait_duration_in_open_state;
+        // `IntervalFunction.of(waitDurationInOpenState)`: `Duration.toMillis()`.
+        return SimDuration(spec.wait_duration_in_open_state.0 / NS_PER_MS * NS_PER_MS);
     }
     let max_ms =
         spec.exponential_max_wait_duration_in_open_state.map_or(u64::MAX, |m| m.0 / NS_PER_MS);

@@ -24,7 +24,10 @@
 //!   Leaving HALF_OPEN wakes the waiters (CLOSED) or answers them `rejected:breaker_open`
 //!   (OPEN).
 //! * FORCED_OPEN (`forced_open`, a run-time switch): every call rejected, nothing recorded;
-//!   switching back on closes the breaker with fresh metrics.
+//!   switching back on closes the breaker with fresh metrics. DISABLED (`disabled`): every
+//!   call permitted, nothing recorded; METRICS_ONLY (`metrics_only`): every call permitted
+//!   and recorded, never opened. Switching one on leaves the others off (one state at a
+//!   time, as Resilience4j's `transitionTo…State`); switching it off closes the breaker.
 //!
 //! Key design decision: like Resilience4j, a result is recorded into the metrics of the
 //! state current when it *arrives*, whatever state admitted the call (a slow call admitted
@@ -69,7 +72,7 @@ pub struct BreakerCounters {
     pub permitted: u64,
     pub not_permitted: u64,
     /// `not_permitted` by the state that refused (index [`BreakerState::gauge`]; time series).
-    pub not_permitted_in: [u64; 4],
+    pub not_permitted_in: [u64; 6],
     pub successful: u64,
     pub failed: u64,
     pub slow: u64,
@@ -112,7 +115,7 @@ impl CircuitBreaker {
         CircuitBreaker {
             metrics: closed_window(spec),
             spec: spec.clone(),
-            state: if spec.forced_open { BreakerState::ForcedOpen } else { BreakerState::Closed },
+            state: special_state(spec).unwrap_or(BreakerState::Closed),
             attempts: 0,
             open_until: SimTime::ZERO,
             half_open_deadline: None,
@@ -201,18 +204,54 @@ impl CircuitBreaker {
     /// Switches the breaker off (FORCED_OPEN; waiters are answered `breaker_open`) or back
     /// on (CLOSED, fresh metrics, open-wait attempts reset).
     pub fn set_forced_open(&mut self, on: bool, now: SimTime) {
-        self.spec.forced_open = on;
-        match (on, self.state) {
-            (true, BreakerState::ForcedOpen) | (false, BreakerState::Closed) => {}
-            (false, BreakerState::ForcedOpen) => self.enter_closed(now),
-            (false, _) => {} // already on: nothing to undo
-            (true, _) => {
+        self.set_special(BreakerState::ForcedOpen, on, now);
+    }
+    /// DISABLED on or off (`transitionToDisabledState` / `transitionToClosedState`).
+    pub fn set_disabled(&mut self, on: bool, now: SimTime) {
+        self.set_special(BreakerState::Disabled, on, now);
+    }
+    /// METRICS_ONLY on or off (`transitionToMetricsOnlyState` / `transitionToClosedState`).
+    pub fn set_metrics_only(&mut self, on: bool, now: SimTime) {
+        self.set_special(BreakerState::MetricsOnly, on, now);
+    }
+
+    /// Switches one of the special states on (leaving the others off) or off (→ CLOSED
+    /// with fresh metrics, if the breaker is in it).
+    fn set_special(&mut self, which: BreakerState, on: bool, now: SimTime) {
+        let flag = |s: &mut CircuitBreakerSpec, st: BreakerState, v: bool| match st {
+            BreakerState::ForcedOpen => s.forced_open = v,
+            BreakerState::Disabled => s.disabled = v,
+            _ => s.metrics_only = v,
+        };
+        if on {
+            for st in [BreakerState::ForcedOpen, BreakerState::Disabled, BreakerState::MetricsOnly]
+            {
+                flag(&mut self.spec, st, st == which);
+            }
+        } else {
+            flag(&mut self.spec, which, false);
+        }
+        match (on, self.state == which) {
+            (true, true) => {}
+            (false, true) => self.enter_closed(now),
+            (false, false) => {} // not in it: nothing to undo
+            (true, false) => {
                 self.permits_left = 0;
                 self.half_open_deadline = None;
+                // Waiters exist only in HALF_OPEN: refused (FORCED_OPEN) or let through.
                 while let Some(c) = self.waiters.pop() {
-                    self.answered.push((c, Outcome::Rejected(Reason::BreakerOpen)));
+                    if which == BreakerState::ForcedOpen {
+                        self.answered.push((c, Outcome::Rejected(Reason::BreakerOpen)));
+                    } else {
+                        self.admit(c, now, None);
+                        self.woken.push(c);
+                    }
                 }
-                self.transition(BreakerState::ForcedOpen, now);
+                if which != BreakerState::ForcedOpen {
+                    // `DisabledState` / `MetricsOnlyState` start fresh metrics.
+                    self.metrics = closed_window(&self.spec);
+                }
+                self.transition(which, now);
             }
         }
     }
@@ -288,11 +327,11 @@ impl CircuitBreaker {
     }
 
     fn record(&mut self, failed: bool, slow: bool, now: SimTime) {
-        if self.state == BreakerState::ForcedOpen {
-            return; // Resilience4j's ForcedOpenState records nothing
+        if matches!(self.state, BreakerState::ForcedOpen | BreakerState::Disabled) {
+            return; // Resilience4j's ForcedOpenState and DisabledState record nothing
         }
         let snap = self.metrics.record(failed, slow, now);
-        if self.state == BreakerState::Open {
+        if matches!(self.state, BreakerState::Open | BreakerState::MetricsOnly) {
             return; // recorded (as Resilience4j does) but never checked
         }
         // CLOSED: capped at the window for COUNT_BASED only; HALF_OPEN: the window is
@@ -312,6 +351,17 @@ impl CircuitBreaker {
             self.enter_closed(now);
         }
     }
+}
+
+/// The special state a spec starts in, if any (FORCED_OPEN first).
+fn special_state(spec: &CircuitBreakerSpec) -> Option<BreakerState> {
+    [
+        (spec.forced_open, BreakerState::ForcedOpen),
+        (spec.disabled, BreakerState::Disabled),
+        (spec.metrics_only, BreakerState::MetricsOnly),
+    ]
+    .into_iter()
+    .find_map(|(on, st)| on.then_some(st))
 }
 
 fn closed_window(spec: &CircuitBreakerSpec) -> Window {
@@ -344,7 +394,7 @@ impl Governor for CircuitBreaker {
             }
         }
         match self.state {
-            BreakerState::Closed => {
+            BreakerState::Closed | BreakerState::Disabled | BreakerState::MetricsOnly => {
                 self.admit(call.call, now, None);
                 CallDecision::Pass
             }

@@ -155,3 +155,62 @@ fn half_open_timer_in_whole_milliseconds() {
         );
     }
 }
+
+/// DISABLED (`transitionToDisabledState`): every call permitted, nothing recorded, no
+/// transition; METRICS_ONLY (`transitionToMetricsOnlyState`): every call permitted and
+/// recorded, the thresholds never open it. Switching one on leaves the others off;
+/// switching it off closes the breaker with fresh metrics.
+#[test]
+fn disabled_and_metrics_only_states() {
+    let mut b = breaker(
+        r#"CircuitBreaker(name: "b", sliding_window_size: 2, minimum_number_of_calls: 2,
+           wait_duration_in_open_state: "1s")"#,
+    );
+    let s = |secs: u64| SimTime(secs * 1_000_000_000);
+    // Each switch is one `state_change` event (the script checks the others).
+    let switch = |b: &mut super::CircuitBreaker, from, to, at| {
+        let mut e = vec![];
+        b.take_events(&mut e);
+        assert_eq!(e, vec![state_event(at, from, to)]);
+    };
+    b.set_disabled(true, s(0));
+    switch(&mut b, BreakerState::Closed, BreakerState::Disabled, s(0));
+    run(
+        &mut b,
+        r#"[
+        (t: "0s", call: 1, act: Call, expect: Some(Pass), state: DISABLED),
+        (t: "0s", call: 2, act: Call, expect: Some(Pass), state: DISABLED),
+        (t: "1s", call: 1, act: Failure, state: DISABLED),
+        // [F F] would open: nothing is recorded
+        (t: "1s", call: 2, act: Failure, state: DISABLED),
+    ]"#,
+    );
+    assert_eq!(b.snapshot().calls, 0);
+    b.set_metrics_only(true, s(2));
+    switch(&mut b, BreakerState::Disabled, BreakerState::MetricsOnly, s(2));
+    assert!(!b.spec().disabled && b.spec().metrics_only, "one special state at a time");
+    run(
+        &mut b,
+        r#"[
+        (t: "2s", call: 3, act: Call, expect: Some(Pass), state: METRICS_ONLY),
+        (t: "2s", call: 4, act: Call, expect: Some(Pass), state: METRICS_ONLY),
+        (t: "3s", call: 3, act: Failure, state: METRICS_ONLY),
+        // [F F]: 100% ≥ 50% but METRICS_ONLY never opens
+        (t: "3s", call: 4, act: Failure, state: METRICS_ONLY),
+        (t: "3s", call: 5, act: Call, expect: Some(Pass), state: METRICS_ONLY),
+    ]"#,
+    );
+    assert_eq!((b.snapshot().calls, b.snapshot().failed), (2, 2), "recorded");
+    b.set_metrics_only(false, s(4));
+    switch(&mut b, BreakerState::MetricsOnly, BreakerState::Closed, s(4));
+    assert_eq!(b.snapshot().calls, 0, "fresh metrics on CLOSED");
+    run(
+        &mut b,
+        r#"[
+        (t: "4s", call: 5, act: Failure, state: CLOSED),
+        (t: "4s", call: 6, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "4s", call: 6, act: Failure, state: OPEN),
+    ]"#,
+    );
+    b.check_invariants();
+}

@@ -123,7 +123,7 @@ pub struct DegradeCounters {
     pub passed: u64,
     pub blocked: u64,
     /// `blocked` by the state that blocked (index [`BreakerState::gauge`]; time series).
-    pub blocked_in: [u64; 4],
+    pub blocked_in: [u64; 6],
     pub completed: u64,
     /// Slow (SLOW_REQUEST_RATIO) or erroneous completions.
     pub bad: u64,
@@ -301,7 +301,11 @@ impl Governor for DegradeBreaker {
         self.counters.completed += 1;
         self.counters.bad += bad as u64;
         match self.state {
-            BreakerState::Open | BreakerState::ForcedOpen => {}
+            // (A degrade rule is never in Resilience4j's special states.)
+            BreakerState::Open
+            | BreakerState::ForcedOpen
+            | BreakerState::Disabled
+            | BreakerState::MetricsOnly => {}
             BreakerState::HalfOpen => {
                 if bad {
                     self.enter_open(now);

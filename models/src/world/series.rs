@@ -32,8 +32,8 @@ pub(super) struct BreakerSeries {
     slow: GaugeId,
     failure_rate: GaugeId,
     slow_rate: GaugeId,
-    refused_in: [CounterId; 4],
-    seen: [u64; 4],
+    refused_in: [CounterId; 6],
+    seen: [u64; 6],
 }
 
 /// Every series id of the call path.
@@ -90,7 +90,7 @@ impl SeriesIds {
                     GovernorKind::DegradeRule(_) => ("blocked", &DEGRADE_REFUSING),
                     _ => return None,
                 };
-                let mut refused_in = [None; 4];
+                let mut refused_in = [None; 6];
                 for s in states {
                     let name = format!("{p}.{refused}_{}", s.name().to_ascii_lowercase());
                     refused_in[s.gauge() as usize] = Some(m.counter(&name));
@@ -105,7 +105,7 @@ impl SeriesIds {
                     failure_rate: m.gauge(&format!("{p}.failure_rate_bp")),
                     slow_rate: m.gauge(&format!("{p}.slow_call_rate_bp")),
                     refused_in: refused_in.map(|c| c.unwrap_or(first)),
-                    seen: [0; 4],
+                    seen: [0; 6],
                 })
             })
             .collect();

@@ -122,3 +122,55 @@ fn degrade_rule_series() {
     assert_eq!(max_of("degrade_rule.d.slow_calls.max"), 0.0, "an error-ratio rule");
     assert!(max_of("degrade_rule.d.failure_rate_bp.max") > 2_000.0);
 }
+
+/// Resilience4j's DISABLED and METRICS_ONLY set from the timeline (so from a session too):
+/// a failing upstream opens the breaker; DISABLED from 10 s lets every call through and
+/// records nothing, METRICS_ONLY from 20 s records but never opens, off at 30 s → CLOSED,
+/// and it opens again. The state gauge and the `state_change` events show each step.
+#[test]
+fn special_states_from_the_timeline() {
+    let sc = load(
+        r#"Scenario(name: "special",
+        sources: [(name: "chat", interarrival: Constant("10ms"), target: "site")],
+        circuit_breakers: [(name: "b", sliding_window_size: 10, minimum_number_of_calls: 10,
+            wait_duration_in_open_state: "1s")],
+        call_sites: [(name: "site", governors: [CircuitBreaker("b")], upstream: "llm")],
+        stations: [(name: "llm", servers: 100, service: Constant("20ms"), error_rate: 1.0)],
+        timeline: [
+            (at: "10s", path: "circuit_breaker.b.disabled", value: Bool(true)),
+            (at: "20s", path: "circuit_breaker.b.metrics_only", value: Bool(true)),
+            (at: "30s", path: "circuit_breaker.b.metrics_only", value: Bool(false)),
+        ],
+    )"#,
+    );
+    let r = run_checked(
+        &sc,
+        &RunConfig { sample_every: Some(SimDuration::from_secs(1)), ..cfg(false) },
+    );
+    let bucket = |m: &str, s: u64| {
+        r.series
+            .iter()
+            .find(|row| row.metric == m && row.bucket_start_ns == s * 1_000_000_000)
+            .map_or(f64::NAN, |row| row.value)
+    };
+    for s in 11..30 {
+        let refused = bucket("circuit_breaker.b.not_permitted_open", s)
+            + bucket("circuit_breaker.b.not_permitted_half_open", s);
+        assert_eq!(refused, 0.0, "bucket {s}: every call permitted");
+        assert_eq!(bucket("call_site.site.attempts", s), 100.0, "bucket {s}");
+    }
+    assert_eq!(bucket("circuit_breaker.b.state.max", 15), 4.0, "DISABLED");
+    assert_eq!(bucket("circuit_breaker.b.buffered_calls.max", 15), 0.0, "nothing recorded");
+    assert_eq!(bucket("circuit_breaker.b.state.max", 25), 5.0, "METRICS_ONLY");
+    assert_eq!(bucket("circuit_breaker.b.buffered_calls.max", 25), 10.0, "recorded");
+    assert!(bucket("circuit_breaker.b.not_permitted_open", 40) > 0.0, "open again after 30 s");
+    let changes: Vec<String> = r
+        .state_events
+        .iter()
+        .filter(|e| e.kind == "state_change" && e.time.0 >= 10_000_000_000)
+        .take(3)
+        .map(|e| format!("{}→{}", e.from, e.to))
+        .collect();
+    assert_eq!(changes[1..], ["DISABLED→METRICS_ONLY", "METRICS_ONLY→CLOSED"]);
+    assert!(changes[0].ends_with("→DISABLED"), "{changes:?}");
+}

@@ -3,6 +3,9 @@
 //! their top reasons), still in flight at the end, p50 and p99 — from `summary.parquet`'s
 //! across-seed means (± the 95% half-width where it matters). Rates are per second of
 //! measured time (duration − warm-up); goodput counts successful, non-degraded answers.
+//! When more than [`IN_FLIGHT_WARN_SHARE`] of a row's measured requests are still in flight
+//! at the end, a warning follows the table: its latency and SLA figures describe the
+//! survivors only, and the warning quotes the censored ones (`*_with_in_flight`).
 
 use crate::experiment::Experiment;
 use crate::report::num;
@@ -10,6 +13,9 @@ use polars::prelude::*;
 
 /// How many reasons are named after a failed / rejected / degraded rate.
 const TOP_REASONS: usize = 2;
+/// Share of a row's measured requests still in flight at the end above which the summary
+/// warns that its latency and SLA figures count answered requests only.
+pub const IN_FLIGHT_WARN_SHARE: f64 = 0.05;
 
 struct Table {
     rows: Vec<Vec<String>>,
@@ -138,6 +144,7 @@ pub fn summary_text(exp: &Experiment, summary: &DataFrame) -> String {
         let sources = scenarios().flat_map(|s| s.sources.iter().map(|s| s.name.clone()));
         let classes = scenarios().flat_map(|s| s.classes.iter().map(|c| c.name.clone()));
         let mut seen: Vec<String> = Vec::new();
+        let mut warnings: Vec<String> = Vec::new();
         let all =
             sources.map(|s| format!("source.{s}")).chain(classes.map(|c| format!("class.{c}")));
         for prefix in all {
@@ -148,6 +155,30 @@ pub fn summary_text(exp: &Experiment, summary: &DataFrame) -> String {
             let offered = get(&format!("{prefix}.offered.mean"), row);
             if !offered.is_some_and(|o| o > 0.0) {
                 continue; // no traffic (or not in this variant)
+            }
+            let in_flight = get(&format!("{prefix}.in_flight_end.mean"), row).unwrap_or(0.0);
+            let offered = offered.unwrap_or(0.0);
+            if in_flight > IN_FLIGHT_WARN_SHARE * offered {
+                let mean =
+                    |m: &str| get(&format!("{prefix}.{m}.mean"), row).map_or("n/a".into(), num);
+                let mut w = format!(
+                    "warning: {}: {} of {} measured requests ({}%) still in flight at the end, \
+                     the oldest {} ms old; latency and SLA figures count answered requests only \
+                     (p99 with the in-flight ones at their age: {} ms",
+                    prefix.replacen('.', " ", 1),
+                    num(in_flight),
+                    num(offered),
+                    num(100.0 * in_flight / offered),
+                    mean("in_flight_oldest_age_ms"),
+                    mean("latency_ms_p99_with_in_flight"),
+                );
+                if let Some(s) = get(&format!("{prefix}.sla_met_with_in_flight.mean"), row)
+                    .filter(|s| !s.is_nan())
+                {
+                    w.push_str(&format!("; SLA met, certain misses in flight counted: {}", num(s)));
+                }
+                w.push(')');
+                warnings.push(w);
             }
             t.rows.push(vec![
                 prefix.replacen('.', " ", 1),
@@ -162,6 +193,9 @@ pub fn summary_text(exp: &Experiment, summary: &DataFrame) -> String {
             ]);
         }
         out.push_str(&t.render("  "));
+        for w in warnings {
+            out.push_str(&format!("  {w}\n"));
+        }
     }
     out
 }

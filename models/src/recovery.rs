@@ -21,8 +21,9 @@
 //! `recovery.end_p99_ms`, `recovery.baseline_amplification`, `recovery.end_amplification`.
 //!
 //! Architecture invariant: a pure function of the run's series and the spec; it reads
-//! nothing else and never changes the run (the columns are folded into the fingerprint
-//! like every summary value, and only when the scenario declares `recovery`).
+//! nothing else and never changes the run. Its columns are *reported* summary columns (not
+//! folded into the fingerprint): they depend on the sampling interval, and observing a run
+//! never changes its fingerprint (I9).
 
 use crate::summary::Summary;
 use serde::{Deserialize, Serialize};
@@ -236,7 +237,9 @@ pub fn push_columns(s: &mut Summary, v: &Verdict) {
         ("baseline_amplification", v.baseline_amplification),
         ("end_amplification", v.end_amplification),
     ] {
-        s.push_f64(format!("recovery.{name}"), x);
+        // Reported, not folded: the verdict reads the time series, and observing a run (its
+        // sampling interval) must never change its fingerprint (I9).
+        s.push_reported_f64(format!("recovery.{name}"), x);
     }
 }
 

@@ -114,7 +114,7 @@ pub fn finish(sim: Simulation<QueueingWorld>, end: SimTime, error: Option<SimErr
 }
 
 fn fold_summary(f: &mut Fingerprint, s: &Summary) {
-    for (name, v) in &s.values {
+    for (name, v) in s.folded() {
         f.fold_str(name);
         match v {
             Value::U64(x) => f.fold(*x),

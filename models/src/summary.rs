@@ -2,8 +2,11 @@
 //! time averages, as a flat list of named values (the columns of `runs.parquet`).
 //!
 //! Architecture invariant: the summary is a function of the model only (never of wall
-//! clock or observers) and is folded into the run fingerprint. Per-request statistics count
-//! requests that *arrived* at or after the warm-up; conservation counts all requests.
+//! clock or observers) and is folded into the run fingerprint — except the *reported*
+//! columns ([`Summary::push_reported_u64`]): figures derived from state the fingerprint
+//! already covers, added for the reader (censoring views), so adding one moves no
+//! fingerprint. Per-request statistics count requests that *arrived* at or after the
+//! warm-up; conservation counts all requests.
 
 use crate::outcome::{Outcome, Reason};
 use sim_core::metrics::Quantiles;
@@ -32,6 +35,9 @@ impl PartialEq for Value {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
     pub values: Vec<(String, Value)>,
+    /// Indices into `values` of the reported columns (not folded into the fingerprint),
+    /// ascending.
+    pub reported: Vec<usize>,
 }
 
 impl Summary {
@@ -40,6 +46,30 @@ impl Summary {
     }
     pub fn push_f64(&mut self, name: String, v: f64) {
         self.values.push((name, Value::F64(v)));
+    }
+    /// A reported column: written to `runs` like any other, but not folded into the
+    /// fingerprint. Only for figures that are functions of what the fingerprint covers
+    /// (the events and the folded columns), so no behaviour can hide in them.
+    pub fn push_reported_u64(&mut self, name: String, v: u64) {
+        self.reported.push(self.values.len());
+        self.push_u64(name, v);
+    }
+    /// See [`Summary::push_reported_u64`].
+    pub fn push_reported_f64(&mut self, name: String, v: f64) {
+        self.reported.push(self.values.len());
+        self.push_f64(name, v);
+    }
+    /// The folded columns, in order (what the fingerprint covers).
+    pub fn folded(&self) -> impl Iterator<Item = &(String, Value)> {
+        let mut skip = self.reported.iter().peekable();
+        self.values.iter().enumerate().filter_map(move |(i, v)| {
+            if skip.peek() == Some(&&i) {
+                skip.next();
+                None
+            } else {
+                Some(v)
+            }
+        })
     }
     pub fn get(&self, name: &str) -> Option<f64> {
         self.values.iter().find(|(n, _)| n == name).map(|(_, v)| match v {
@@ -150,14 +180,15 @@ impl SourceStats {
             in_flight_oldest_age.map(|d| d.as_ms_f64()).unwrap_or(0.0),
         );
         let n = self.latency.count();
-        let q = |p: f64| self.latency.quantile(p).map_or(f64::NAN, |v| v / 1e6);
+        let q = self.latency.quantiles(&[0.5, 0.95, 0.99]);
+        let q = |k: usize| q.as_ref().map_or(f64::NAN, |v| v[k] / 1e6);
         out.push_f64(
             format!("{prefix}.latency_ms_mean"),
             if n == 0 { f64::NAN } else { self.latency_sum_ns as f64 / n as f64 / 1e6 },
         );
-        out.push_f64(format!("{prefix}.latency_ms_p50"), q(0.5));
-        out.push_f64(format!("{prefix}.latency_ms_p95"), q(0.95));
-        out.push_f64(format!("{prefix}.latency_ms_p99"), q(0.99));
+        out.push_f64(format!("{prefix}.latency_ms_p50"), q(0));
+        out.push_f64(format!("{prefix}.latency_ms_p95"), q(1));
+        out.push_f64(format!("{prefix}.latency_ms_p99"), q(2));
         out.push_f64(
             format!("{prefix}.latency_ms_max"),
             if n == 0 { f64::NAN } else { self.latency_max_ns as f64 / 1e6 },
@@ -174,6 +205,25 @@ impl SourceStats {
             format!("{prefix}.p_wait"),
             if self.started == 0 { f64::NAN } else { self.waited as f64 / self.started as f64 },
         );
+    }
+}
+
+impl SourceStats {
+    /// The censoring view, as reported columns beside `emit`'s: latency quantiles over the
+    /// answered measured requests *and* the measured requests still in flight at the end,
+    /// each counted at its age then (right-censored: it will take at least that long).
+    /// Each is a lower bound on the quantile those requests will have, and equals the
+    /// answered-only figure when nothing is in flight. `NaN` when both sets are empty.
+    pub fn emit_censored(&self, prefix: &str, in_flight_ages: &[SimDuration], out: &mut Summary) {
+        let mut all = self.latency.clone();
+        for a in in_flight_ages {
+            all.record(a.0);
+        }
+        let q = all.quantiles(&[0.5, 0.95, 0.99]);
+        for (k, name) in ["p50", "p95", "p99"].iter().enumerate() {
+            let v = q.as_ref().map_or(f64::NAN, |v| v[k] / 1e6);
+            out.push_reported_f64(format!("{prefix}.latency_ms_{name}_with_in_flight"), v);
+        }
     }
 }
 

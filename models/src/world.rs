@@ -438,7 +438,8 @@ struct StationRt {
     st: Station<Job>,
     in_system: TimeAverage,
     busy: TimeAverage,
-    /// Servers can change at run time: utilisation is ∫busy ÷ ∫servers.
+    /// Servers can change at run time: utilisation is ∫busy ÷ ∫capacity, the capacity
+    /// being max(servers, busy) (a removed server finishes its service), so it is ≤ 1.
     servers: TimeAverage,
     depth: GaugeId,
     busy_gauge: GaugeId,
@@ -563,6 +564,8 @@ pub struct QueueingWorld {
     dispatch_wait: Vec<entry::DispatchWait>,
     /// Budgets, queue-wait timeouts, continuations (`world/timeouts.rs`).
     timeouts: timeouts::TimeoutsRt,
+    /// Time-series ids of the call path (`world/series.rs`).
+    series: series::SeriesIds,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -587,6 +590,7 @@ mod observe;
 mod report;
 mod requests;
 mod scripted;
+mod series;
 mod streaming;
 mod timeouts;
 mod traffic;

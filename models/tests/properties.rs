@@ -8,7 +8,7 @@
 //! I35–I44) after every single event; at the end, conservation per source and per class
 //! (offered = completed + failed + rejected + in_flight_end), no infinite value in any
 //! summary column and NaN only in the statistics of possibly empty sets (documented in
-//! `docs/results.md`), the fingerprint replays, and stepping event by event equals one go.
+//! `docs/results.md`), utilisations at most 1, the fingerprint replays, and stepping event by event equals one go.
 //!
 //! Case counts are bounded (`PROPTEST_CASES` overrides [`CASES`]) so CI stays well under a
 //! minute.
@@ -397,6 +397,8 @@ fn check_case(g: &Gen) -> Result<(), TestCaseError> {
         if let Value::F64(x) = v {
             prop_assert!(!x.is_infinite(), "{} = {}", name, x);
             prop_assert!(!x.is_nan() || may_be_nan(name), "{} is NaN", name);
+            // Utilisations are shares of capacity (docs/results.md): never above 1.
+            prop_assert!(!name.ends_with(".utilization") || *x <= 1.0, "{} = {}", name, x);
         }
     }
     let conserved = |p: &str| -> Result<(), TestCaseError> {

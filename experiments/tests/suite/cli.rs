@@ -65,6 +65,7 @@ fn quickstart_runs_and_writes_results() {
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("default  (5 runs; means over seeds ± 95% CI"), "{stdout}");
     assert!(stdout.contains("goodput/s") && stdout.contains("in flight at end"), "{stdout}");
+    assert!(!stdout.contains("warning:"), "a healthy run warns of nothing: {stdout}");
     let root = out.join("quickstart");
     for t in ["runs", "timings", "timeseries", "events"] {
         let n = std::fs::read_dir(root.join(t).join("shard=0")).unwrap().count();
@@ -75,6 +76,49 @@ fn quickstart_runs_and_writes_results() {
     }
     assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
     std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// An overloaded station (10 arrivals/s, 1 served/s): after 60 s ~90% of the requests are
+/// still queued, so the summary warns that its p99 counts the answered ones only and
+/// quotes the censored p99 and SLA share. A healthy run (quickstart, above) gets no warning.
+#[test]
+fn a_flood_run_warns_that_latency_counts_survivors_only() {
+    let dir = tmp("flood");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("flood.ron");
+    std::fs::write(
+        &f,
+        r#"Experiment(
+    name: "flood",
+    scenario: Inline(Scenario(
+        name: "flood",
+        classes: [(name: "chat", sla: "2s")],
+        sources: [(name: "in", class: "chat", interarrival: Constant("100ms"), target: "site")],
+        call_sites: [(name: "site", upstream: "st")],
+        stations: [(name: "st", servers: 1, service: Constant("1s"))],
+    )),
+    duration: "60s",
+)"#,
+    )
+    .unwrap();
+    let o = stormglass()
+        .args(["run", "--progress", "none", "--out"])
+        .arg(dir.join("out"))
+        .arg(&f)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    for want in [
+        "warning: source in: ",
+        "warning: class chat: ",
+        "still in flight at the end",
+        "p99 with the in-flight ones at their age",
+        "SLA met, certain misses in flight counted",
+    ] {
+        assert!(stdout.contains(want), "{want:?} in {stdout}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

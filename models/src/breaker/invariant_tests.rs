@@ -181,7 +181,9 @@ fn sentinel_invariants_under_a_long_drive() {
         assert_eq!((m.woken, m.answered), (0, 0));
         assert_eq!(b.in_flight(), 0);
         let c = b.counters;
-        assert_eq!(c.passed, c.completed + c.ignored + c.abandoned, "{grade}: {c:?}");
+        // Ignored outcomes complete too (counted as non-errors, as Sentinel counts them).
+        assert_eq!(c.passed, c.completed + c.abandoned, "{grade}: {c:?}");
+        assert!(c.ignored > 0 && c.ignored <= c.completed, "{grade}: {c:?}");
         assert_eq!(m.last_state.as_deref().unwrap_or("CLOSED"), b.state().name());
     }
 }

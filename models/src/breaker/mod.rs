@@ -83,6 +83,14 @@ pub enum BreakerState {
     /// nothing recorded, until switched back on (→ CLOSED).
     #[serde(rename = "FORCED_OPEN")]
     ForcedOpen,
+    /// Resilience4j's DISABLED (`transitionToDisabledState`): every call permitted, nothing
+    /// recorded, no transition, until switched back (→ CLOSED).
+    #[serde(rename = "DISABLED")]
+    Disabled,
+    /// Resilience4j's METRICS_ONLY (`transitionToMetricsOnlyState`): every call permitted,
+    /// results recorded in the window, but the thresholds never open it.
+    #[serde(rename = "METRICS_ONLY")]
+    MetricsOnly,
 }
 
 impl BreakerState {
@@ -93,15 +101,19 @@ impl BreakerState {
             BreakerState::Open => "OPEN",
             BreakerState::HalfOpen => "HALF_OPEN",
             BreakerState::ForcedOpen => "FORCED_OPEN",
+            BreakerState::Disabled => "DISABLED",
+            BreakerState::MetricsOnly => "METRICS_ONLY",
         }
     }
-    /// Gauge value: 0 closed, 1 open, 2 half-open, 3 forced open.
+    /// Gauge value: 0 closed, 1 open, 2 half-open, 3 forced open, 4 disabled, 5 metrics only.
     pub fn gauge(self) -> u64 {
         match self {
             BreakerState::Closed => 0,
             BreakerState::Open => 1,
             BreakerState::HalfOpen => 2,
             BreakerState::ForcedOpen => 3,
+            BreakerState::Disabled => 4,
+            BreakerState::MetricsOnly => 5,
         }
     }
 }

@@ -81,6 +81,20 @@ impl Params for CircuitBreakerSpec {
                 runtime: true,
                 doc: "switched off: every call rejected (FORCED_OPEN); false → CLOSED",
             },
+            ParamDecl {
+                name: "disabled",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "DISABLED: every call permitted, nothing recorded; false → CLOSED",
+            },
+            ParamDecl {
+                name: "metrics_only",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "METRICS_ONLY: every call permitted and recorded, never opened; false → CLOSED",
+            },
         ]
     }
     fn get(&self, p: &str) -> Option<V> {
@@ -101,6 +115,8 @@ impl Params for CircuitBreakerSpec {
             }
             "sliding_window_size" => V::Count(self.sliding_window_size),
             "forced_open" => V::Bool(self.forced_open),
+            "disabled" => V::Bool(self.disabled),
+            "metrics_only" => V::Bool(self.metrics_only),
             _ => return None,
         })
     }
@@ -124,6 +140,8 @@ impl Params for CircuitBreakerSpec {
             }
             ("sliding_window_size", V::Count(n)) => self.sliding_window_size = n,
             ("forced_open", V::Bool(b)) => self.forced_open = b,
+            ("disabled", V::Bool(b)) => self.disabled = b,
+            ("metrics_only", V::Bool(b)) => self.metrics_only = b,
             (p, v) => return Err(format!("circuit_breaker has no parameter `{p}` of type {v:?}")),
         }
         Ok(())
@@ -209,6 +227,8 @@ impl super::CircuitBreaker {
                 self.set_automatic_transition(b)
             }
             ("forced_open", V::Bool(b)) => self.set_forced_open(b, now),
+            ("disabled", V::Bool(b)) => self.set_disabled(b, now),
+            ("metrics_only", V::Bool(b)) => self.set_metrics_only(b, now),
             (p, v) => {
                 return Err(format!("circuit_breaker: `{p}` = {v:?} cannot change at run time"));
             }

@@ -24,16 +24,24 @@
 //!   Leaving HALF_OPEN wakes the waiters (CLOSED) or answers them `rejected:breaker_open`
 //!   (OPEN).
 //! * FORCED_OPEN (`forced_open`, a run-time switch): every call rejected, nothing recorded;
-//!   switching back on closes the breaker with fresh metrics.
+//!   switching back on closes the breaker with fresh metrics. DISABLED (`disabled`): every
+//!   call permitted, nothing recorded; METRICS_ONLY (`metrics_only`): every call permitted
+//!   and recorded, never opened. Switching one on leaves the others off (one state at a
+//!   time, as Resilience4j's `transitionTo…State`); switching it off closes the breaker.
 //!
 //! Key design decision: like Resilience4j, a result is recorded into the metrics of the
 //! state current when it *arrives*, whatever state admitted the call (a slow call admitted
-//! while CLOSED can decide a HALF_OPEN episode). One deliberate difference: only a call
-//! that holds a probe permit of the current HALF_OPEN episode gives a permit back
-//! (Resilience4j's `releasePermission` increments unconditionally, so permits could
-//! exceed the configured count).
+//! while CLOSED can decide a HALF_OPEN episode). Likewise an ignored error gives a permit
+//! back unconditionally while HALF_OPEN (`CircuitBreakerStateMachine.onError` →
+//! `releasePermission()` → `HalfOpenState.releasePermission`:
+//! `permittedNumberOfCalls.incrementAndGet()`), even for a call admitted while CLOSED or in
+//! an earlier episode, so the permits can exceed the configured count; an abandoned call
+//! gives back only the permit it holds. Durations are Resilience4j's whole milliseconds:
+//! the OPEN wait is `waitDurationInOpenState.toMillis()`, and the HALF_OPEN timer is set only
+//! when `maxWaitDurationInHalfOpenState.toMillis() >= 1` (`HalfOpenState`'s constructor).
 //!
-//! Architecture invariant: `permits_left ≤ permitted` of the episode; waiters exist only
+//! Architecture invariant: `permits_left` + the episode's probes in flight ≤ `permitted` of
+//! the episode + the permits ignored errors gave back in it; waiters exist only
 //! in HALF_OPEN and only while `permits_left = 0`; every admitted call is in `in_flight`
 //! (≤ [`super::MAX_IN_FLIGHT`]) until its outcome or abandon.
 //!
@@ -63,6 +71,8 @@ struct Flight {
 pub struct BreakerCounters {
     pub permitted: u64,
     pub not_permitted: u64,
+    /// `not_permitted` by the state that refused (index [`BreakerState::gauge`]; time series).
+    pub not_permitted_in: [u64; 6],
     pub successful: u64,
     pub failed: u64,
     pub slow: u64,
@@ -83,6 +93,8 @@ pub struct CircuitBreaker {
     permits_left: u64,
     /// Probe permits of the current HALF_OPEN episode (the setting when it began).
     episode_permitted: u64,
+    /// Permits given back in this episode by ignored errors of calls holding none.
+    episode_released: u64,
     episode: u64,
     in_flight: BTreeMap<CallId, Flight>,
     waiters: PriorityWaitList,
@@ -103,12 +115,13 @@ impl CircuitBreaker {
         CircuitBreaker {
             metrics: closed_window(spec),
             spec: spec.clone(),
-            state: if spec.forced_open { BreakerState::ForcedOpen } else { BreakerState::Closed },
+            state: special_state(spec).unwrap_or(BreakerState::Closed),
             attempts: 0,
             open_until: SimTime::ZERO,
             half_open_deadline: None,
             permits_left: 0,
             episode_permitted: 0,
+            episode_released: 0,
             episode: 0,
             in_flight: BTreeMap::new(),
             waiters: PriorityWaitList::new(max_waiting),
@@ -141,7 +154,8 @@ impl CircuitBreaker {
         let probes = self.in_flight.values().filter(|f| f.probe == Some(self.episode)).count();
         match self.state {
             BreakerState::HalfOpen => {
-                assert!(self.permits_left + probes as u64 <= self.episode_permitted);
+                let bound = self.episode_permitted + self.episode_released;
+                assert!(self.permits_left + probes as u64 <= bound);
                 assert!(self.waiters.is_empty() || self.permits_left == 0);
             }
             _ => assert!(self.permits_left == 0 && self.waiters.is_empty()),
@@ -190,18 +204,54 @@ impl CircuitBreaker {
     /// Switches the breaker off (FORCED_OPEN; waiters are answered `breaker_open`) or back
     /// on (CLOSED, fresh metrics, open-wait attempts reset).
     pub fn set_forced_open(&mut self, on: bool, now: SimTime) {
-        self.spec.forced_open = on;
-        match (on, self.state) {
-            (true, BreakerState::ForcedOpen) | (false, BreakerState::Closed) => {}
-            (false, BreakerState::ForcedOpen) => self.enter_closed(now),
-            (false, _) => {} // already on: nothing to undo
-            (true, _) => {
+        self.set_special(BreakerState::ForcedOpen, on, now);
+    }
+    /// DISABLED on or off (`transitionToDisabledState` / `transitionToClosedState`).
+    pub fn set_disabled(&mut self, on: bool, now: SimTime) {
+        self.set_special(BreakerState::Disabled, on, now);
+    }
+    /// METRICS_ONLY on or off (`transitionToMetricsOnlyState` / `transitionToClosedState`).
+    pub fn set_metrics_only(&mut self, on: bool, now: SimTime) {
+        self.set_special(BreakerState::MetricsOnly, on, now);
+    }
+
+    /// Switches one of the special states on (leaving the others off) or off (→ CLOSED
+    /// with fresh metrics, if the breaker is in it).
+    fn set_special(&mut self, which: BreakerState, on: bool, now: SimTime) {
+        let flag = |s: &mut CircuitBreakerSpec, st: BreakerState, v: bool| match st {
+            BreakerState::ForcedOpen => s.forced_open = v,
+            BreakerState::Disabled => s.disabled = v,
+            _ => s.metrics_only = v,
+        };
+        if on {
+            for st in [BreakerState::ForcedOpen, BreakerState::Disabled, BreakerState::MetricsOnly]
+            {
+                flag(&mut self.spec, st, st == which);
+            }
+        } else {
+            flag(&mut self.spec, which, false);
+        }
+        match (on, self.state == which) {
+            (true, true) => {}
+            (false, true) => self.enter_closed(now),
+            (false, false) => {} // not in it: nothing to undo
+            (true, false) => {
                 self.permits_left = 0;
                 self.half_open_deadline = None;
+                // Waiters exist only in HALF_OPEN: refused (FORCED_OPEN) or let through.
                 while let Some(c) = self.waiters.pop() {
-                    self.answered.push((c, Outcome::Rejected(Reason::BreakerOpen)));
+                    if which == BreakerState::ForcedOpen {
+                        self.answered.push((c, Outcome::Rejected(Reason::BreakerOpen)));
+                    } else {
+                        self.admit(c, now, None);
+                        self.woken.push(c);
+                    }
                 }
-                self.transition(BreakerState::ForcedOpen, now);
+                if which != BreakerState::ForcedOpen {
+                    // `DisabledState` / `MetricsOnlyState` start fresh metrics.
+                    self.metrics = closed_window(&self.spec);
+                }
+                self.transition(which, now);
             }
         }
     }
@@ -241,9 +291,12 @@ impl CircuitBreaker {
         self.episode += 1;
         self.permits_left = permitted;
         self.episode_permitted = permitted;
+        self.episode_released = 0;
         self.metrics = Window::count(permitted);
-        let max_wait = self.spec.max_wait_duration_in_half_open_state;
-        self.half_open_deadline = (max_wait > SimDuration::ZERO).then(|| now + max_wait);
+        // `maxWaitDurationInHalfOpenState.toMillis()`, a timer only from 1 ms.
+        let max_wait_ms = self.spec.max_wait_duration_in_half_open_state.0 / NS_PER_MS;
+        self.half_open_deadline =
+            (max_wait_ms >= 1).then(|| now + SimDuration(max_wait_ms * NS_PER_MS));
         self.transition(BreakerState::HalfOpen, now);
     }
 
@@ -265,7 +318,7 @@ impl CircuitBreaker {
             return;
         }
         self.permits_left += 1;
-        assert!(self.permits_left <= self.episode_permitted);
+        assert!(self.permits_left <= self.episode_permitted + self.episode_released);
         if let Some(c) = self.waiters.pop() {
             self.permits_left -= 1;
             self.admit(c, now, Some(self.episode));
@@ -274,11 +327,11 @@ impl CircuitBreaker {
     }
 
     fn record(&mut self, failed: bool, slow: bool, now: SimTime) {
-        if self.state == BreakerState::ForcedOpen {
-            return; // Resilience4j's ForcedOpenState records nothing
+        if matches!(self.state, BreakerState::ForcedOpen | BreakerState::Disabled) {
+            return; // Resilience4j's ForcedOpenState and DisabledState record nothing
         }
         let snap = self.metrics.record(failed, slow, now);
-        if self.state == BreakerState::Open {
+        if matches!(self.state, BreakerState::Open | BreakerState::MetricsOnly) {
             return; // recorded (as Resilience4j does) but never checked
         }
         // CLOSED: capped at the window for COUNT_BASED only; HALF_OPEN: the window is
@@ -300,6 +353,17 @@ impl CircuitBreaker {
     }
 }
 
+/// The special state a spec starts in, if any (FORCED_OPEN first).
+fn special_state(spec: &CircuitBreakerSpec) -> Option<BreakerState> {
+    [
+        (spec.forced_open, BreakerState::ForcedOpen),
+        (spec.disabled, BreakerState::Disabled),
+        (spec.metrics_only, BreakerState::MetricsOnly),
+    ]
+    .into_iter()
+    .find_map(|(on, st)| on.then_some(st))
+}
+
 fn closed_window(spec: &CircuitBreakerSpec) -> Window {
     match spec.sliding_window_type {
         SlidingWindowType::CountBased => Window::count(spec.sliding_window_size),
@@ -307,22 +371,30 @@ fn closed_window(spec: &CircuitBreakerSpec) -> Window {
     }
 }
 
+impl CircuitBreaker {
+    /// Counts a refusal, in total and by the current state.
+    fn not_permitted(&mut self) {
+        self.counters.not_permitted += 1;
+        self.counters.not_permitted_in[self.state.gauge() as usize] += 1;
+    }
+}
+
 impl Governor for CircuitBreaker {
     fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
         if self.state == BreakerState::ForcedOpen {
-            self.counters.not_permitted += 1;
+            self.not_permitted();
             return CallDecision::Reject(Reason::BreakerOpen);
         }
         if self.state == BreakerState::Open {
             if now > self.open_until {
                 self.enter_half_open(now);
             } else {
-                self.counters.not_permitted += 1;
+                self.not_permitted();
                 return CallDecision::Reject(Reason::BreakerOpen);
             }
         }
         match self.state {
-            BreakerState::Closed => {
+            BreakerState::Closed | BreakerState::Disabled | BreakerState::MetricsOnly => {
                 self.admit(call.call, now, None);
                 CallDecision::Pass
             }
@@ -342,7 +414,7 @@ impl Governor for CircuitBreaker {
                         };
                     }
                 }
-                self.counters.not_permitted += 1;
+                self.not_permitted();
                 CallDecision::Reject(Reason::BreakerOpen)
             }
         }
@@ -358,7 +430,13 @@ impl Governor for CircuitBreaker {
         match classify(&self.spec.record_exceptions, &self.spec.ignore_exceptions, outcome) {
             Classified::Ignored => {
                 self.counters.ignored += 1;
-                self.give_back(f, now);
+                if self.state == BreakerState::HalfOpen && f.probe != Some(self.episode) {
+                    // `releasePermission()` whatever permit the call held (module doc).
+                    self.episode_released += 1;
+                    self.give_back(Flight { probe: Some(self.episode), ..f }, now);
+                } else {
+                    self.give_back(f, now);
+                }
             }
             c => {
                 let failed = c == Classified::Failure;

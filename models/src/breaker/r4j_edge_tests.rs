@@ -9,10 +9,12 @@ use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
 use sim_core::SimTime;
 
-/// A probe of an earlier HALF_OPEN episode that ends ignored does not free a permit of
-/// the current episode (Resilience4j would; see the module doc).
+/// A probe of an earlier HALF_OPEN episode that ends ignored frees a permit of the current
+/// episode, beyond the configured count: Resilience4j's `onError` calls
+/// `releasePermission()` for an ignored error, and `HalfOpenState.releasePermission`
+/// increments `permittedNumberOfCalls` unconditionally.
 #[test]
-fn stale_probe_gives_no_permit_back() {
+fn stale_probe_gives_a_permit_back_as_resilience4j_does() {
     let mut b = breaker(
         r#"CircuitBreaker(name: "b", sliding_window_size: 1, minimum_number_of_calls: 1,
            wait_duration_in_open_state: "1s", permitted_number_of_calls_in_half_open_state: 1,
@@ -30,7 +32,9 @@ fn stale_probe_gives_no_permit_back() {
         // episode 2: call 3 holds its only permit
         (t: "4.5s", call: 3, act: Call, expect: Some(Pass), state: HALF_OPEN),
         (t: "4.6s", call: 2, act: Ignored, state: HALF_OPEN),
-        (t: "4.6s", call: 4, act: Call, expect: Some(Reject), state: HALF_OPEN),
+        // a second probe in an episode of 1 permit
+        (t: "4.6s", call: 4, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "4.6s", call: 5, act: Call, expect: Some(Reject), state: HALF_OPEN),
         // a late failure admitted in episode 1 is still recorded: [F] → OPEN
         (t: "4.7s", call: 3, act: Failure, state: OPEN),
     ]"#,
@@ -128,4 +132,85 @@ fn half_open_metrics_are_count_based_for_time_based_breakers() {
         (t: "200s", call: 4, act: Success, state: OPEN),
     ]"#,
     );
+}
+
+/// `maxWaitDurationInHalfOpenState` in whole milliseconds (`HalfOpenState`'s constructor:
+/// `toMillis()`, and a timer only when it is ≥ 1): 900 µs sets no timer, 1.5 ms a 1 ms one.
+#[test]
+fn half_open_timer_in_whole_milliseconds() {
+    for (max_wait, timer) in [("900us", "Off"), ("1500us", r#"At("2.001s")"#)] {
+        let mut b = breaker(&format!(
+            r#"CircuitBreaker(name: "b", sliding_window_size: 1, minimum_number_of_calls: 1,
+               wait_duration_in_open_state: "1s", max_wait_duration_in_half_open_state: "{max_wait}")"#
+        ));
+        run(
+            &mut b,
+            &format!(
+                r#"[
+            (t: "0s", call: 1, act: Call, expect: Some(Pass), state: CLOSED),
+            (t: "0s", call: 1, act: Failure, state: OPEN),
+            (t: "2s", call: 2, act: Call, expect: Some(Pass), state: HALF_OPEN, timer: Some({timer})),
+        ]"#
+            ),
+        );
+    }
+}
+
+/// DISABLED (`transitionToDisabledState`): every call permitted, nothing recorded, no
+/// transition; METRICS_ONLY (`transitionToMetricsOnlyState`): every call permitted and
+/// recorded, the thresholds never open it. Switching one on leaves the others off;
+/// switching it off closes the breaker with fresh metrics.
+#[test]
+fn disabled_and_metrics_only_states() {
+    let mut b = breaker(
+        r#"CircuitBreaker(name: "b", sliding_window_size: 2, minimum_number_of_calls: 2,
+           wait_duration_in_open_state: "1s")"#,
+    );
+    let s = |secs: u64| SimTime(secs * 1_000_000_000);
+    // Each switch is one `state_change` event (the script checks the others).
+    let switch = |b: &mut super::CircuitBreaker, from, to, at| {
+        let mut e = vec![];
+        b.take_events(&mut e);
+        assert_eq!(e, vec![state_event(at, from, to)]);
+    };
+    b.set_disabled(true, s(0));
+    switch(&mut b, BreakerState::Closed, BreakerState::Disabled, s(0));
+    run(
+        &mut b,
+        r#"[
+        (t: "0s", call: 1, act: Call, expect: Some(Pass), state: DISABLED),
+        (t: "0s", call: 2, act: Call, expect: Some(Pass), state: DISABLED),
+        (t: "1s", call: 1, act: Failure, state: DISABLED),
+        // [F F] would open: nothing is recorded
+        (t: "1s", call: 2, act: Failure, state: DISABLED),
+    ]"#,
+    );
+    assert_eq!(b.snapshot().calls, 0);
+    b.set_metrics_only(true, s(2));
+    switch(&mut b, BreakerState::Disabled, BreakerState::MetricsOnly, s(2));
+    assert!(!b.spec().disabled && b.spec().metrics_only, "one special state at a time");
+    run(
+        &mut b,
+        r#"[
+        (t: "2s", call: 3, act: Call, expect: Some(Pass), state: METRICS_ONLY),
+        (t: "2s", call: 4, act: Call, expect: Some(Pass), state: METRICS_ONLY),
+        (t: "3s", call: 3, act: Failure, state: METRICS_ONLY),
+        // [F F]: 100% ≥ 50% but METRICS_ONLY never opens
+        (t: "3s", call: 4, act: Failure, state: METRICS_ONLY),
+        (t: "3s", call: 5, act: Call, expect: Some(Pass), state: METRICS_ONLY),
+    ]"#,
+    );
+    assert_eq!((b.snapshot().calls, b.snapshot().failed), (2, 2), "recorded");
+    b.set_metrics_only(false, s(4));
+    switch(&mut b, BreakerState::MetricsOnly, BreakerState::Closed, s(4));
+    assert_eq!(b.snapshot().calls, 0, "fresh metrics on CLOSED");
+    run(
+        &mut b,
+        r#"[
+        (t: "4s", call: 5, act: Failure, state: CLOSED),
+        (t: "4s", call: 6, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "4s", call: 6, act: Failure, state: OPEN),
+    ]"#,
+    );
+    b.check_invariants();
 }

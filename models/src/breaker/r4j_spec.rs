@@ -110,6 +110,14 @@ pub struct CircuitBreakerSpec {
     /// with fresh metrics. A run-time knob (SPEC §3.16: a model switched off).
     #[serde(default)]
     pub forced_open: bool,
+    /// DISABLED (`transitionToDisabledState`): every call permitted, nothing recorded;
+    /// switching it off closes the breaker with fresh metrics. A run-time knob.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
+    /// METRICS_ONLY (`transitionToMetricsOnlyState`): every call permitted and recorded, the
+    /// thresholds never open it; switching it off closes the breaker with fresh metrics.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub metrics_only: bool,
 }
 
 fn d_50() -> f64 {
@@ -192,6 +200,8 @@ impl CircuitBreakerSpec {
             ignore_exceptions: super::default_ignore_exceptions(),
             half_open_wait: None,
             forced_open: false,
+            disabled: false,
+            metrics_only: false,
         }
     }
 }
@@ -201,7 +211,8 @@ impl CircuitBreakerSpec {
 pub fn open_wait(spec: &CircuitBreakerSpec, attempt: u32) -> SimDuration {
     assert!(attempt >= 1);
     if !spec.enable_exponential_backoff {
-        return spec.wait_duration_in_open_state;
+        // `IntervalFunction.of(waitDurationInOpenState)`: `Duration.toMillis()`.
+        return SimDuration(spec.wait_duration_in_open_state.0 / NS_PER_MS * NS_PER_MS);
     }
     let max_ms =
         spec.exponential_max_wait_duration_in_open_state.map_or(u64::MAX, |m| m.0 / NS_PER_MS);

@@ -266,6 +266,11 @@ fn exponential_open_wait_grows_and_resets_on_close() {
 fn open_wait_interval_function_table() {
     let mut s = CircuitBreakerSpec::with_defaults("b");
     assert_eq!(open_wait(&s, 7), SimDuration::from_secs(60), "constant by default");
+    // Whole milliseconds (`Duration.toMillis()`): 1.9 ms waits 1 ms, 2.5 s 2,500 ms.
+    for (ns, want_ms) in [(1_900_000, 1), (2_500_000_999, 2500), (1_000_000, 1)] {
+        s.wait_duration_in_open_state = SimDuration(ns);
+        assert_eq!(open_wait(&s, 1), SimDuration::from_ms(want_ms), "{ns} ns");
+    }
     s.enable_exponential_backoff = true;
     s.wait_duration_in_open_state = SimDuration::from_ms(1001);
     // 1001 → 1501 (1501.5) → 2251 (2251.5) → 3376 (3376.5)

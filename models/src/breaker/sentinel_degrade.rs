@@ -16,11 +16,16 @@
 //! Key design decision: Sentinel's clock is `System.currentTimeMillis()`, so this model
 //! works in whole milliseconds (`now_ms = ⌊now / 1 ms⌋`): RT = ⌊end⌋ − ⌊start⌋ ms, the bucket
 //! start, openTime and the retry time. Outcomes are classified as for Resilience4j
-//! ([`super::classify`]); an *ignored* outcome is not counted at all, like an entry blocked
-//! by a later rule: if it was the probe, the breaker falls back to OPEN without a new
-//! openTime (Sentinel's `whenTerminate` hook), so the next call probes again. An abandoned
-//! probe is treated the same way. Like Sentinel, any completion while HALF_OPEN decides,
-//! not only the probe's.
+//! ([`super::classify`]): `record_exceptions` are the errors the application traces
+//! (`Tracer.trace`), and an *ignored* outcome (a business error by default) is an exception
+//! it does not trace. Sentinel counts every completed entry: `ExceptionCircuitBreaker.
+//! onRequestComplete` adds 1 to `totalCount` for every entry and 1 to `errorCount` only
+//! when `entry.getError() != null`, and `ResponseTimeCircuitBreaker.onRequestComplete`
+//! judges every completion by its RT — so an ignored outcome counts in the total as a
+//! non-error (as a success in HALF_OPEN: the probe closes the breaker). An abandoned probe
+//! (the call never completed) falls back to OPEN without a new openTime (Sentinel's
+//! `whenTerminate` hook for an entry that did not complete), so the next call probes again.
+//! Like Sentinel, any completion while HALF_OPEN decides, not only the probe's.
 //!
 //! Architecture invariant: at most one probe; every admitted call is tracked (≤
 //! [`super::MAX_IN_FLIGHT`]) until its outcome or abandon; no timers.
@@ -117,6 +122,8 @@ impl DegradeRuleSpec {
 pub struct DegradeCounters {
     pub passed: u64,
     pub blocked: u64,
+    /// `blocked` by the state that blocked (index [`BreakerState::gauge`]; time series).
+    pub blocked_in: [u64; 6],
     pub completed: u64,
     /// Slow (SLOW_REQUEST_RATIO) or erroneous completions.
     pub bad: u64,
@@ -265,6 +272,7 @@ impl Governor for DegradeBreaker {
         };
         if !pass {
             self.counters.blocked += 1;
+            self.counters.blocked_in[self.state.gauge() as usize] += 1;
             return CallDecision::Reject(Reason::BreakerOpen);
         }
         assert!(self.in_flight.len() < MAX_IN_FLIGHT, "degrade rule tracks too many calls");
@@ -278,11 +286,8 @@ impl Governor for DegradeBreaker {
         let start_ms =
             self.in_flight.remove(&call.call).expect("outcome of a call this rule did not admit");
         let c = classify(&self.spec.record_exceptions, &self.spec.ignore_exceptions, outcome);
-        if c == Classified::Ignored {
-            self.counters.ignored += 1;
-            self.probe_void(call.call, now);
-            return OutcomeDecision::PassUp(outcome);
-        }
+        // Ignored = not traced as an exception: counted, as a non-error (see the module doc).
+        self.counters.ignored += (c == Classified::Ignored) as u64;
         let now_ms = ms(now);
         let bad = match self.spec.grade {
             CircuitBreakerStrategy::SlowRequestRatio => {
@@ -296,7 +301,11 @@ impl Governor for DegradeBreaker {
         self.counters.completed += 1;
         self.counters.bad += bad as u64;
         match self.state {
-            BreakerState::Open | BreakerState::ForcedOpen => {}
+            // (A degrade rule is never in Resilience4j's special states.)
+            BreakerState::Open
+            | BreakerState::ForcedOpen
+            | BreakerState::Disabled
+            | BreakerState::MetricsOnly => {}
             BreakerState::HalfOpen => {
                 if bad {
                     self.enter_open(now);

@@ -35,8 +35,8 @@ fn error_ratio_strictly_greater_single_probe_and_reset() {
         (t: "100ms", call: 3, act: Failure, state: CLOSED),
         // 4 completions < 5: no verdict although 3/4 = 0.75
         (t: "100ms", call: 4, act: Success, state: CLOSED),
-        // a business error is not counted: still 4 < 5 (as an error: 4/5 > 0.5 → OPEN)
-        (t: "100ms", call: 5, act: Ignored, state: CLOSED),
+        // an abandoned call never completed: not counted, still 4 < 5
+        (t: "100ms", call: 5, act: Abandon, state: CLOSED),
         // 3/5 = 0.6 > 0.5 → OPEN at 200 ms; retry at 200 + 2000 = 2200 ms
         (t: "200ms", call: 6, act: Failure, state: OPEN),
         (t: "2.199999999s", call: 8, act: Call, expect: Some(Reject), state: OPEN),
@@ -78,9 +78,9 @@ fn error_ratio_strictly_greater_single_probe_and_reset() {
     );
 }
 
-/// ERROR_COUNT 2: errors > 2 in the current tumbling bucket (min 3, 1 s buckets); a probe
-/// that ends ignored or abandoned falls back to OPEN without a new openTime; any completion
-/// while HALF_OPEN decides.
+/// ERROR_COUNT 2: errors > 2 in the current tumbling bucket (min 3, 1 s buckets); an
+/// abandoned probe falls back to OPEN without a new openTime; any completion while
+/// HALF_OPEN decides.
 #[test]
 fn error_count_tumbling_bucket_and_void_probes() {
     let mut b = rule(
@@ -107,8 +107,8 @@ fn error_count_tumbling_bucket_and_void_probes() {
         // 3 errors > 2 → OPEN at 1100 ms, retry at 2100 ms
         (t: "1.1s", call: 6, act: Failure, state: OPEN),
         (t: "2.1s", call: 9, act: Call, expect: Some(Pass), state: HALF_OPEN),
-        // the probe's outcome is ignored: back to OPEN, retry time unchanged (2100 ms)
-        (t: "2.2s", call: 9, act: Ignored, state: OPEN),
+        // the probe is abandoned: back to OPEN, retry time unchanged (2100 ms)
+        (t: "2.2s", call: 9, act: Abandon, state: OPEN),
         (t: "2.2s", call: 10, act: Call, expect: Some(Pass), state: HALF_OPEN),
         (t: "2.3s", call: 10, act: Abandon, state: OPEN),
         (t: "2.3s", call: 11, act: Call, expect: Some(Pass), state: HALF_OPEN),
@@ -119,7 +119,38 @@ fn error_count_tumbling_bucket_and_void_probes() {
     ]"#,
     );
     assert_eq!(b.in_flight(), 0);
-    assert_eq!((b.counters.blocked, b.counters.ignored, b.counters.abandoned), (0, 1, 1));
+    assert_eq!((b.counters.blocked, b.counters.ignored, b.counters.abandoned), (0, 0, 2));
+}
+
+/// A business error (ignored: an exception the application does not trace) counts in the
+/// total as a non-error — `ExceptionCircuitBreaker.onRequestComplete` adds every completed
+/// entry to `totalCount` and to `errorCount` only when `entry.getError() != null` — and
+/// closes the breaker when it ends the probe (`handleStateChangeWhenThresholdExceeded` with
+/// no error: `fromHalfOpenToClose`). Dropping it instead would leave 3 < 5: CLOSED.
+#[test]
+fn business_errors_count_as_non_errors() {
+    let mut b = rule(r#"DegradeRule(name: "r", grade: ERROR_RATIO, count: 0.5, time_window: 1)"#);
+    run(
+        &mut b,
+        r#"[
+        (t: "0s", call: 1, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 2, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 3, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 4, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "0s", call: 5, act: Call, expect: Some(Pass), state: CLOSED),
+        (t: "10ms", call: 1, act: Failure, state: CLOSED),
+        (t: "10ms", call: 2, act: Ignored, state: CLOSED),
+        (t: "10ms", call: 3, act: Failure, state: CLOSED),
+        (t: "10ms", call: 4, act: Ignored, state: CLOSED),
+        // 5 completions, 3 errors: 3/5 = 0.6 > 0.5 → OPEN at 10 ms, retry at 1010 ms
+        (t: "10ms", call: 5, act: Failure, state: OPEN),
+        (t: "1.01s", call: 6, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        // the probe ends with a business error: no traced error → CLOSED
+        (t: "1.02s", call: 6, act: Ignored, state: CLOSED),
+    ]"#,
+    );
+    assert_eq!(b.counters.ignored, 3);
+    assert_eq!(b.bucket(), (0, 0), "reset on close");
 }
 
 /// SLOW_REQUEST_RATIO: slow when RT > 100 ms (whole ms), open when slow/total > 0.5; the

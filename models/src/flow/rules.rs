@@ -105,6 +105,17 @@ fn default_cold_factor() -> u32 {
 }
 
 impl FlowRule {
+    /// `FlowRuleUtil.isValidRule`'s `checkControlBehaviorField` for a QPS rule: pacing
+    /// (`RATE_LIMITER`, `WARM_UP_RATE_LIMITER`) needs `maxQueueingTimeMs > 0` (warm-up's
+    /// `warmUpPeriodSec > 0` is the parameter's own range). THREAD rules ignore the
+    /// control behaviour.
+    pub fn valid_in_sentinel(&self) -> bool {
+        let pacing = matches!(
+            self.control_behavior,
+            ControlBehavior::RateLimiter | ControlBehavior::WarmUpRateLimiter
+        );
+        self.grade == FlowGrade::Thread || !pacing || self.max_queueing_time_ms > 0
+    }
     /// A QPS rule with every other field at Sentinel's default.
     pub fn qps(count: f64, control_behavior: ControlBehavior) -> Self {
         FlowRule {
@@ -140,6 +151,18 @@ fn rule_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<FlowRule>, D::Error>
     let v = Vec::<FlowRule>::deserialize(d)?;
     if !(1..=16).contains(&v.len()) {
         return Err(D::Error::custom(format!("expected 1 to 16 rules, found {}", v.len())));
+    }
+    if let Some(i) = v.iter().position(|r| !r.valid_in_sentinel()) {
+        return Err(D::Error::custom(format!(
+            "rules[{i}]: a {} rule with max_queueing_time_ms: 0 is invalid in Sentinel \
+             (FlowRuleUtil.isValidRule → checkControlBehaviorField needs maxQueueingTimeMs > 0 \
+             and drops the rule, so it would not limit at all); set it to at least 1 ms, or \
+             remove the rule",
+            match v[i].control_behavior {
+                ControlBehavior::RateLimiter => "RATE_LIMITER",
+                _ => "WARM_UP_RATE_LIMITER",
+            }
+        )));
     }
     Ok(v)
 }

@@ -327,3 +327,35 @@ fn spec_from_ron_with_defaults_and_errors() {
         assert!(ron::from_str::<FlowRulesSpec>(bad).is_err(), "{bad}");
     }
 }
+
+/// `FlowRuleUtil.isValidRule` → `checkControlBehaviorField`: a pacing rule needs
+/// `maxQueueingTimeMs > 0` (Sentinel drops it otherwise); refused here with the reason.
+/// (rule, accepted?)
+#[test]
+fn pacing_rule_with_zero_queueing_time_is_refused_as_sentinel_drops_it() {
+    let table = [
+        ("FlowRule(count: 5, control_behavior: RATE_LIMITER, max_queueing_time_ms: 0)", false),
+        (
+            "FlowRule(count: 5, control_behavior: WARM_UP_RATE_LIMITER, max_queueing_time_ms: 0)",
+            false,
+        ),
+        ("FlowRule(count: 5, control_behavior: RATE_LIMITER, max_queueing_time_ms: 1)", true),
+        ("FlowRule(count: 5, max_queueing_time_ms: 0)", true),
+        ("FlowRule(count: 5, control_behavior: WARM_UP, max_queueing_time_ms: 0)", true),
+        (
+            "FlowRule(grade: THREAD, count: 5, control_behavior: RATE_LIMITER, max_queueing_time_ms: 0)",
+            true,
+        ),
+    ];
+    for (rule, ok) in table {
+        let text = format!("FlowRules(name: \"x\", rules: [FlowRule(count: 1), {rule}])");
+        match ron::from_str::<FlowRulesSpec>(&text) {
+            Ok(_) => assert!(ok, "{rule} accepted"),
+            Err(e) => {
+                assert!(!ok, "{rule}: {e}");
+                let e = e.to_string();
+                assert!(e.contains("rules[1]") && e.contains("FlowRuleUtil.isValidRule"), "{e}");
+            }
+        }
+    }
+}

@@ -9,10 +9,12 @@
 //! With `latest` the latest pass time: if `latest + cost ≤ now` the call passes and
 //! `latest = now` (idle time banks no burst); otherwise `wait = latest + cost − now`, the
 //! call is blocked when `wait > max_queueing_time_ms`, else `latest += cost` and the call
-//! passes at `latest`. `latest` starts "long ago" (`None`): the first call passes at once.
+//! passes after sleeping `wait` from its arrival (`Thread.sleep` from the real time: on the
+//! millisecond clock up to 1 ms after `latest`). `latest` starts "long ago" (`None`): the
+//! first call passes at once.
 //!
-//! Architecture invariant: `latest` never decreases, so successive `PassAt` times are
-//! strictly increasing (FIFO release). A parked call that is cancelled keeps its slot
+//! Architecture invariant: `latest` never decreases, and on the millisecond clock costs are
+//! ≥ 1 ms, so successive `PassAt` times never decrease (FIFO release, ties in order). A parked call that is cancelled keeps its slot
 //! (Sentinel cannot give back a sleeping thread's reservation either).
 //!
 //! API boundary: a pure function of (`count`, `max_queueing_time_ms`, state, now).
@@ -27,10 +29,13 @@ pub fn uses_nanos(count: f64) -> bool {
     (r != 0 && 1000 % r != 0) || count / 1000.0 > 1.0
 }
 
-/// `Math.round` for the non-negative values used here.
+/// `java.lang.Math.round` (Java 7+) for the non-negative values used here: ties go up,
+/// and the fraction is compared exactly — `floor(x + 0.5)` (Java 6) rounds
+/// 0.49999999999999994 up to 1 because the sum rounds to 1.0.
 pub fn java_round(x: f64) -> u64 {
     assert!(x >= 0.0, "negative value {x}");
-    (x + 0.5).floor() as u64
+    let f = x.floor();
+    (if x - f >= 0.5 { f + 1.0 } else { f }) as u64
 }
 
 /// Spacing between two calls, in nanoseconds (whole ms or whole ns as Sentinel computes).
@@ -82,10 +87,12 @@ impl Throttle {
             return Verdict::Block;
         }
         self.latest_ns = Some(expected);
-        // In ms mode Java sleeps `wait` ms from the real (sub-ms) time; we release at the
-        // scheduled ms instead (< 1 ms earlier), which keeps releases in FIFO order.
-        assert!(expected > now.as_ns());
-        Verdict::PassAt(SimTime(expected))
+        // `ThrottlingController` (`RateLimiterController.canPass` in earlier releases):
+        // `Thread.sleep(waitTime)` with waitTime =
+        // latest − currentTimeMillis(): in ms mode the sleep starts at the real (sub-ms)
+        // time, so the call goes at now + wait, up to 1 ms after the scheduled ms. (Releases
+        // stay in order: costs are ≥ 1 ms in ms mode.)
+        Verdict::PassAt(now + sim_core::SimDuration(wait))
     }
 }
 
@@ -113,6 +120,23 @@ mod tests {
         assert_eq!(cost_ns(0.0), None);
     }
 
+    /// `java.lang.Math.round` (Java 7+): (x, rounded).
+    #[test]
+    fn java_round_table() {
+        let table = [
+            (0.0, 0),
+            (0.49999999999999994, 0), // floor(x + 0.5) would give 1
+            (0.5, 1),
+            (2.5, 3),
+            (7.499999999999999, 7),
+            (7.5, 8),
+            (4503599627370495.5, 4503599627370496),
+        ];
+        for (x, r) in table {
+            assert_eq!(java_round(x), r, "{x}");
+        }
+    }
+
     /// count 10 (cost 100 ms), max queueing 500 ms. Script: (time ms, expected verdict).
     #[test]
     fn pacing_script() {
@@ -136,8 +160,12 @@ mod tests {
         // next call at 5600 waits a full cost.
         assert_eq!(th.check(10.0, 500, ms(5600)), Verdict::Pass);
         assert_eq!(th.check(10.0, 500, ms(5600)), Verdict::PassAt(ms(5700)));
-        // Sub-ms arrival in ms mode: now = 5700.4 ms reads as 5700; expected 5800.
-        assert_eq!(th.check(10.0, 500, SimTime(5_700_400_000)), Verdict::PassAt(ms(5800)));
+        // Sub-ms arrival in ms mode (ThrottlingController's sleep): now = 5700.4 ms reads
+        // as 5700; expected 5800, wait 100 ms, slept from 5700.4 → goes at 5800.4 ms.
+        assert_eq!(
+            th.check(10.0, 500, SimTime(5_700_400_000)),
+            Verdict::PassAt(SimTime(5_800_400_000))
+        );
     }
 
     /// count 3 → cost 333 333 333 ns on the ns clock.

@@ -154,10 +154,7 @@ impl WarmUpPacing {
 
     /// The pacing cost (ms) the current token level gives.
     pub fn cost_ms(&self) -> u64 {
-        match self.warm.warming_qps() {
-            Some(q) => java_round(1000.0 / q),
-            None => java_round(1000.0 / self.warm.count),
-        }
+        pacing_cost_ms(self.warm.warming_qps().unwrap_or(self.warm.count))
     }
 
     /// `canPass` (acquire count 1): sync, then pace like the uniform-rate controller.
@@ -181,8 +178,17 @@ impl WarmUpPacing {
             return Verdict::Block;
         }
         self.latest_ms = Some(expected);
-        Verdict::PassAt(SimTime(expected * NS_PER_MS))
+        // `Thread.sleep(waitTime)` from the real (sub-ms) time, as the uniform pacer.
+        Verdict::PassAt(now + sim_core::SimDuration((expected - t) * NS_PER_MS))
     }
+}
+
+/// `WarmUpRateLimiterController.canPass`: `costTime = Math.round(1.0 * acquireCount / qps *
+/// 1000)` — (1/q)·1000 in doubles, which rounds differently from 1000/q when the quotient
+/// lies within an ulp of a half (q = 133.33333333333334: 7.5 → 8, where 1000/q =
+/// 7.499999999999999 → 7).
+pub fn pacing_cost_ms(qps: f64) -> u64 {
+    java_round(1.0 / qps * 1000.0)
 }
 
 #[cfg(test)]
@@ -232,6 +238,23 @@ mod tests {
         wu.reset();
         wu.can_pass(0, 3, SimTime(1_600_000_000));
         assert_eq!(wu.stored(), 97); // filled to 100, minus previous second's 3
+    }
+
+    /// `WarmUpRateLimiterController`'s cost `Math.round(1.0 / q * 1000)`: (q, cost, and
+    /// what round(1000 / q) would give).
+    #[test]
+    fn pacing_cost_rounds_as_sentinel() {
+        let table = [
+            (133.33333333333334, 8, 7),
+            (117.64705882352942, 8, 9),
+            (222.22222222222226, 5, 4),
+            (10.0, 100, 100),
+            (10.0 / 3.0, 300, 300),
+        ];
+        for (q, cost, other) in table {
+            assert_eq!(pacing_cost_ms(q), cost, "q {q}");
+            assert_eq!(java_round(1000.0 / q), other, "q {q}");
+        }
     }
 
     /// Warm-up pacing, count 10: cold cost round(1000/3.33…) = 300 ms; warm (stored below

@@ -232,6 +232,7 @@ impl QueueingWorld {
         for (s, a) in sources.iter_mut().zip(app_of) {
             s.app = a;
         }
+        let series = series::SeriesIds::new(sc, &gov_names, &govs, ctx);
         let n_govs = govs.len();
         let registry = sc.registry();
         let mut w = QueueingWorld {
@@ -288,6 +289,7 @@ impl QueueingWorld {
             apps,
             dispatch_wait,
             timeouts: timeouts::TimeoutsRt::new(sc),
+            series,
         };
         w.fallback_start();
         w.entry_start_all(ctx);

@@ -98,6 +98,8 @@ impl QueueingWorld {
         c.timer = None;
         c.attempt += 1;
         (c.up, c.on_backup) = (None, false);
+        let site = c.site as usize;
+        self.series_retry(site, ctx);
         self.descend(slot, level, ctx);
         self.resume_woken(ctx);
     }
@@ -117,6 +119,7 @@ impl QueueingWorld {
         let site = self.call(slot).site as usize;
         let up = self.pick_upstream(slot);
         self.call_mut(slot).up = Some(up);
+        self.series_sent(site, up, ctx);
         let st = match up {
             Upstream::Station(st) => st,
             Upstream::Gpu(g) => {
@@ -367,6 +370,7 @@ impl QueueingWorld {
             self.release_conn(slot, outcome, ctx);
         }
         let site = self.call(slot).site as usize;
+        self.series_answer(site, outcome, ctx);
         if self.fail_over(slot, site, outcome) {
             self.sites[site].failovers += 1;
             self.send_upstream(slot, ctx);
@@ -410,6 +414,7 @@ impl QueueingWorld {
     /// without, the work goes on and its server stays busy until it ends.
     pub(super) fn on_upstream_timeout(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         self.call_mut(slot).upstream_timer = None;
+        self.series_timeout(self.call(slot).site as usize, ctx);
         self.drop_upstream_work(slot, true, ctx);
         self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);
         self.resume_woken(ctx);
@@ -555,6 +560,7 @@ impl QueueingWorld {
 
     pub(super) fn after_governor(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
         self.sync_wake(g, ctx);
+        self.series_governor(g, ctx);
         let mut evs = Vec::new();
         self.govs[g].take_events(&mut evs);
         for e in evs {
@@ -593,6 +599,8 @@ impl QueueingWorld {
         let (busy, q) = (s.st.busy() as i64, s.st.queue_len() as i64);
         s.in_system.set(now, busy + q);
         s.busy.set(now, busy);
+        // Servers removed at run time finish their services first: until then they count.
+        s.servers.set(now, (s.st.servers as i64).max(busy));
         ctx.metrics.set(s.depth, now, q);
         ctx.metrics.set(s.busy_gauge, now, busy);
     }

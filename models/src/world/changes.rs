@@ -146,8 +146,7 @@ impl QueueingWorld {
         let st = index_of(self.stations.iter().map(|s| s.name.as_str()), name, "station")? as u16;
         self.stations[st as usize].st.apply_param(param, v)?;
         if param == "servers" {
-            let n = self.stations[st as usize].st.servers;
-            self.stations[st as usize].servers.set(ctx.now(), n as i64);
+            // (The capacity's time average follows in `update_station_gauges`.)
             while let Some((job, _)) = self.stations[st as usize].st.start_next() {
                 self.start_service(st, job, ctx);
             }

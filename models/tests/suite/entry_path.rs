@@ -246,7 +246,9 @@ fn least_outstanding_balances_better_than_round_robin() {
 
 /// (f) A scenario without apps (pipeline with a parallel fan-out, a gate, timeouts, failure
 /// injection, a timeline) runs exactly as before the entry path existed: these fingerprints
-/// (seeds 0, 1, 2) were computed on the parent commit 13451ab (main before this branch).
+/// (seeds 0, 1, 2) were computed on the parent commit 13451ab (main before this branch),
+/// and re-pinned when latency quantiles became exact order statistics (the summary's p50 /
+/// p95 / p99 are folded; no event moved).
 const NO_APPS: &str = r#"Scenario(
     name: "no-apps",
     sources: [
@@ -299,7 +301,7 @@ fn no_app_fingerprints() -> Vec<u64> {
 fn a_scenario_without_apps_runs_exactly_as_before() {
     assert_eq!(
         no_app_fingerprints(),
-        vec![12820994495402620104, 14159065120514302161, 8968668357563354816]
+        vec![10002188921044356164, 8756790550534728467, 2880248001908922664]
     );
 }
 

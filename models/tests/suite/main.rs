@@ -6,6 +6,7 @@ mod support;
 
 mod abandoned_work;
 mod adaptive;
+mod censoring;
 mod cluster_flow;
 mod connections;
 mod degradation;
@@ -28,6 +29,7 @@ mod recovery;
 mod routing;
 mod scenarios;
 mod scripted;
+mod series;
 mod session;
 mod shadow;
 mod streaming;

@@ -154,7 +154,9 @@ fn a_hung_stream_without_read_timeout_holds_the_caller_until_the_total_timeout()
 
 /// The same scenario with no stream settings (and an error-rate window in place of the
 /// stall window) runs exactly as before streaming existed: fingerprint and event count
-/// measured at commit 49ddbd0, before this feature.
+/// measured at commit 49ddbd0, before this feature (re-pinned when latency quantiles
+/// became exact order statistics: the summary's quantiles are folded, the events did not
+/// move).
 #[test]
 fn a_scenario_without_streaming_runs_exactly_as_before() {
     let window = r#"
@@ -165,7 +167,7 @@ fn a_scenario_without_streaming_runs_exactly_as_before() {
     sc.check().expect("consistent");
     let r = models::run(&sc, &RunConfig::new(7, SimDuration::from_secs(END_S)));
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    assert_eq!((r.fingerprint.value(), r.events), (10728325027339320148, 4022));
+    assert_eq!((r.fingerprint.value(), r.events), (8664834366990693205, 4022));
     assert!(r.summary.get("station.llm.stream_stalls").is_none(), "no stream columns");
 }
 

@@ -1,0 +1,176 @@
+//! The call path's time series (docs/results.md, `timeseries`): per-bucket attempts,
+//! retries, timeouts and 429s per call site, arrivals per upstream, breaker gauges and
+//! refusals by state — each summed over the buckets equal to the run's own totals, and
+//! none of them moving the fingerprint.
+
+use crate::support::{get, load, run_checked, series_total};
+use models::{RunConfig, Scenario};
+use sim_core::SimDuration;
+
+/// `chat` calls `llm` through a retry (3 attempts) above a Resilience4j breaker; `llm`
+/// fails 30% and from 20 s to 40 s hangs past the 1 s timeout (the breaker opens, refuses,
+/// half-opens). `bulk` calls a GPU server with a queue of 4: 429s.
+fn scenario() -> Scenario {
+    load(
+        r#"Scenario(name: "series",
+        sources: [
+            (name: "chat", interarrival: Exponential(mean: "20ms"), target: "site"),
+            (name: "bulk", interarrival: Exponential(mean: "2ms"), target: "infer",
+             prompt_tokens: Constant(512.0), output_tokens: Constant(64.0)),
+        ],
+        retries: [(name: "r", max_attempts: 3, backoff: Fixed(wait_duration: "50ms"))],
+        circuit_breakers: [(name: "b", sliding_window_size: 20, minimum_number_of_calls: 10,
+            wait_duration_in_open_state: "2s", permitted_number_of_calls_in_half_open_state: 3)],
+        call_sites: [
+            (name: "site", governors: [Retry("r"), CircuitBreaker("b")], upstream: "llm",
+             timeout: "1s"),
+            (name: "infer", upstream: "gpu"),
+        ],
+        stations: [(name: "llm", servers: 100, service: Constant("100ms"), error_rate: 0.3)],
+        gpu_servers: [GpuServer(name: "gpu", max_num_seqs: 8, max_queue: 4)],
+        timeline: [
+            (at: "20s", path: "station.llm.latency_multiplier", value: Float(20.0)),
+            (at: "40s", path: "station.llm.latency_multiplier", value: Float(1.0)),
+        ],
+    )"#,
+    )
+}
+
+fn cfg(sample: bool) -> RunConfig {
+    let mut c = RunConfig::new(3, SimDuration::from_secs(60));
+    c.sample_every = sample.then(|| SimDuration::from_secs(1));
+    c
+}
+
+#[test]
+fn call_path_series_add_up_to_the_run_totals() {
+    let sc = scenario();
+    let r = run_checked(&sc, &cfg(true));
+    let total = |m: &str| series_total(&r, m);
+    // Every request's first attempt and every retry meet the breaker: those it permits are
+    // sent (the attempts), the others refused.
+    let attempts = total("call_site.site.attempts");
+    let retries = total("call_site.site.retries");
+    let refused = get(&r, "circuit_breaker.b.not_permitted");
+    assert_eq!(attempts + refused, get(&r, "source.chat.offered") + retries);
+    assert_eq!(total("station.llm.arrivals"), attempts, "one upstream behind the site");
+    // The retry counts a retry when it decides it; the series when its back-off ends: the
+    // difference is at most the requests still in their back-off at the end.
+    let pending = get(&r, "retry.r.retries") - retries;
+    assert!((0.0..=get(&r, "source.chat.in_flight_end")).contains(&pending), "{pending}");
+    assert!(retries > 100.0, "5xx and timeouts are retried");
+    // Timeouts: only while the station hangs (2 s > 1 s), none outside [20 s, 42 s).
+    assert!(total("call_site.site.timeouts") > 10.0);
+    let bucket = |m: &str, s: f64| {
+        r.series
+            .iter()
+            .find(|row| row.metric == m && row.bucket_start_ns == (s * 1e9) as u64)
+            .map_or(f64::NAN, |row| row.value)
+    };
+    for s in (0..19).chain(43..60) {
+        assert_eq!(bucket("call_site.site.timeouts", s as f64), 0.0, "bucket {s}");
+    }
+    // 429s from the GPU server's full queue.
+    let r429 = total("call_site.infer.upstream_429");
+    assert!(r429 > 0.0);
+    assert_eq!(r429, get(&r, "gpu_server.gpu.rejected_429"));
+    assert_eq!(total("gpu_server.gpu.arrivals"), total("call_site.infer.attempts"));
+    // The breaker: refusals by state add up to not_permitted; it opened (state 1) and
+    // buffered at most its window.
+    let refused: f64 = ["open", "half_open", "forced_open"]
+        .iter()
+        .map(|s| total(&format!("circuit_breaker.b.not_permitted_{s}")))
+        .sum();
+    assert_eq!(refused, get(&r, "circuit_breaker.b.not_permitted"));
+    assert!(total("circuit_breaker.b.not_permitted_open") > 0.0);
+    assert_eq!(total("circuit_breaker.b.not_permitted_forced_open"), 0.0);
+    let max_of = |m: &str| {
+        r.series.iter().filter(|row| row.metric == m).map(|row| row.value).fold(0.0, f64::max)
+    };
+    assert!(max_of("circuit_breaker.b.state.max") >= 1.0, "opened");
+    assert!(max_of("circuit_breaker.b.buffered_calls.max") <= 20.0);
+    // Failure rate in basis points: at least the 50% threshold when it opened.
+    assert!(max_of("circuit_breaker.b.failure_rate_bp.max") >= 5_000.0);
+    assert!(max_of("circuit_breaker.b.failed_calls.max") >= 10.0);
+    // Observers only: the fingerprint with the series equals the one without sampling.
+    let plain = models::run(&sc, &cfg(false));
+    assert_eq!(plain.fingerprint, r.fingerprint);
+}
+
+/// A Sentinel degrade rule publishes its bucket (total, bad as failed or slow calls) and
+/// blocks by state.
+#[test]
+fn degrade_rule_series() {
+    let sc = load(
+        r#"Scenario(name: "degrade",
+        sources: [(name: "chat", interarrival: Exponential(mean: "10ms"), target: "site")],
+        degrade_rules: [DegradeRule(name: "d", grade: ERROR_RATIO, count: 0.2, time_window: 2,
+            min_request_amount: 5)],
+        call_sites: [(name: "site", governors: [DegradeRule("d")], upstream: "llm")],
+        stations: [(name: "llm", servers: 100, service: Constant("50ms"), error_rate: 0.3)],
+    )"#,
+    );
+    let r = run_checked(&sc, &cfg(true));
+    let blocked = series_total(&r, "degrade_rule.d.blocked_open")
+        + series_total(&r, "degrade_rule.d.blocked_half_open");
+    assert!(blocked > 0.0);
+    assert_eq!(blocked, get(&r, "degrade_rule.d.blocked"));
+    let max_of = |m: &str| {
+        r.series.iter().filter(|row| row.metric == m).map(|row| row.value).fold(0.0, f64::max)
+    };
+    assert!(max_of("degrade_rule.d.failed_calls.max") >= 1.0);
+    assert_eq!(max_of("degrade_rule.d.slow_calls.max"), 0.0, "an error-ratio rule");
+    assert!(max_of("degrade_rule.d.failure_rate_bp.max") > 2_000.0);
+}
+
+/// Resilience4j's DISABLED and METRICS_ONLY set from the timeline (so from a session too):
+/// a failing upstream opens the breaker; DISABLED from 10 s lets every call through and
+/// records nothing, METRICS_ONLY from 20 s records but never opens, off at 30 s → CLOSED,
+/// and it opens again. The state gauge and the `state_change` events show each step.
+#[test]
+fn special_states_from_the_timeline() {
+    let sc = load(
+        r#"Scenario(name: "special",
+        sources: [(name: "chat", interarrival: Constant("10ms"), target: "site")],
+        circuit_breakers: [(name: "b", sliding_window_size: 10, minimum_number_of_calls: 10,
+            wait_duration_in_open_state: "1s")],
+        call_sites: [(name: "site", governors: [CircuitBreaker("b")], upstream: "llm")],
+        stations: [(name: "llm", servers: 100, service: Constant("20ms"), error_rate: 1.0)],
+        timeline: [
+            (at: "10s", path: "circuit_breaker.b.disabled", value: Bool(true)),
+            (at: "20s", path: "circuit_breaker.b.metrics_only", value: Bool(true)),
+            (at: "30s", path: "circuit_breaker.b.metrics_only", value: Bool(false)),
+        ],
+    )"#,
+    );
+    let r = run_checked(
+        &sc,
+        &RunConfig { sample_every: Some(SimDuration::from_secs(1)), ..cfg(false) },
+    );
+    let bucket = |m: &str, s: u64| {
+        r.series
+            .iter()
+            .find(|row| row.metric == m && row.bucket_start_ns == s * 1_000_000_000)
+            .map_or(f64::NAN, |row| row.value)
+    };
+    for s in 11..30 {
+        let refused = bucket("circuit_breaker.b.not_permitted_open", s)
+            + bucket("circuit_breaker.b.not_permitted_half_open", s);
+        assert_eq!(refused, 0.0, "bucket {s}: every call permitted");
+        assert_eq!(bucket("call_site.site.attempts", s), 100.0, "bucket {s}");
+    }
+    assert_eq!(bucket("circuit_breaker.b.state.max", 15), 4.0, "DISABLED");
+    assert_eq!(bucket("circuit_breaker.b.buffered_calls.max", 15), 0.0, "nothing recorded");
+    assert_eq!(bucket("circuit_breaker.b.state.max", 25), 5.0, "METRICS_ONLY");
+    assert_eq!(bucket("circuit_breaker.b.buffered_calls.max", 25), 10.0, "recorded");
+    assert!(bucket("circuit_breaker.b.not_permitted_open", 40) > 0.0, "open again after 30 s");
+    let changes: Vec<String> = r
+        .state_events
+        .iter()
+        .filter(|e| e.kind == "state_change" && e.time.0 >= 10_000_000_000)
+        .take(3)
+        .map(|e| format!("{}→{}", e.from, e.to))
+        .collect();
+    assert_eq!(changes[1..], ["DISABLED→METRICS_ONLY", "METRICS_ONLY→CLOSED"]);
+    assert!(changes[0].ends_with("→DISABLED"), "{changes:?}");
+}

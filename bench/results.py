@@ -2,9 +2,11 @@
 ratios (printed, and written by run.sh to bench/RESULTS.md).
 
 usage: results.py WORKDIR MACHINE WHEN COMMIT
-WORKDIR holds rust.tsv (engine bench), simpy-M-M-{1,8}.json and surge.tsv (surge bench).
+WORKDIR holds rust.tsv (engine bench), simpy-M-M-{1,8}.json, surge.tsv (surge bench) and,
+when run, gpu.tsv (GPU bench).
 """
 import json
+import os
 import sys
 
 work, machine, when, commit = sys.argv[1:5]
@@ -27,6 +29,14 @@ with open(f"{work}/surge.tsv") as f:
         bench = f"surge {secs // 3600} h" if secs % 3600 == 0 else f"surge {secs} s"
         rows.append((bench, impl, int(calls), "upstream calls", float(wall),
                      int(events) / float(wall), int(rss)))
+gpu_tsv = f"{work}/gpu.tsv"
+if os.path.exists(gpu_tsv):
+    with open(gpu_tsv) as f:
+        next(f)
+        for line in f:
+            impl, sim_s, tokens, steps, wall = line.rstrip("\n").split("\t")
+            rows.append((f"GPU {sim_s} s", impl, int(tokens), "output tokens", float(wall),
+                         None, None))
 rate = {(b, i): n / w for b, i, n, _, w, _, _ in rows}
 surge_floor = next(r for r in rows if r[0].startswith("surge") and r[1] == "floor")
 surge_floor_rate = surge_floor[2] / surge_floor[4]
@@ -80,6 +90,10 @@ if len(surge) > 1:
     print(f"- (b) RSS flat in simulated time: {long[0]} {long[6] / 1024:.1f} MB vs {main[0]} "
           f"{main[6] / 1024:.1f} MB = {100 * growth:+.1f}%, target within ±10% "
           f"({verdict(abs(growth) <= 0.10)})")
+for b in sorted({r[0] for r in rows if r[0].startswith("GPU")}):
+    slow = rate[(b, "floor")] / rate[(b, "stormglass")]
+    print(f"- (c) {b}: {rate[(b, 'stormglass')] / 1e6:.3f} M output tokens/s; floor/stormglass "
+          f"= {slow:.2f}x, target ≤ 3 ({verdict(slow <= 3)})")
 for m in ("M/M/1", "M/M/8"):
     n = {i: c for mm, i, c, *_ in rows if mm == m}
     if n["simpy"] != n["stormglass"]:

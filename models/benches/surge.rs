@@ -31,6 +31,8 @@
 //! (to see what the governors did). Under `cargo test
 //! --all-targets` (no `--bench`) it runs a 5-second smoke size once, in process.
 
+mod common;
+use common::{env_u64, fastest};
 use models::scenario::ScenarioSpec;
 use models::world::attr;
 use models::{RunConfig, Scenario};
@@ -322,22 +324,6 @@ fn measure_in_child(implementation: &str, secs: u64) -> Measured {
     }
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    let v = std::env::var(name).ok()?;
-    Some(v.parse().unwrap_or_else(|_| panic!("{name} must be an integer, found {v:?}")))
-}
-
-fn best_of(repeats: u64, mut f: impl FnMut() -> Measured) -> Measured {
-    let mut best: Option<Measured> = None;
-    for _ in 0..repeats {
-        let m = f();
-        if best.is_none_or(|b| m.wall_s < b.wall_s) {
-            best = Some(m);
-        }
-    }
-    best.expect("at least one repetition")
-}
-
 fn main() {
     if let Ok(which) = std::env::var(CHILD) {
         let secs = env_u64("STORMGLASS_SURGE_SECS").expect("child needs STORMGLASS_SURGE_SECS");
@@ -374,8 +360,16 @@ fn main() {
          {repeats} run(s), each in its own process"
     );
     let mut rows = vec![
-        ("floor", secs, best_of(repeats, || measure_in_child("floor", secs))),
-        ("stormglass", secs, best_of(repeats, || measure_in_child("stormglass", secs))),
+        (
+            "floor",
+            secs,
+            fastest(repeats, |m: &Measured| m.wall_s, || measure_in_child("floor", secs)),
+        ),
+        (
+            "stormglass",
+            secs,
+            fastest(repeats, |m: &Measured| m.wall_s, || measure_in_child("stormglass", secs)),
+        ),
     ];
     if long > 0 {
         rows.push(("stormglass", long, measure_in_child("stormglass", long)));

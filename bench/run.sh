@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark suite (bench/README.md): (a) engine throughput, stormglass vs a bare
 # BinaryHeap loop (the floor) vs SimPy 4, on M/M/1 (ρ = 0.9) and M/M/8 (ρ = 0.875);
-# (b) the promotion surge through the full governor stack vs its own floor. Prints one table
+# (b) the promotion surge through the full governor stack vs its own floor; (c) continuous
+# batching on four GPU servers vs a bare step loop. Prints one table
 # of ratios and writes it to bench/RESULTS.md with the machine line.
 #
 # Environment:
@@ -11,6 +12,7 @@
 #   STORMGLASS_SURGE_SECS       simulated seconds of the surge (default 3600)
 #   STORMGLASS_SURGE_LONG_SECS  a second surge run for the RSS-flatness check (default 4 × the
 #                               above; 0 = skip)
+#   STORMGLASS_GPU_SECS         simulated seconds of the GPU bench (default 600)
 #   PYTHON                      Python interpreter (default python3)
 #   CARGO_TARGET_DIR            honoured by cargo as usual
 set -euo pipefail
@@ -26,6 +28,9 @@ if ! "$PYTHON" -c 'import simpy, sys; sys.exit(0 if simpy.__version__.startswith
 fi
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# The code measured: the commit at the start (and whether the tree had changes).
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -40,6 +45,10 @@ STORMGLASS_SURGE_TSV="$work/surge.tsv" STORMGLASS_SURGE_SECS="$SURGE_SECS" \
     cargo bench -p models --bench surge
 
 echo
+echo "== GPU, continuous batching (cargo bench -p models --bench gpu)"
+STORMGLASS_GPU_TSV="$work/gpu.tsv" cargo bench -p models --bench gpu
+
+echo
 echo "== SimPy $("$PYTHON" -c 'import simpy; print(simpy.__version__)') ($SIMPY_CUSTOMERS customers per model)"
 "$PYTHON" bench/peers/simpy_mmc.py 1 9 10 "$SIMPY_CUSTOMERS" | tee "$work/simpy-M-M-1.json"
 "$PYTHON" bench/peers/simpy_mmc.py 8 70 10 "$SIMPY_CUSTOMERS" | tee "$work/simpy-M-M-8.json"
@@ -49,4 +58,4 @@ machine="nproc $(nproc), CPU ${cpu:-unknown}, $(rustc --version), Python $("$PYT
 
 echo
 "$PYTHON" bench/results.py "$work" "$machine" "$(date -u +%Y-%m-%dT%H:%MZ)" \
-    "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee bench/RESULTS.md
+    "$commit" | tee bench/RESULTS.md

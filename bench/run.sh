@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Engine throughput benchmark: stormglass vs a bare BinaryHeap loop (the floor) vs SimPy 4,
-# on M/M/1 (ρ = 0.9) and M/M/8 (ρ = 0.875). See bench/README.md.
+# The benchmark suite (bench/README.md): (a) engine throughput, stormglass vs a bare
+# BinaryHeap loop (the floor) vs SimPy 4, on M/M/1 (ρ = 0.9) and M/M/8 (ρ = 0.875);
+# (b) the promotion surge through the full governor stack vs its own floor; (c) continuous
+# batching on four GPU servers vs a bare step loop. Prints one table
+# of ratios and writes it to bench/RESULTS.md with the machine line.
 #
 # Environment:
 #   STORMGLASS_BENCH_CUSTOMERS  customers per Rust run (default 2000000)
 #   STORMGLASS_BENCH_REPEATS    Rust repetitions, best kept (default 3)
 #   SIMPY_CUSTOMERS             customers per SimPy run (default 2000000; SimPy does ~0.1M/s)
+#   STORMGLASS_SURGE_SECS       simulated seconds of the surge (default 3600)
+#   STORMGLASS_SURGE_LONG_SECS  a second surge run for the RSS-flatness check (default 4 × the
+#                               above; 0 = skip)
+#   STORMGLASS_GPU_SECS         simulated seconds of the GPU bench (default 600)
 #   PYTHON                      Python interpreter (default python3)
 #   CARGO_TARGET_DIR            honoured by cargo as usual
 set -euo pipefail
@@ -20,11 +27,26 @@ if ! "$PYTHON" -c 'import simpy, sys; sys.exit(0 if simpy.__version__.startswith
     "$PYTHON" -m pip install --quiet --disable-pip-version-check 'simpy==4.*'
 fi
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# The code measured: the commit at the start (and whether the tree had changes).
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "== stormglass and floor (cargo bench -p models --bench engine)"
 STORMGLASS_BENCH_TSV="$work/rust.tsv" cargo bench -p models --bench engine
+
+SURGE_SECS=${STORMGLASS_SURGE_SECS:-3600}
+echo
+echo "== promotion surge (cargo bench -p models --bench surge)"
+STORMGLASS_SURGE_TSV="$work/surge.tsv" STORMGLASS_SURGE_SECS="$SURGE_SECS" \
+    STORMGLASS_SURGE_LONG_SECS="${STORMGLASS_SURGE_LONG_SECS:-$((4 * SURGE_SECS))}" \
+    cargo bench -p models --bench surge
+
+echo
+echo "== GPU, continuous batching (cargo bench -p models --bench gpu)"
+STORMGLASS_GPU_TSV="$work/gpu.tsv" cargo bench -p models --bench gpu
 
 echo
 echo "== SimPy $("$PYTHON" -c 'import simpy; print(simpy.__version__)') ($SIMPY_CUSTOMERS customers per model)"
@@ -32,41 +54,8 @@ echo "== SimPy $("$PYTHON" -c 'import simpy; print(simpy.__version__)') ($SIMPY_
 "$PYTHON" bench/peers/simpy_mmc.py 8 70 10 "$SIMPY_CUSTOMERS" | tee "$work/simpy-M-M-8.json"
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
-machine="nproc $(nproc), CPU ${cpu:-unknown}, $(rustc --version), Python $("$PYTHON" -c 'import platform; print(platform.python_version())')"
+machine="nproc $(nproc), CPU ${cpu:-unknown}, $(rustc --version), Python $("$PYTHON" -c 'import platform; print(platform.python_version())'), load average before / after: $load_before / $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-"$PYTHON" - "$work" "$machine" <<'EOF'
-import json, sys
-work, machine = sys.argv[1], sys.argv[2]
-rows = []
-with open(f"{work}/rust.tsv") as f:
-    next(f)
-    for line in f:
-        model, impl, customers, wall, rate = line.rstrip("\n").split("\t")
-        rows.append((model, impl, int(customers), float(wall), float(rate)))
-for model in ("M/M/1", "M/M/8"):
-    s = json.load(open(f"{work}/simpy-{model.replace('/', '-')}.json"))
-    rows.append((model, "simpy", s["customers"], s["wall_s"], s["customers_per_s"]))
-rate = {(m, i): r for m, i, _, _, r in rows}
-
-print("== combined (best of the Rust repetitions; SimPy one run)")
-print(f"{'model':<7} {'impl':<11} {'customers':>10} {'wall s':>9} {'customers/s':>13} "
-      f"{'floor/this':>11} {'this/SimPy':>11}")
-for m, i, n, wall, r in rows:
-    print(f"{m:<7} {i:<11} {n:>10} {wall:>9.3f} {r:>13.0f} "
-          f"{rate[(m, 'floor')] / r:>10.2f}x {r / rate[(m, 'simpy')]:>10.1f}x")
-print()
-print("targets: floor/stormglass ≤ 2 (within 2x of the floor); stormglass/SimPy ≥ 200")
-for m in ("M/M/1", "M/M/8"):
-    slow = rate[(m, "floor")] / rate[(m, "stormglass")]
-    fast = rate[(m, "stormglass")] / rate[(m, "simpy")]
-    print(f"{m}: floor/stormglass = {slow:.2f}x ({'met' if slow <= 2 else 'MISSED'}), "
-          f"stormglass/SimPy = {fast:.0f}x ({'met' if fast >= 200 else 'MISSED'}), "
-          f"floor/SimPy = {rate[(m, 'floor')] / rate[(m, 'simpy')]:.0f}x")
-for m in ("M/M/1", "M/M/8"):
-    n = {i: c for mm, i, c, _, _ in rows if mm == m}
-    if n["simpy"] != n["stormglass"]:
-        print(f"note: {m} SimPy ran {n['simpy']} customers, the Rust runs {n['stormglass']}; "
-              "rates (customers/s) are compared")
-print(f"machine: {machine}")
-EOF
+"$PYTHON" bench/results.py "$work" "$machine" "$(date -u +%Y-%m-%dT%H:%MZ)" \
+    "$commit" | tee bench/RESULTS.md

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Sweep throughput: the same 16-run batch (bench/sweep/mid.ron) with --jobs 1 and --jobs 2,
+# Sweep throughput (d): the same 64-run batch (bench/sweep/mid.ron) with --jobs 1 and --jobs 2,
 # and the share of wall time spent outside the runs themselves (loading, writing every
 # result part, the summary). Prints a table; targets: speed-up ≥ 1.8 on 2 cores, overhead
 # < 5% of run time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cargo build --release --quiet -p experiments
-bin=${CARGO_TARGET_DIR:-target}/release/stormglass
+# STORMGLASS_BIN: a CLI already built (e.g. by the clean-build measurement); else cargo builds it.
+if [ -n "${STORMGLASS_BIN:-}" ]; then
+    bin=$STORMGLASS_BIN
+else
+    cargo build --release --quiet -p experiments
+    bin=${CARGO_TARGET_DIR:-target}/release/stormglass
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 measure() { # jobs → wall seconds
@@ -36,5 +41,5 @@ print(f"outside the runs (process start, load, writing {t.height} × 4 parts, su
       f"{w1 - runs_s:.3f} s = {100 * overhead:.1f}% of run time (--jobs 1)")
 print(f"targets: speed-up ≥ 1.8 ({'met' if w1 / w2 >= 1.8 else 'MISSED'}); "
       f"overhead < 5% ({'met' if overhead < 0.05 else 'MISSED'})")
-print(f"machine: nproc {os.cpu_count()}")
+print(f"machine: nproc {os.cpu_count()}, load average now {open('/proc/loadavg').read().split()[:3]}")
 PY

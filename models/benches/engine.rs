@@ -20,6 +20,8 @@
 //! `STORMGLASS_BENCH_REPEATS`; `STORMGLASS_BENCH_TSV=<file>` also writes the rows as TSV
 //! (used by `bench/run.sh`).
 
+mod common;
+use common::env_u64;
 use models::scenario::ScenarioSpec;
 use models::world::attr;
 use models::{RunConfig, Scenario};
@@ -212,11 +214,6 @@ fn best_of(repeats: u32, customers: u64, mut f: impl FnMut() -> Outcome) -> (Dur
         }
     }
     best.expect("at least one repetition")
-}
-
-fn env_u64(name: &str) -> Option<u64> {
-    let v = std::env::var(name).ok()?;
-    Some(v.parse().unwrap_or_else(|_| panic!("{name} must be an integer, found {v:?}")))
 }
 
 fn main() {

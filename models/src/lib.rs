@@ -50,6 +50,7 @@ pub mod scenario;
 pub mod scripted;
 pub mod session;
 pub mod shadow;
+pub mod slotmap;
 pub mod source;
 pub mod station;
 pub mod stream;

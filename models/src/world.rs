@@ -449,8 +449,8 @@ struct StationRt {
     abandoned_done: u64,
     /// Index into the world's quotas (shared by every station naming it).
     quota: Option<usize>,
-    /// Work in service by job id, kept only when its end matters (quota, cost).
-    running: Option<std::collections::BTreeMap<u64, Job>>,
+    /// Work in service by (call slot, job id), kept only when its end matters (quota, cost).
+    running: Option<crate::slotmap::SlotMap<Job>>,
     cost_per_1k_prompt: f64,
     cost_per_1k_output: f64,
     cost: f64,

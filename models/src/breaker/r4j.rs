@@ -55,9 +55,9 @@ use super::{BreakerState, Classified, MAX_IN_FLIGHT, classify, state_event};
 use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
+use crate::slotmap::CallMap;
 use sim_core::time::NS_PER_MS;
 use sim_core::{SimDuration, SimTime};
-use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug)]
 struct Flight {
@@ -96,7 +96,7 @@ pub struct CircuitBreaker {
     /// Permits given back in this episode by ignored errors of calls holding none.
     episode_released: u64,
     episode: u64,
-    in_flight: BTreeMap<CallId, Flight>,
+    in_flight: CallMap<Flight>,
     waiters: PriorityWaitList,
     woken: Vec<CallId>,
     answered: Vec<(CallId, Outcome)>,
@@ -123,7 +123,7 @@ impl CircuitBreaker {
             episode_permitted: 0,
             episode_released: 0,
             episode: 0,
-            in_flight: BTreeMap::new(),
+            in_flight: CallMap::new(),
             waiters: PriorityWaitList::new(max_waiting),
             woken: Vec::new(),
             answered: Vec::new(),
@@ -151,7 +151,8 @@ impl CircuitBreaker {
     }
     /// Asserts the internal invariants (tests, the world's end-of-run checks).
     pub fn check_invariants(&self) {
-        let probes = self.in_flight.values().filter(|f| f.probe == Some(self.episode)).count();
+        let probes =
+            self.in_flight.values_unordered().filter(|f| f.probe == Some(self.episode)).count();
         match self.state {
             BreakerState::HalfOpen => {
                 let bound = self.episode_permitted + self.episode_released;

@@ -37,10 +37,10 @@ use super::{BreakerState, Classified, MAX_IN_FLIGHT, OutcomePattern, classify, s
 use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
+use crate::slotmap::CallMap;
 use serde::{Deserialize, Serialize};
 use sim_core::SimTime;
 use sim_core::time::NS_PER_MS;
-use std::collections::BTreeMap;
 
 /// Sentinel's `CircuitBreakerStrategy` (the rule's `grade`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,7 +143,7 @@ pub struct DegradeBreaker {
     total: u64,
     bad: u64,
     /// Admitted calls → their start in whole ms.
-    in_flight: BTreeMap<CallId, u64>,
+    in_flight: CallMap<u64>,
     events: Vec<GovEvent>,
     pub counters: DegradeCounters,
 }
@@ -165,7 +165,7 @@ impl DegradeBreaker {
             bucket_start_ms: 0,
             total: 0,
             bad: 0,
-            in_flight: BTreeMap::new(),
+            in_flight: CallMap::new(),
             events: Vec::new(),
             counters: DegradeCounters::default(),
         }

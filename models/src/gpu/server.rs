@@ -33,7 +33,28 @@ pub use super::server_step_time::{StepCoefficients, StepTimeSpec};
 use super::step::StepBatch;
 use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hashes a sequence id with the SplitMix64 finaliser: fixed (no random state), so the
+/// table behaves the same on every run. Nothing iterates the table (lookups, inserts,
+/// removals and `len` only), so its order can decide nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        sim_core::rng::mix64(self.0)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
 
 /// Configuration of a GPU server, as written in scenarios (vLLM's parameter names).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -245,8 +266,9 @@ pub(super) enum Work {
 pub struct Server {
     pub(super) spec: ServerSpec,
     pub(super) emit_tokens: bool,
-    /// Every sequence waiting or running, by id (≤ max_queue + running).
-    pub(super) seqs: BTreeMap<u64, Seq>,
+    /// Every sequence waiting or running, by id (≤ max_queue + running). Touched for every
+    /// running sequence at every step: a hash table (O(1)), never iterated.
+    pub(super) seqs: HashMap<u64, Seq, BuildHasherDefault<IdHasher>>,
     pub(super) waiting: VecDeque<u64>,
     /// Admission order, oldest first: the newest is preempted first.
     pub(super) running: Vec<u64>,
@@ -282,7 +304,7 @@ impl Server {
         Server {
             spec: spec.clone(),
             emit_tokens: false,
-            seqs: BTreeMap::new(),
+            seqs: HashMap::default(),
             waiting: VecDeque::new(),
             running: Vec::new(),
             kv_used: 0,

@@ -24,7 +24,7 @@
 //! `K` a fixed odd constant: a pure function of the call's own bits, so a policy change
 //! never changes the luck of other calls.
 //!
-//! Architecture invariant: per-call state lives in a `BTreeMap` keyed by `CallId`, bounded
+//! Architecture invariant: per-call state lives in a `CallMap` keyed by `CallId`, bounded
 //! by `max_tracked_calls` (when full, the call tracked longest is forgotten: its outcome
 //! later passes up un-retried, counted in `evicted`). An entry is removed when the call's
 //! outcome passes up or the call is forgotten ([`Governor::on_abandon`] / [`Retry::forget`]).
@@ -47,9 +47,10 @@ pub use spec::{ClassRetryPolicy, RetrySpec, default_retry_on};
 use crate::governor::{CallDecision, CallInfo, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
+use crate::slotmap::CallMap;
 use sim_core::rng::{bits_to_open01, mix64};
 use sim_core::{SimDuration, SimTime};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::VecDeque;
 
 /// Odd constant separating the jitter draws of successive retries.
 const JITTER_SALT: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -89,9 +90,11 @@ pub struct Retry {
     own_max_attempts: Vec<bool>,
     budget: BudgetState,
     max_tracked: usize,
-    calls: BTreeMap<CallId, CallState>,
-    /// Eviction order: (first-call time, call).
-    order: BTreeSet<(SimTime, CallId)>,
+    calls: CallMap<CallState>,
+    /// Eviction order: (first-call time, call) in the order calls were first seen, which
+    /// is time order. Forgotten calls stay until they reach the front or a compaction
+    /// (`tidy_order`); an entry is live while its call is tracked with that first time.
+    order: VecDeque<(SimTime, CallId)>,
     /// Attempts sent (first calls + retries).
     pub attempts: u64,
     pub retries: u64,
@@ -135,8 +138,8 @@ impl Retry {
             own_max_attempts,
             budget: BudgetState::new(&spec.budget),
             max_tracked: spec.max_tracked_calls as usize,
-            calls: BTreeMap::new(),
-            order: BTreeSet::new(),
+            calls: CallMap::new(),
+            order: VecDeque::new(),
             attempts: 0,
             retries: 0,
             retries_denied_by_budget: 0,
@@ -176,15 +179,43 @@ impl Retry {
     /// its Envoy slot, if any, is returned.
     pub fn forget(&mut self, call: CallId) {
         if let Some(st) = self.calls.remove(&call) {
-            self.order.remove(&(st.first, call));
             if st.retry_in_flight {
                 self.budget.on_retry_done();
             }
+            self.tidy_order();
         }
     }
 
+    fn is_live(&self, (first, call): (SimTime, CallId)) -> bool {
+        self.calls.get(&call).is_some_and(|st| st.first == first)
+    }
+
+    /// Drops forgotten entries from the front of `order`, and compacts it when forgotten
+    /// entries behind a long-lived call make up more than half of it (amortised O(1)).
+    fn tidy_order(&mut self) {
+        while let Some(&e) = self.order.front() {
+            if self.is_live(e) {
+                break;
+            }
+            self.order.pop_front();
+        }
+        if self.order.len() > 2 * self.calls.len() + 1024 {
+            let calls = &self.calls;
+            self.order
+                .retain(|&(first, call)| calls.get(&call).is_some_and(|st| st.first == first));
+        }
+    }
+
+    /// The oldest tracked call: the smallest (first time, call id), as an ordered set of
+    /// both would give (entries of one instant may have been seen in any id order).
+    fn oldest(&self) -> Option<CallId> {
+        let mut live = self.order.iter().copied().filter(|&e| self.is_live(e));
+        let first = live.next()?;
+        Some(live.take_while(|e| e.0 == first.0).fold(first, |a, b| a.min(b)).1)
+    }
+
     fn check(&self) {
-        assert_eq!(self.calls.len(), self.order.len());
+        assert!(self.calls.len() <= self.order.len());
         assert!(self.calls.len() <= self.max_tracked);
         if let Some(n) = self.budget.retries_in_flight() {
             assert!(n as usize <= self.calls.len(), "retries in flight ≤ active calls");
@@ -203,8 +234,8 @@ impl Governor for Retry {
         // replaced.
         self.forget(call.call);
         if self.calls.len() >= self.max_tracked {
-            let oldest = *self.order.first().expect("full table is non-empty");
-            self.forget(oldest.1);
+            let oldest = self.oldest().expect("full table is non-empty");
+            self.forget(oldest);
             self.evicted += 1;
         }
         let st = CallState {
@@ -214,7 +245,7 @@ impl Governor for Retry {
             retry_in_flight: false,
         };
         self.calls.insert(call.call, st);
-        self.order.insert((now, call.call));
+        self.order.push_back((now, call.call));
         self.attempts += 1;
         self.budget.on_request(now);
         self.check();

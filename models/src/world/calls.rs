@@ -213,7 +213,7 @@ impl QueueingWorld {
             // Abandoned by its client while waiting, not cancelled: the work is done anyway.
             ctx.schedule_in(service, done);
             if let Some(m) = &mut self.stations[st as usize].running {
-                m.insert(job.id, job);
+                m.insert(job.slot, job.id, job);
             }
             return;
         };
@@ -243,7 +243,7 @@ impl QueueingWorld {
         }
         let req = c.req;
         if let Some(m) = &mut self.stations[st as usize].running {
-            m.insert(job.id, job);
+            m.insert(job.slot, job.id, job);
         }
         self.request_started(req, now);
     }
@@ -273,7 +273,7 @@ impl QueueingWorld {
         let now = ctx.now();
         ctx.metrics.incr(self.stations[st as usize].completed);
         if let Some(m) = &mut self.stations[st as usize].running {
-            let job = m.remove(&id).expect("work in service");
+            let job = m.remove(slot, id).expect("work in service");
             self.work_ended(st, &job, true, now);
         }
         if let Some((next, _)) = self.stations[st as usize].st.complete() {
@@ -451,7 +451,7 @@ impl QueueingWorld {
             if let Some(h) = service_timer {
                 ctx.cancel(h);
                 if let Some(m) = &mut self.stations[st as usize].running {
-                    let job = m.remove(&id).expect("in service");
+                    let job = m.remove(slot, id).expect("in service");
                     self.work_ended(st, &job, false, ctx.now());
                 }
                 if let Some((next, _)) = self.stations[st as usize].st.cancel_service() {

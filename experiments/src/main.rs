@@ -16,6 +16,7 @@ const BUNDLED: &[(&str, &str)] = &[
     ("gpu-batching", include_str!("../gpu-batching.ron")),
     ("fanout-surge", include_str!("../fanout-surge.ron")),
     ("stale-connection", include_str!("../stale-connection.ron")),
+    ("workbench", include_str!("../workbench.ron")),
 ];
 
 #[derive(Parser)]

@@ -588,6 +588,11 @@ impl QueueingWorld {
     pub fn live(&self) -> u64 {
         self.live
     }
+    /// The model events so far, in time order (read-only: a live view reads the new ones
+    /// while the run goes on; `take_events` hands them over at the end).
+    pub fn events(&self) -> &[ModelEvent] {
+        &self.events
+    }
 }
 
 impl sim_core::World for QueueingWorld {

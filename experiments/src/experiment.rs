@@ -129,6 +129,9 @@ pub struct Experiment {
     pub name: String,
     pub description: String,
     pub file: PathBuf,
+    /// The file the scenario text came from (`file` itself for an inline or bare scenario):
+    /// relative paths inside the scenario (trace files) are relative to it.
+    pub scenario_file: PathBuf,
     pub scenario: Arc<Scenario>,
     pub duration: SimDuration,
     pub warmup: SimDuration,
@@ -259,6 +262,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 name: scenario.name.clone(),
                 description: scenario.description.clone(),
                 file: path.to_path_buf(),
+                scenario_file: path.to_path_buf(),
                 scenario: Arc::new(scenario),
                 duration: defaults.duration,
                 warmup: defaults.warmup,
@@ -277,10 +281,12 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
         "Experiment" => {
             let f: ExperimentFile = src.parse()?;
             check_seed_count(&src, &f.seeds)?;
+            let mut scenario_file = path.to_path_buf();
             let scenario = match f.scenario {
                 ScenarioRef::Inline(spec) => resolve_scenario(&src, *spec, "scenario")?,
                 ScenarioRef::File(rel) => {
                     let p = path.parent().unwrap_or(Path::new(".")).join(&rel);
+                    scenario_file = p.clone();
                     let text = read(&p).map_err(|e| {
                         LoadError::Input(
                             src.error_at("scenario", format!("scenario file \"{rel}\": {e}")),
@@ -295,6 +301,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 name: f.name,
                 description: f.description,
                 file: path.to_path_buf(),
+                scenario_file,
                 scenario: Arc::new(scenario),
                 duration: f.duration,
                 warmup: f.warmup,

@@ -10,6 +10,7 @@
 //! parsed with the registry's type. They never pass through an untyped `ron::Value`, which
 //! would lose enum names, and their errors still point at the right line and column.
 
+pub mod embed;
 pub mod experiment;
 pub mod gpu_cli;
 pub mod locate;
@@ -17,6 +18,7 @@ pub mod provenance;
 pub mod results;
 pub mod ronfile;
 pub mod runner;
+pub mod session;
 pub mod sweep;
 
 pub use experiment::{Experiment, LoadError, RunDefaults, load};

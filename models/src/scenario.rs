@@ -746,47 +746,54 @@ impl Scenario {
     pub fn check_timeline(&self) -> Result<(), SpecError> {
         let reg = self.registry();
         for (i, s) in self.timeline.iter().enumerate() {
-            let path = format!("timeline[{i}].path");
-            let spec = reg
-                .get(&s.path)
-                .ok_or_else(|| SpecError { path: path.clone(), message: reg.unknown(&s.path) })?;
-            if !spec.runtime {
-                return Err(SpecError {
-                    path,
-                    message: format!(
-                        "`{}` cannot change during a run (set it in the scenario or sweep it)",
+            self.check_change(&reg, s).map_err(|e| SpecError {
+                path: format!("timeline[{i}].{}", e.path),
+                message: e.message,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Checks one run-time change against this scenario's registry `reg`: a known path,
+    /// changeable during a run, a value of its type in range, a reload only where one
+    /// exists. The error's `path` is the field at fault (`path`, `value` or `reload`).
+    pub fn check_change(&self, reg: &Registry, s: &SetParam<ParamValue>) -> Result<(), SpecError> {
+        let err = |field: &str, message: String| SpecError { path: field.into(), message };
+        let spec = reg.get(&s.path).ok_or_else(|| err("path", reg.unknown(&s.path)))?;
+        if !spec.runtime {
+            return Err(err(
+                "path",
+                format!(
+                    "`{}` cannot change during a run (set it in the scenario or sweep it)",
+                    s.path
+                ),
+            ));
+        }
+        spec.ty.check(&s.value).map_err(|m| err("value", m))?;
+        if s.reload {
+            let kind = s.path.split('.').next().unwrap_or("");
+            if !crate::govspec::RELOADABLE_KINDS.contains(&kind) {
+                return Err(err(
+                    "reload",
+                    format!(
+                        "a rule reload applies to {} parameters only, not `{}`",
+                        crate::govspec::RELOADABLE_KINDS.join(", "),
                         s.path
                     ),
-                });
+                ));
             }
-            spec.ty
-                .check(&s.value)
-                .map_err(|m| SpecError { path: format!("timeline[{i}].value"), message: m })?;
-            if s.reload {
-                let kind = s.path.split('.').next().unwrap_or("");
-                if !crate::govspec::RELOADABLE_KINDS.contains(&kind) {
-                    return Err(SpecError {
-                        path: format!("timeline[{i}].reload"),
-                        message: format!(
-                            "a rule reload applies to {} parameters only, not `{}`",
-                            crate::govspec::RELOADABLE_KINDS.join(", "),
-                            s.path
-                        ),
-                    });
-                }
-            }
-            if s.path.starts_with("segment.")
-                && let ParamValue::OptCount(Some(k)) = s.value
-                && k as usize >= self.classes.len()
-            {
-                return Err(SpecError {
-                    path: format!("timeline[{i}].value"),
-                    message: format!(
-                        "expected None or Some(class index < {}), found Some({k})",
-                        self.classes.len()
-                    ),
-                });
-            }
+        }
+        if s.path.starts_with("segment.")
+            && let ParamValue::OptCount(Some(k)) = s.value
+            && k as usize >= self.classes.len()
+        {
+            return Err(err(
+                "value",
+                format!(
+                    "expected None or Some(class index < {}), found Some({k})",
+                    self.classes.len()
+                ),
+            ));
         }
         Ok(())
     }

@@ -576,6 +576,7 @@ mod entry;
 mod entry_report;
 mod fallback;
 mod gpu;
+mod observe;
 mod report;
 mod requests;
 mod scripted;

@@ -11,8 +11,7 @@ use models::gpu::{
     error_summary, fit, parse_profile_csv, signed_error_pct,
 };
 
-const PROFILE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../data/gpu-profile-h200/e2e.csv");
+const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/gpu-profile-h200/e2e.csv");
 /// How the shipped file names its source (relative to the repository root).
 const PROFILE_SOURCE: &str = "data/gpu-profile-h200/e2e.csv";
 const SHIPPED_RS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/gpu/shipped.rs");

@@ -108,7 +108,35 @@ pub struct Metrics {
     gauges: Vec<Gauge>,
     hists: Vec<Hist>,
     sampling: bool,
-    paths: std::collections::BTreeSet<String>,
+    /// Every registered path and what it names (lookup by path for observers).
+    paths: std::collections::BTreeMap<String, MetricRef>,
+}
+
+/// What a metric path names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetricKind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MetricRef {
+    kind: MetricKind,
+    index: u32,
+}
+
+/// A metric's value now, read by path ([`Metrics::read`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MetricReading {
+    /// The count since the start of the run.
+    Counter(u64),
+    /// The value now.
+    Gauge(i64),
+    /// Values recorded in the open time-series bucket and their quantiles in ns (`None`
+    /// when the bucket is empty). Histograms keep no state when sampling is off: the count
+    /// is then 0.
+    Histogram { bucket_count: u64, p50_ns: Option<f64>, p95_ns: Option<f64>, p99_ns: Option<f64> },
 }
 
 impl Metrics {
@@ -116,17 +144,50 @@ impl Metrics {
         Self::default()
     }
 
-    fn claim(&mut self, path: &str) {
-        assert!(self.paths.insert(path.to_string()), "metric path registered twice: {path}");
+    fn claim(&mut self, path: &str, kind: MetricKind) {
+        let index = match kind {
+            MetricKind::Counter => self.counters.len(),
+            MetricKind::Gauge => self.gauges.len(),
+            MetricKind::Histogram => self.hists.len(),
+        } as u32;
+        let prev = self.paths.insert(path.to_string(), MetricRef { kind, index });
+        assert!(prev.is_none(), "metric path registered twice: {path}");
+    }
+
+    /// Every registered metric path with its kind, sorted by path.
+    pub fn list(&self) -> impl Iterator<Item = (&str, MetricKind)> {
+        self.paths.iter().map(|(p, r)| (p.as_str(), r.kind))
+    }
+
+    /// The value of the metric registered under `path` now (`None`: no such metric).
+    /// Reading never changes a metric: observers (a live session, a GUI) may read at any
+    /// time without changing the run.
+    pub fn read(&self, path: &str) -> Option<MetricReading> {
+        let r = self.paths.get(path)?;
+        let i = r.index as usize;
+        Some(match r.kind {
+            MetricKind::Counter => MetricReading::Counter(self.counters[i].value),
+            MetricKind::Gauge => MetricReading::Gauge(self.gauges[i].value),
+            MetricKind::Histogram => {
+                let b = self.hists[i].bucket.as_ref();
+                let q = |q: f64| b.and_then(|b| b.quantile(q));
+                MetricReading::Histogram {
+                    bucket_count: b.map_or(0, |b| b.count()),
+                    p50_ns: q(0.5),
+                    p95_ns: q(0.95),
+                    p99_ns: q(0.99),
+                }
+            }
+        })
     }
 
     pub fn counter(&mut self, path: &str) -> CounterId {
-        self.claim(path);
+        self.claim(path, MetricKind::Counter);
         self.counters.push(Counter { path: path.into(), value: 0, at_last_sample: 0 });
         CounterId((self.counters.len() - 1) as u32)
     }
     pub fn gauge(&mut self, path: &str) -> GaugeId {
-        self.claim(path);
+        self.claim(path, MetricKind::Gauge);
         self.gauges.push(Gauge {
             path: path.into(),
             value: 0,
@@ -138,7 +199,7 @@ impl Metrics {
         GaugeId((self.gauges.len() - 1) as u32)
     }
     pub fn histogram(&mut self, path: &str) -> HistId {
-        self.claim(path);
+        self.claim(path, MetricKind::Histogram);
         let bucket = self.sampling.then(Quantiles::new);
         self.hists.push(Hist { path: path.into(), bucket });
         HistId((self.hists.len() - 1) as u32)
@@ -286,6 +347,36 @@ mod tests {
         }
         assert_eq!(s.count(), 200_000);
         assert_eq!(Quantiles::new().quantile(0.5), None);
+    }
+
+    #[test]
+    fn metrics_are_listed_and_read_by_path() {
+        let mut m = Metrics::new();
+        m.enable_sampling();
+        let c = m.counter("s.done");
+        let g = m.gauge("s.depth");
+        let h = m.histogram("s.latency");
+        m.add(c, 3);
+        m.set(g, SimTime(5), -2);
+        m.record(h, 1_000);
+        let listed: Vec<_> = m.list().collect();
+        assert_eq!(
+            listed,
+            [
+                ("s.depth", MetricKind::Gauge),
+                ("s.done", MetricKind::Counter),
+                ("s.latency", MetricKind::Histogram)
+            ]
+        );
+        assert_eq!(m.read("s.done"), Some(MetricReading::Counter(3)));
+        assert_eq!(m.read("s.depth"), Some(MetricReading::Gauge(-2)));
+        let Some(MetricReading::Histogram { bucket_count: 1, p50_ns: Some(p50), .. }) =
+            m.read("s.latency")
+        else {
+            panic!("{:?}", m.read("s.latency"))
+        };
+        assert!((p50 - 1_000.0).abs() <= 10.0, "within 1%: {p50}");
+        assert_eq!(m.read("s.nothing"), None);
     }
 
     #[test]

@@ -95,11 +95,21 @@ impl TokenBucket {
         }
     }
 
+    /// The level at `now` ≥ `last`, refilled at the current rate.
+    fn level_at(&self, now: SimTime) -> i128 {
+        let add = (now.as_ns() - self.last.as_ns()) as i128 * self.rate as i128;
+        (self.level + add).min(self.capacity as i128 * UNITS)
+    }
+
     fn refill(&mut self, now: SimTime) {
         assert!(now >= self.last, "time went backwards");
-        let add = (now.as_ns() - self.last.as_ns()) as i128 * self.rate as i128;
-        self.level = (self.level + add).min(self.capacity as i128 * UNITS);
+        self.level = self.level_at(now);
         self.last = now;
+    }
+
+    /// Whole tokens available at `now`, without touching the bucket (observers).
+    pub fn tokens_at(&self, now: SimTime) -> i64 {
+        self.level_at(now.max(self.last)).div_euclid(UNITS) as i64
     }
 
     /// Whole tokens available at `now` (negative while reservations wait).

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 
 _NUMBER = re.compile(r"[+-]?(0x[0-9a-fA-F_]+|0b[01_]+|0o[0-7_]+|[0-9][0-9_]*(\.[0-9_]*)?([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?|inf|NaN)")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# `r#None` is a raw identifier: an enum variant (or field) named like a keyword.
+_IDENT = re.compile(r"(?:r#)?[A-Za-z_][A-Za-z0-9_]*")
 
 
 class RonError(ValueError):
@@ -90,16 +91,17 @@ class _Parser:
             return self.parens(None)
         m = _IDENT.match(self.s, self.i)
         if m and m.group() not in ("inf", "NaN"):
-            name = m.group()
+            raw = m.group().startswith("r#")
+            name = m.group().removeprefix("r#")
             self.i = m.end()
-            if name == "true":
+            if not raw and name == "true":
                 return True
-            if name == "false":
+            if not raw and name == "false":
                 return False
-            if name == "None":
+            if not raw and name == "None":
                 return None
             if self.peek() == "(":
-                if name == "Some":
+                if not raw and name == "Some":
                     self.i += 1
                     v = self.value()
                     self.expect(")")
@@ -158,7 +160,7 @@ class _Parser:
                     raise self.error("expected a field name")
                 self.i = m.end()
                 self.expect(":")
-                out[m.group()] = self.value()
+                out[m.group().removeprefix("r#")] = self.value()
             self.i += 1
             if name is not None:
                 out["_type"] = name

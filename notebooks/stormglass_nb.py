@@ -47,6 +47,7 @@ import ron  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = os.environ.get("STORMGLASS_NB_SMALL", "") not in ("", "0")
+STRICT = os.environ.get("STORMGLASS_NB_STRICT", "") not in ("", "0")
 
 
 # ---------------------------------------------------------------------------------------
@@ -81,6 +82,12 @@ def cli(*args: str, check: bool = True) -> str:
     if check and p.returncode != 0:
         raise RuntimeError(f"stormglass {' '.join(args)} exited {p.returncode}:\n{p.stderr}{p.stdout}")
     return p.stdout
+
+
+def validate(path) -> str | None:
+    """`stormglass validate FILE`: None when the file loads, else the CLI's error message."""
+    p = subprocess.run([str(binary()), "validate", str(path)], cwd=REPO, capture_output=True, text=True)
+    return None if p.returncode == 0 else (p.stderr or p.stdout).strip()
 
 
 def _source_file(spec: str) -> Path | None:
@@ -215,7 +222,13 @@ class Results:
         planned = pl.DataFrame([{k: r[k] for k in ["run_id", *plan_cols]} for r in self.manifest["runs"]],
                                schema={"run_id": pl.String, "run_index": pl.UInt64, "variant": pl.String,
                                        "point": pl.UInt64, "seed": pl.UInt64})
-        raw = self._scan("runs").collect()
+        # One part per run; a variant that changes structure has columns others lack, so the
+        # parts are read one by one and stacked by name (a scan takes the first part's schema).
+        parts = sorted((self.root / "runs").glob("shard=*/*.parquet"))
+        if not parts:
+            raise FileNotFoundError(f"{self.root}: no runs parts")
+        raw = pl.concat([pl.read_parquet(p).with_columns(pl.lit(int(p.parent.name.split("=")[1]), dtype=pl.Int64).alias("shard"))
+                         for p in parts], how="diagonal_relaxed")
         df = (raw.drop(plan_cols).join(planned, on="run_id", how="inner")
               .select(raw.columns)
               .with_columns(pl.col("variant").cast(self.variant_dtype))

@@ -25,6 +25,8 @@ class Ron(unittest.TestCase):
             ("{\"k\": 1}", {"k": 1}),
             ("// c\n( /* d */ a: 1_000, )", {"a": 1000}),
             ("Float(1.0)", {"_type": "Float", "_values": [1.0]}),
+            # A raw identifier is a name, not a keyword: the retry jitter's `r#None` variant.
+            ("(jitter: r#None, r#type: 1, d: None)", {"jitter": "None", "type": 1, "d": None}),
         ]
         for text, want in cases:
             with self.subTest(text=text):

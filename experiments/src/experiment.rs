@@ -4,14 +4,17 @@
 //! A file may also be a bare `Scenario(...)`: it then runs with the defaults of
 //! [`RunDefaults`] (the CLI can override them).
 
+use crate::patch::Part;
 use crate::ronfile::{InputError, Source};
+pub(crate) use crate::scenario_file::{ScenarioRef, join};
+pub use crate::scenario_file::{read_bounded, resolve_scenario};
 use crate::sweep::{
-    self, Constraint, ConstraintFile, Dimension, SweepFile, Variant, VariantFile,
-    resolve_constraints, resolve_sweep, resolve_variants,
+    self, Constraint, ConstraintFile, Dimension, SweepFile, resolve_constraints, resolve_sweep,
 };
+use crate::variant::{self, Base, Variant, VariantFile};
 use models::Scenario;
 use models::params::ParamValue;
-use models::scenario::{ScenarioSpec, SetParam};
+use models::scenario::ScenarioSpec;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
@@ -61,13 +64,6 @@ pub struct Outputs {
 
 fn default_sample_every() -> SimDuration {
     SimDuration::from_secs(1)
-}
-
-#[derive(Deserialize)]
-enum ScenarioRef {
-    /// A scenario file, relative to the experiment file.
-    File(String),
-    Inline(Box<ScenarioSpec<IgnoredAny>>),
 }
 
 /// Replication seeds.
@@ -158,8 +154,9 @@ pub struct PlannedRun {
     pub variant: String,
     /// Index of the sweep point (within the variant, after constraints).
     pub point: usize,
-    /// Values of the swept parameters in this run, in `Experiment::swept` order.
-    pub params: Vec<ParamValue>,
+    /// Values of the swept parameters in this run, in `Experiment::swept` order (`None`:
+    /// this run's variant has no such parameter; another variant sets it).
+    pub params: Vec<Option<ParamValue>>,
     pub seed: u64,
     pub scenario: Arc<Scenario>,
 }
@@ -171,10 +168,6 @@ pub enum LoadError {
     Io { file: PathBuf, err: std::io::Error },
     #[error("{0}")]
     Input(#[from] InputError),
-}
-
-fn join(prefix: &str, path: &str) -> String {
-    if prefix.is_empty() { path.to_string() } else { format!("{prefix}.{path}") }
 }
 
 /// The first identifier of a RON text, skipping whitespace and comments.
@@ -196,51 +189,12 @@ fn top_level_name(text: &str) -> (&str, usize) {
     (&rest[..end], off)
 }
 
-/// Turns a scenario whose timeline values are unparsed into a checked, typed scenario.
-/// `prefix` is the scenario's field path inside `src` (`"scenario"` when inline).
-pub fn resolve_scenario(
-    src: &Source<'_>,
-    mut spec: ScenarioSpec<IgnoredAny>,
-    prefix: &str,
-) -> Result<Scenario, InputError> {
-    load_traces(src, &mut spec, prefix)?;
-    spec.check().map_err(|e| src.error_at(&join(prefix, &e.path), e.message))?;
-    let registry = spec.registry();
-    let sc = spec.map_timeline(|i, s: SetParam<IgnoredAny>| {
-        let p = registry.get(&s.path).ok_or_else(|| {
-            src.error_at(&join(prefix, &format!("timeline[{i}].path")), registry.unknown(&s.path))
-        })?;
-        let value: ParamValue =
-            src.parse_at(&join(prefix, &format!("timeline[{i}].value")), &p.ty)?;
-        Ok::<_, InputError>(SetParam { at: s.at, path: s.path, value, reload: s.reload })
-    })?;
-    sc.check_timeline().map_err(|e| src.error_at(&join(prefix, &e.path), e.message))?;
-    Ok(sc)
-}
-
-/// Reads every trace file a source names (relative to the file that names it).
-fn load_traces(
-    src: &Source<'_>,
-    spec: &mut ScenarioSpec<IgnoredAny>,
-    prefix: &str,
-) -> Result<(), InputError> {
-    let dir = src.file.parent().unwrap_or(Path::new("."));
-    for (i, s) in spec.sources.iter_mut().enumerate() {
-        let Some(t) = s.trace.as_mut() else { continue };
-        let field = join(prefix, &format!("sources[{i}].trace.file"));
-        let path = dir.join(&t.file);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            src.error_at(&field, format!("cannot read trace {}: {e}", path.display()))
-        })?;
-        let data = models::trace::TraceData::parse_csv(&text, t)
-            .map_err(|e| src.error_at(&field, format!("{}: {e}", path.display())))?;
-        t.data = Some(Arc::new(data));
-    }
-    Ok(())
-}
+/// Most bytes of a scenario or experiment file.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 fn read(path: &Path) -> Result<String, LoadError> {
-    std::fs::read_to_string(path).map_err(|err| LoadError::Io { file: path.to_path_buf(), err })
+    read_bounded(path, MAX_INPUT_BYTES)
+        .map_err(|err| LoadError::Io { file: path.to_path_buf(), err })
 }
 
 /// Loads an experiment (or a bare scenario run with `defaults`) from a file.
@@ -269,59 +223,76 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 sample_every: Some(defaults.sample_every).filter(|d| d.0 > 0),
                 seeds: defaults.seeds.to_vec(),
                 outputs: defaults.outputs,
-                variants: vec![Variant { name: "default".into(), set: vec![] }],
+                variants: vec![Variant::plain("default", vec![])],
                 sweep: vec![],
                 constraints: vec![],
                 swept: vec![],
                 runs: vec![],
             };
             check_settings(&src, &exp, "")?;
+            check_trace_coverage(&src, &exp, Some(""))?;
             finish_plan(&src, exp)
         }
         "Experiment" => {
             let f: ExperimentFile = src.parse()?;
             check_seed_count(&src, &f.seeds)?;
-            let mut scenario_file = path.to_path_buf();
-            let scenario = match f.scenario {
-                ScenarioRef::Inline(spec) => resolve_scenario(&src, *spec, "scenario")?,
+            let inline = matches!(f.scenario, ScenarioRef::Inline(_));
+            // The base scenario's own file, when it has one (structural variants splice
+            // its text).
+            let base_file = match &f.scenario {
                 ScenarioRef::File(rel) => {
-                    let p = path.parent().unwrap_or(Path::new(".")).join(&rel);
-                    scenario_file = p.clone();
+                    let p = path.parent().unwrap_or(Path::new(".")).join(rel);
                     let text = read(&p).map_err(|e| {
                         LoadError::Input(
                             src.error_at("scenario", format!("scenario file \"{rel}\": {e}")),
                         )
                     })?;
-                    let ssrc = Source::new(&p, &text);
-                    let spec: ScenarioSpec<IgnoredAny> = ssrc.parse()?;
-                    resolve_scenario(&ssrc, spec, "")?
+                    Some((p, text))
                 }
+                ScenarioRef::Inline(_) => None,
             };
+            let base_src = base_file.as_ref().map(|(p, t)| Source::new(p, t));
+            let (scenario, part) = match (f.scenario, &base_src) {
+                (ScenarioRef::Inline(spec), _) => (
+                    resolve_scenario(&src, *spec, "scenario")?,
+                    Part { src: &src, path: "scenario" },
+                ),
+                (ScenarioRef::File(_), Some(ssrc)) => {
+                    let spec: ScenarioSpec<IgnoredAny> = ssrc.parse()?;
+                    (resolve_scenario(ssrc, spec, "")?, Part { src: ssrc, path: "" })
+                }
+                (ScenarioRef::File(_), None) => unreachable!("read above"),
+            };
+            let scenario = Arc::new(scenario);
+            let scenario_file =
+                base_file.as_ref().map_or_else(|| path.to_path_buf(), |(p, _)| p.clone());
+            let variants =
+                variant::resolve_variants(&src, &Base { part, scenario: &scenario }, &f.variants)?;
+            let sweep = variant::for_every_variant(&variants, &scenario, |reg| {
+                resolve_sweep(&src, reg, &f.sweep)
+            })?;
+            let constraints = variant::for_every_variant(&variants, &scenario, |reg| {
+                resolve_constraints(&src, reg, &f.constraints)
+            })?;
             let exp = Experiment {
                 name: f.name,
                 description: f.description,
                 file: path.to_path_buf(),
                 scenario_file,
-                scenario: Arc::new(scenario),
+                scenario,
                 duration: f.duration,
                 warmup: f.warmup,
                 sample_every: Some(f.sample_every).filter(|d| d.0 > 0),
                 seeds: f.seeds.to_vec(),
                 outputs: Outputs { requests: f.outputs.requests || defaults.outputs.requests },
-                variants: vec![],
-                sweep: vec![],
-                constraints: vec![],
+                variants,
+                sweep,
+                constraints,
                 swept: vec![],
                 runs: vec![],
             };
-            let reg = exp.scenario.registry();
-            let exp = Experiment {
-                variants: resolve_variants(&src, &reg, &f.variants)?,
-                sweep: resolve_sweep(&src, &reg, &f.sweep)?,
-                constraints: resolve_constraints(&src, &reg, &f.constraints)?,
-                ..exp
-            };
             check_settings(&src, &exp, "")?;
+            check_trace_coverage(&src, &exp, inline.then_some("scenario"))?;
             finish_plan(&src, exp)
         }
         other => {
@@ -342,6 +313,24 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
             }))
         }
     }
+}
+
+/// Refuses a trace replay that would use under 1% of its rows in the run's duration (a
+/// millisecond trace read with the default `time_unit: "1s"`), positioned at the trace (or
+/// at `scenario` when the scenario is in another file: `prefix` `None`).
+fn check_trace_coverage(
+    src: &Source<'_>,
+    e: &Experiment,
+    prefix: Option<&str>,
+) -> Result<(), InputError> {
+    for (i, s) in e.scenario.sources.iter().enumerate() {
+        let Some(t) = &s.trace else { continue };
+        t.check_coverage(s.start, e.duration).map_err(|m| match prefix {
+            Some(p) => src.error_at(&join(p, &format!("sources[{i}].trace")), m),
+            None => src.error_at("scenario", format!("sources[{i}].trace: {m}")),
+        })?;
+    }
+    Ok(())
 }
 
 fn check_seed_count(src: &Source<'_>, seeds: &Seeds) -> Result<(), InputError> {
@@ -466,7 +455,7 @@ impl Experiment {
         for v in &self.variants {
             let mut point = 0;
             for p in &points {
-                let mut sc = (*self.scenario).clone();
+                let mut sc = (**v.scenario_or(&self.scenario)).clone();
                 for a in v.set.iter().chain(p.iter()) {
                     sc.set_param(&a.path, a.value.clone()).expect("values were checked at load");
                 }
@@ -475,7 +464,8 @@ impl Experiment {
                 if !self.constraints.iter().all(|c| c.holds(&get)) {
                     continue;
                 }
-                let params: Vec<ParamValue> = self.swept.iter().map(|p| get(p)).collect();
+                let params: Vec<Option<ParamValue>> =
+                    self.swept.iter().map(|p| reg.get(p).map(|s| s.value.clone())).collect();
                 let canon = canonical(&sc);
                 let base =
                     mix64(name_id(&canon) ^ settings ^ mix64(name_id(&v.name).rotate_left(7)));

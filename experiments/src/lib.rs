@@ -10,15 +10,21 @@
 //! parsed with the registry's type. They never pass through an untyped `ron::Value`, which
 //! would lose enum names, and their errors still point at the right line and column.
 
+pub mod catalog;
+pub mod console;
 pub mod embed;
 pub mod experiment;
 pub mod gpu_cli;
 pub mod locate;
+pub mod patch;
 pub mod provenance;
+pub mod report;
 pub mod results;
 pub mod ronfile;
 pub mod runner;
+pub mod scenario_file;
 pub mod session;
 pub mod sweep;
+pub mod variant;
 
 pub use experiment::{Experiment, LoadError, RunDefaults, load};

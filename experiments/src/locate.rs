@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 /// Byte offsets of the start of every value in a RON text, by field path.
 pub struct Locations {
     starts: BTreeMap<String, usize>,
+    /// Byte offset just past the end of every value (of the outermost value at a path).
+    ends: BTreeMap<String, usize>,
 }
 
 /// Nesting limit (TigerStyle: a bound on every loop and recursion).
@@ -22,9 +24,37 @@ impl Locations {
     /// Scans `text`. A text that is not well-formed yields whatever was found before the
     /// problem (the deserializer reports the problem itself).
     pub fn scan(text: &str) -> Locations {
-        let mut s = Scanner { b: text.as_bytes(), i: 0, starts: BTreeMap::new() };
+        let mut s =
+            Scanner { b: text.as_bytes(), i: 0, starts: BTreeMap::new(), ends: BTreeMap::new() };
         s.value(String::new(), 0);
-        Locations { starts: s.starts }
+        Locations { starts: s.starts, ends: s.ends }
+    }
+    /// Byte range of the value at `path` (comments and spaces around it excluded).
+    pub fn span(&self, path: &str) -> Option<std::ops::Range<usize>> {
+        Some(*self.starts.get(path)?..*self.ends.get(path)?)
+    }
+    /// The named fields directly inside the value at `path` (`""` = the top level), in
+    /// text order: `(field name, full path)`.
+    pub fn fields(&self, path: &str) -> Vec<(String, String)> {
+        let prefix = if path.is_empty() { String::new() } else { format!("{path}.") };
+        let mut out: Vec<(usize, String, String)> = self
+            .starts
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter_map(|(k, &o)| {
+                let rest = &k[prefix.len()..];
+                let simple = !rest.is_empty()
+                    && rest != "?"
+                    && rest.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+                simple.then(|| (o, rest.to_string(), k.clone()))
+            })
+            .collect();
+        out.sort();
+        out.into_iter().map(|(_, f, k)| (f, k)).collect()
+    }
+    /// How many elements the list at `path` has.
+    pub fn elements(&self, path: &str) -> usize {
+        (0..).take_while(|i| self.starts.contains_key(&format!("{path}[{i}]"))).count()
     }
     /// Byte offset where the value at `path` starts.
     pub fn offset(&self, path: &str) -> Option<usize> {
@@ -44,6 +74,7 @@ struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
     starts: BTreeMap<String, usize>,
+    ends: BTreeMap<String, usize>,
 }
 
 impl Scanner<'_> {
@@ -123,6 +154,12 @@ impl Scanner<'_> {
     }
 
     fn value(&mut self, path: String, depth: usize) {
+        self.value_inner(path.clone(), depth);
+        // The outermost value at a path finishes last (`Inline(Scenario(..))`).
+        self.ends.insert(path, self.i);
+    }
+
+    fn value_inner(&mut self, path: String, depth: usize) {
         self.ws();
         if depth > MAX_DEPTH {
             return;
@@ -258,5 +295,17 @@ mod tests {
             assert_eq!(line_col(text, off), want, "{path}");
         }
         assert_eq!(loc.offset("nope"), None);
+        let span = |p: &str| &text[loc.span(p).unwrap()];
+        assert_eq!(span("scenario.sources[1]"), r#"(name: "b", target: "t")"#);
+        assert_eq!(span("scenario.call_sites[0].upstream"), r##"r#"st"#"##);
+        assert!(
+            span("scenario").starts_with("Inline(Scenario(") && span("scenario").ends_with("))")
+        );
+        let fields: Vec<String> = loc.fields("scenario").into_iter().map(|f| f.0).collect();
+        assert_eq!(fields, ["sources", "call_sites", "timeline"]);
+        let top: Vec<String> = loc.fields("").into_iter().map(|f| f.0).collect();
+        assert_eq!(top, ["name", "scenario", "seeds"]);
+        assert_eq!(loc.elements("scenario.sources"), 2);
+        assert_eq!(loc.elements("seeds"), 2);
     }
 }

@@ -9,16 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Scenarios shipped inside the binary: `stormglass run quickstart` works anywhere.
-const BUNDLED: &[(&str, &str)] = &[
-    ("quickstart", include_str!("../quickstart.ron")),
-    ("gate-sizing", include_str!("../gate-sizing.ron")),
-    ("gpu-batching", include_str!("../gpu-batching.ron")),
-    ("fanout-surge", include_str!("../fanout-surge.ron")),
-    ("stale-connection", include_str!("../stale-connection.ron")),
-    ("workbench", include_str!("../workbench.ron")),
-];
-
 #[derive(Parser)]
 #[command(
     name = "stormglass",
@@ -85,8 +75,21 @@ enum Cmd {
         #[command(flatten)]
         args: RunArgs,
     },
-    /// List the bundled scenarios.
+    /// List the bundled experiments (quick start, incidents, studies) with their descriptions.
     List,
+    /// An experiment's results as a Markdown table: variants (× sweep points) × the
+    /// metrics that matter, means with 95% CIs over seeds.
+    Report {
+        /// The experiment's results folder (`results/<experiment>`).
+        dir: PathBuf,
+        /// Also the differences against this variant, paired by seed.
+        #[arg(long, conflicts_with = "against_results")]
+        against: Option<String>,
+        /// Also the differences against the same variants in another results folder,
+        /// paired by seed.
+        #[arg(long)]
+        against_results: Option<PathBuf>,
+    },
     /// Step time of one GPU server step under the fitted model, and the fit's error.
     GpuModel(experiments::gpu_cli::GpuModelArgs),
 }
@@ -132,13 +135,20 @@ fn load(args: &RunArgs) -> Result<Experiment, String> {
             std::fs::read_to_string(path)
                 .map_err(|e| format!("{}: cannot read: {e}", path.display()))?,
         )
-    } else if let Some((name, text)) = BUNDLED.iter().find(|(n, _)| *n == args.file) {
-        (PathBuf::from(format!("<bundled>/{name}.ron")), text.to_string())
+    } else if let Some(entry) = experiments::catalog::find(&args.file)? {
+        match entry.source_path() {
+            // In the source tree: relative references (scenario files, traces) resolve.
+            Some(p) => {
+                let text = std::fs::read_to_string(&p)
+                    .map_err(|e| format!("{}: cannot read: {e}", p.display()))?;
+                (p, text)
+            }
+            None => (entry.bundled_path(), entry.text.to_string()),
+        }
     } else {
         return Err(format!(
-            "{}: no such file, and no bundled scenario of that name (bundled: {})",
-            args.file,
-            BUNDLED.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
+            "{}: no such file, and no bundled scenario of that name (`stormglass list` lists the bundled experiments)",
+            args.file
         ));
     };
     load_text(&shown, &text, &defaults).map_err(|e| e.to_string())
@@ -152,16 +162,26 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::GpuModel(args) => experiments::gpu_cli::run(&args),
         Cmd::List => {
-            for (name, text) in BUNDLED {
-                let first = text
-                    .lines()
-                    .find(|l| l.starts_with("//"))
-                    .unwrap_or("")
-                    .trim_start_matches("//")
-                    .trim();
-                println!("{name:<16} {first}");
-            }
+            print!("{}", experiments::catalog::listing());
             ExitCode::SUCCESS
+        }
+        Cmd::Report { dir, against, against_results } => {
+            use experiments::report::{Against, markdown, read};
+            let text = read(&dir).and_then(|r| match (&against, &against_results) {
+                (Some(v), _) => markdown(&r, Some(Against::Variant(v))),
+                (None, Some(d)) => markdown(&r, Some(Against::Results(&read(d)?))),
+                (None, None) => markdown(&r, None),
+            });
+            match text {
+                Ok(t) => {
+                    print!("{t}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         Cmd::Validate { files } => {
             let mut ok = true;
@@ -265,6 +285,18 @@ fn parse_shard(s: &str, env: impl Fn(&str) -> Option<String>) -> Result<(u32, u3
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// After the first SIGINT/SIGTERM, runs still going after this long are ended (recorded as
+/// error rows) so the batch exits, e.g. before a cluster's SIGKILL; a second signal ends
+/// them at once. `STORMGLASS_GRACE_SECONDS` overrides it.
+const GRACE_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(20);
+
+fn grace_after_signal() -> std::time::Duration {
+    std::env::var("STORMGLASS_GRACE_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(GRACE_AFTER_SIGNAL, std::time::Duration::from_secs)
+}
+
 fn run(
     exp: &Experiment,
     out: &Path,
@@ -321,15 +353,27 @@ fn run(
         return ExitCode::FAILURE;
     }
     let _ = ctrlc::set_handler(|| {
-        if STOP.swap(true, Ordering::SeqCst) {
-            eprintln!(
-                "\ninterrupted twice: exiting now (finished runs are saved; rerun with --resume)"
-            );
+        use experiments::runner::ABORT;
+        if ABORT.load(Ordering::SeqCst) {
+            eprintln!("\ninterrupted again: exiting now (finished runs are saved)");
             std::process::exit(130);
         }
+        if STOP.swap(true, Ordering::SeqCst) {
+            eprintln!(
+                "\ninterrupted twice: ending the runs in progress now (each is recorded as an error row)"
+            );
+            ABORT.store(true, Ordering::SeqCst);
+            return;
+        }
+        let grace = grace_after_signal();
         eprintln!(
-            "\ninterrupt: finishing the runs in progress, starting no new ones (Ctrl-C again to quit now)"
+            "\ninterrupt: finishing the runs in progress, starting no new ones; runs still going in {}s are ended (Ctrl-C again to end them now)",
+            grace.as_secs()
         );
+        std::thread::spawn(move || {
+            std::thread::sleep(grace);
+            ABORT.store(true, Ordering::SeqCst);
+        });
     });
     let mode = match progress {
         "auto" if std::io::stderr().is_terminal() => "bar",
@@ -410,7 +454,7 @@ fn run(
                     eprintln!("writing summary.parquet: {e}");
                     return ExitCode::FAILURE;
                 }
-                print_summary(exp, &summary);
+                print!("{}", experiments::console::summary_text(exp, &summary));
             }
             Err(e) => {
                 eprintln!("summarising {}: {e}", root.display());
@@ -462,16 +506,18 @@ fn explain(e: &Experiment) {
         }
     }
     if !e.swept.is_empty() || e.variants.len() > 1 {
-        println!(
-            "\nvariants: {}",
-            e.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", ")
-        );
+        println!("\nvariants ({}):", e.variants.len());
+        print!("{}", experiments::variant::describe(&e.variants));
         println!("swept: {}", e.swept.join(", "));
     }
     println!("\nruns ({}):", e.runs.len());
     for r in &e.runs {
-        let params: Vec<String> =
-            e.swept.iter().zip(&r.params).map(|(p, v)| format!("{p}={v}")).collect();
+        let params: Vec<String> = e
+            .swept
+            .iter()
+            .zip(&r.params)
+            .filter_map(|(p, v)| Some(format!("{p}={}", v.as_ref()?)))
+            .collect();
         println!(
             "  {}  {} point {} seed {}  {}",
             r.run_id,
@@ -480,63 +526,5 @@ fn explain(e: &Experiment) {
             r.seed,
             params.join("  ")
         );
-    }
-}
-
-/// Across-seed means with 95% confidence intervals of the headline figures, per variant
-/// and sweep point (from `summary.parquet`).
-fn print_summary(exp: &Experiment, summary: &polars::prelude::DataFrame) {
-    let measured_s = (exp.duration.0 - exp.warmup.0) as f64 / 1e9;
-    let get = |col: &str, row: usize| -> Option<f64> {
-        summary
-            .column(col)
-            .ok()?
-            .cast(&polars::prelude::DataType::Float64)
-            .ok()?
-            .f64()
-            .ok()?
-            .get(row)
-    };
-    let params: Vec<String> = summary
-        .get_column_names()
-        .iter()
-        .map(|s| s.to_string())
-        .filter(|n| n.starts_with("param."))
-        .collect();
-    for row in 0..summary.height() {
-        let variant = summary
-            .column("variant")
-            .ok()
-            .and_then(|c| c.str().ok()?.get(row).map(|s| s.to_string()))
-            .unwrap_or_default();
-        let runs = get("runs", row).unwrap_or(0.0);
-        let mut label = variant.clone();
-        for p in &params {
-            if let Ok(c) = summary.column(p) {
-                let v = c.get(row).map(|v| v.to_string()).unwrap_or_default();
-                label.push_str(&format!("  {}={v}", p.trim_start_matches("param.")));
-            }
-        }
-        println!("{label}  ({runs} runs; mean ± 95% CI)");
-        for s in &exp.scenario.sources {
-            let f = |m: &str, scale: f64| -> String {
-                let mean = get(&format!("source.{}.{m}.mean", s.name), row);
-                let ci = get(&format!("source.{}.{m}.ci95", s.name), row);
-                match (mean, ci) {
-                    (Some(m), Some(c)) => format!("{:.2} ± {:.2}", m * scale, c * scale),
-                    (Some(m), None) => format!("{:.2}", m * scale),
-                    _ => "n/a".into(),
-                }
-            };
-            println!(
-                "  {}: completed/s {}  rejected/s {}  p50 {} ms  p99 {} ms  wait {} ms",
-                s.name,
-                f("completed", 1.0 / measured_s),
-                f("rejected", 1.0 / measured_s),
-                f("latency_ms_p50", 1.0),
-                f("latency_ms_p99", 1.0),
-                f("wait_ms_mean", 1.0)
-            );
-        }
     }
 }

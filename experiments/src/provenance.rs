@@ -3,7 +3,8 @@
 
 use crate::experiment::{Experiment, Outputs};
 use crate::results::{shard_of, write_text};
-use crate::sweep::{Assignment, Constraint, Variant};
+use crate::sweep::{Assignment, Constraint};
+use crate::variant::Variant;
 use models::Scenario;
 use serde::Serialize;
 use sim_core::SimDuration;

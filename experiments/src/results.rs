@@ -25,6 +25,7 @@ use models::params::ParamValue;
 use models::summary::Value;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Fixed leading columns of `runs.parquet`, before the model's summary columns.
 pub const RUN_COLUMNS: [&str; 13] = [
@@ -139,6 +140,11 @@ pub fn remove_temporaries(root: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The scenario a run ran (its variant's).
+fn run_scenario<'a>(exp: &'a Experiment, r: &RunRecord) -> &'a models::Scenario {
+    exp.runs.get(r.run_index).map_or(&exp.scenario, |p| &p.scenario)
+}
+
 /// The runs table.
 pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataFrame> {
     let n = records.len();
@@ -179,21 +185,28 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
         Column::new("events".into(), records.iter().map(|r| r.events).collect::<Vec<_>>()),
         Column::new("duration_s".into(), vec![exp.duration.as_s_f64(); n]),
         Column::new("warmup_s".into(), vec![exp.warmup.as_s_f64(); n]),
-        Column::new("scenario".into(), vec![exp.scenario.name.as_str(); n]),
+        Column::new(
+            "scenario".into(),
+            records.iter().map(|r| run_scenario(exp, r).name.as_str()).collect::<Vec<_>>(),
+        ),
     ];
     // One column per swept parameter, typed by the parameter.
     for (k, path) in exp.swept.iter().enumerate() {
-        let vals: Vec<&ParamValue> = records.iter().map(|r| &r.params[k]).collect();
+        let vals: Vec<Option<&ParamValue>> = records.iter().map(|r| r.params[k].as_ref()).collect();
         cols.push(param_column(path, &vals));
     }
     // Summary columns: the union over runs, in first-seen order (runs that failed have
     // nulls). All ok runs of one scenario share one column list.
-    let mut names: Vec<(&str, bool)> = Vec::new(); // (name, is_u64)
-    let template = records
+    let templates: Vec<models::summary::Summary> = records
         .iter()
-        .any(|r| r.summary.values.is_empty())
-        .then(|| models::run::summary_template(&exp.scenario));
-    for (name, v) in template.iter().flat_map(|t| t.values.iter()) {
+        .filter(|r| r.summary.values.is_empty())
+        .map(|r| models::run::summary_template(run_scenario(exp, r)))
+        .collect();
+    let mut names: Vec<(&str, bool)> = Vec::new(); // (name, is_u64)
+    for (name, v) in templates.iter().flat_map(|t| t.values.iter()) {
+        if names.iter().any(|(n, _)| n == name) {
+            continue;
+        }
         names.push((name, matches!(v, Value::U64(_))));
     }
     for r in records {
@@ -222,19 +235,41 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
         };
         cols.push(col);
     }
+    let goodput = goodput_columns(exp, &cols)?;
+    cols.extend(goodput);
     DataFrame::new(n, cols)
+}
+
+/// `source.<s>.goodput` and `class.<c>.goodput`: successful, non-degraded completions per
+/// second of measured time (`success ÷ (duration − warm-up)`), beside every `success`
+/// column. Derived here, not in the model, so the run's fingerprint does not depend on it.
+fn goodput_columns(exp: &Experiment, cols: &[Column]) -> PolarsResult<Vec<Column>> {
+    let measured = exp.duration.as_s_f64() - exp.warmup.as_s_f64();
+    let mut out = Vec::new();
+    for c in cols {
+        let name = c.name().as_str();
+        let Some(prefix) = name.strip_suffix(".success") else { continue };
+        if !(prefix.starts_with("source.") || prefix.starts_with("class.")) {
+            continue;
+        }
+        let v: Vec<Option<f64>> =
+            c.cast(&DataType::Float64)?.f64()?.iter().map(|s| Some(s? / measured)).collect();
+        out.push(Column::new(format!("{prefix}.goodput").into(), v));
+    }
+    Ok(out)
 }
 
 /// The column of a swept parameter: `param.<path>`; counts as u64 (null = unbounded),
 /// numbers as f64, durations as f64 milliseconds (`param.<path>_ms`), distributions as text.
-fn param_column(path: &str, vals: &[&ParamValue]) -> Column {
-    match vals.first() {
+fn param_column(path: &str, vals: &[Option<&ParamValue>]) -> Column {
+    // The type of the first run that has the parameter; a variant without it gives null.
+    match vals.iter().flatten().next() {
         Some(ParamValue::Count(_)) | Some(ParamValue::OptCount(_)) => Column::new(
             format!("param.{path}").into(),
             vals.iter()
                 .map(|v| match v {
-                    ParamValue::Count(n) => Some(*n),
-                    ParamValue::OptCount(n) => *n,
+                    Some(ParamValue::Count(n)) => Some(*n),
+                    Some(ParamValue::OptCount(n)) => *n,
                     _ => None,
                 })
                 .collect::<Vec<_>>(),
@@ -242,18 +277,21 @@ fn param_column(path: &str, vals: &[&ParamValue]) -> Column {
         Some(ParamValue::Duration(_)) => Column::new(
             format!("param.{path}_ms").into(),
             vals.iter()
-                .map(|v| if let ParamValue::Duration(d) = v { Some(d.as_ms_f64()) } else { None })
+                .map(|v| match v {
+                    Some(ParamValue::Duration(d)) => Some(d.as_ms_f64()),
+                    _ => None,
+                })
                 .collect::<Vec<_>>(),
         ),
         Some(ParamValue::Float(_)) => Column::new(
             format!("param.{path}").into(),
             vals.iter()
-                .map(|v| if let ParamValue::Float(x) = v { Some(*x) } else { None })
+                .map(|v| if let Some(ParamValue::Float(x)) = v { Some(*x) } else { None })
                 .collect::<Vec<_>>(),
         ),
         _ => Column::new(
             format!("param.{path}").into(),
-            vals.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+            vals.iter().map(|v| v.map(|v| v.to_string())).collect::<Vec<_>>(),
         ),
     }
 }
@@ -366,7 +404,7 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
         for q in &r.requests {
             run_id.push(r.run_id.as_str());
             request_id.push(q.request_id);
-            source.push(exp.scenario.sources[q.source as usize].name.as_str());
+            source.push(run_scenario(exp, r).sources[q.source as usize].name.as_str());
             seq.push(q.seq);
             arrival.push(q.arrival.0);
             start.push(q.start.map(|t| t.0));
@@ -411,9 +449,48 @@ pub fn scan(dir: impl AsRef<Path>, table: &str) -> PolarsResult<LazyFrame> {
     }
     let path =
         p.to_str().ok_or_else(|| polars_err!(ComputeError: "non-UTF-8 path {}", p.display()))?;
-    // Parts written by an older version may lack newer columns: read them as nulls.
-    let args = ScanArgsParquet { allow_missing_columns: true, ..Default::default() };
+    // Parts may have different columns — runs of structural variants report different
+    // components, and parts written by an older version lack newer columns: scan with the
+    // union of the parts' schemas, a column a part lacks read as nulls.
+    let args = ScanArgsParquet {
+        allow_missing_columns: true,
+        schema: union_schema(&p)?.map(Arc::new),
+        ..Default::default()
+    };
     LazyFrame::scan_parquet(PlRefPath::new(format!("{path}/")), args)
+}
+
+/// The union of the column schemas of a table's parts (`<table>/shard=<i>/*.parquet`), in
+/// first-seen order over the parts sorted by path; `None` when there is no part.
+fn union_schema(table: &Path) -> PolarsResult<Option<Schema>> {
+    let mut parts: Vec<PathBuf> = Vec::new();
+    for shard in std::fs::read_dir(table)? {
+        let shard = shard?.path();
+        if !shard.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&shard)? {
+            let f = f?.path();
+            let visible =
+                f.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.'));
+            if visible && f.extension().is_some_and(|e| e == "parquet") {
+                parts.push(f);
+            }
+        }
+    }
+    parts.sort();
+    let mut union: Option<Schema> = None;
+    for f in parts {
+        let arrow = ParquetReader::new(std::fs::File::open(&f)?).schema()?;
+        let schema = Schema::from_arrow_schema(&arrow);
+        let u = union.get_or_insert_with(Schema::default);
+        for (name, dtype) in schema.iter() {
+            if !u.contains(name) {
+                u.with_column(name.clone(), dtype.clone());
+            }
+        }
+    }
+    Ok(union)
 }
 
 /// Across-seed statistics of every summary metric, per variant × sweep point: `runs` (seeds
@@ -468,4 +545,31 @@ pub fn summarize(runs: &DataFrame) -> PolarsResult<DataFrame> {
     }
     df.drop_in_place("first_run")?;
     Ok(df)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two parts of one table with different columns (a structural variant's run reports a
+    /// component the other lacks) read as one table: the union of the columns, nulls where
+    /// a part has none.
+    #[test]
+    fn parts_with_different_columns_read_as_their_union() {
+        let dir = std::env::temp_dir().join(format!("stormglass-union-{}", std::process::id()));
+        let shard = dir.join("runs").join("shard=0");
+        std::fs::create_dir_all(&shard).unwrap();
+        let mut a = df!("run_index" => [0u64], "x" => [1.0f64]).unwrap();
+        let mut b = df!("run_index" => [1u64], "x" => [2.0f64], "extra" => [3.0f64]).unwrap();
+        for (name, df) in [("a.parquet", &mut a), ("b.parquet", &mut b)] {
+            let f = std::fs::File::create(shard.join(name)).unwrap();
+            ParquetWriter::new(f).finish(df).unwrap();
+        }
+        let got = load(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let cols: Vec<&str> = got.get_column_names().iter().map(|c| c.as_str()).collect();
+        assert_eq!(cols, ["run_index", "x", "extra", "shard"]);
+        let extra = got.column("extra").unwrap().f64().unwrap();
+        assert_eq!((extra.get(0), extra.get(1)), (None, Some(3.0)));
+    }
 }

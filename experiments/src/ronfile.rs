@@ -103,7 +103,12 @@ impl<'a> Source<'a> {
     }
 
     pub fn offset(&self, field: &str) -> Option<usize> {
-        self.locations.get_or_init(|| Locations::scan(self.text)).offset(field)
+        self.locations().offset(field)
+    }
+
+    /// Where every value of the text stands, by field path.
+    pub fn locations(&self) -> &Locations {
+        self.locations.get_or_init(|| Locations::scan(self.text))
     }
 
     /// An error about the value at `field`, positioned where that value starts.

@@ -24,7 +24,7 @@ pub struct RunRecord {
     pub run_index: usize,
     pub variant: String,
     pub point: usize,
-    pub params: Vec<models::params::ParamValue>,
+    pub params: Vec<Option<models::params::ParamValue>>,
     pub seed: u64,
     pub status: Status,
     /// 16 hex digits; `None` when the run panicked.
@@ -50,9 +50,15 @@ fn injected_panic(seed: u64) {
     }
 }
 
+/// Set (by a second signal, or when the grace period after the first runs out) to end the
+/// runs in progress: each stops within `sim_core::engine::CHECK_EVERY` events with an
+/// `interrupted` error, recorded as its error row.
+pub static ABORT: AtomicBool = AtomicBool::new(false);
+
 /// Runs one planned run, catching panics.
 pub fn run_one(exp: &Experiment, index: usize, run: &PlannedRun) -> RunRecord {
-    let cfg = exp.run_config(run.seed);
+    let mut cfg = exp.run_config(run.seed);
+    cfg.limits.interrupt = Some(&ABORT);
     let started = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| {
         injected_panic(run.seed);

@@ -1,6 +1,7 @@
 //! Variants, sweeps and constraints: which parameter values each run gets.
 //!
-//! * A **variant** is a named overlay of parameter values (`baseline`, `fix`).
+//! * A **variant** is a named version of the scenario (`failure`, `fix`): see
+//!   the `variant` module (which builds on this one); the sweep runs within each.
 //! * The **sweep** is a list of dimensions; runs take the Cartesian product of the
 //!   dimensions (the first one outermost), within every variant:
 //!   `Grid(path, values)` — one parameter; `Zip([...])` — several parameters varying together
@@ -18,7 +19,7 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 #[derive(Deserialize)]
-#[serde(rename = "Sweep")]
+#[serde(deny_unknown_fields, rename = "Sweep")]
 pub(crate) enum SweepFile {
     Grid { path: String, values: Vec<IgnoredAny> },
     Zip(Vec<AxisFile>),
@@ -35,17 +36,9 @@ pub(crate) struct AxisFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AssignFile {
-    path: String,
+    pub(crate) path: String,
     #[allow(dead_code)] // located and parsed in place with the parameter's type
     value: IgnoredAny,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct VariantFile {
-    name: String,
-    #[serde(default)]
-    set: Vec<AssignFile>,
 }
 
 #[derive(Deserialize)]
@@ -82,13 +75,6 @@ pub enum Op {
 pub struct Assignment {
     pub path: String,
     pub value: ParamValue,
-}
-
-/// A named overlay of values.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Variant {
-    pub name: String,
-    pub set: Vec<Assignment>,
 }
 
 /// One sweep dimension: its points, each a list of assignments.
@@ -152,7 +138,7 @@ impl Constraint {
     }
 }
 
-fn assignment(
+pub(crate) fn assignment(
     src: &Source<'_>,
     reg: &Registry,
     field: &str,
@@ -186,44 +172,6 @@ fn values(
             Ok(Assignment { path: path.to_string(), value })
         })
         .collect()
-}
-
-/// Resolves variants: typed values, unique names, known paths. No variants = one variant
-/// named `default` with no overlay.
-pub(crate) fn resolve_variants(
-    src: &Source<'_>,
-    reg: &Registry,
-    files: &[VariantFile],
-) -> Result<Vec<Variant>, InputError> {
-    if files.is_empty() {
-        return Ok(vec![Variant { name: "default".into(), set: vec![] }]);
-    }
-    let mut out: Vec<Variant> = Vec::new();
-    for (i, v) in files.iter().enumerate() {
-        let field = format!("variants[{i}]");
-        if v.name.is_empty()
-            || !v.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
-        {
-            return Err(src.error_at(
-                &format!("{field}.name"),
-                format!("expected a name of letters, digits, '_' or '-', found \"{}\"", v.name),
-            ));
-        }
-        if out.iter().any(|o| o.name == v.name) {
-            return Err(src.error_at(
-                &format!("{field}.name"),
-                format!("variant \"{}\" is defined twice", v.name),
-            ));
-        }
-        let set = v
-            .set
-            .iter()
-            .enumerate()
-            .map(|(j, a)| assignment(src, reg, &format!("{field}.set[{j}]"), a))
-            .collect::<Result<Vec<_>, _>>()?;
-        out.push(Variant { name: v.name.clone(), set });
-    }
-    Ok(out)
 }
 
 /// Resolves the sweep's dimensions.

@@ -63,7 +63,8 @@ fn quickstart_runs_and_writes_results() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
-    assert!(stdout.contains("default  (5 runs; mean ± 95% CI)"), "{stdout}");
+    assert!(stdout.contains("default  (5 runs; means over seeds ± 95% CI"), "{stdout}");
+    assert!(stdout.contains("goodput/s") && stdout.contains("in flight at end"), "{stdout}");
     let root = out.join("quickstart");
     for t in ["runs", "timings", "timeseries", "events"] {
         let n = std::fs::read_dir(root.join(t).join("shard=0")).unwrap().count();

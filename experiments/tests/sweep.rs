@@ -25,8 +25,12 @@ fn plan(extra: &str) -> Vec<String> {
     e.runs
         .iter()
         .map(|r| {
-            let ps: Vec<String> =
-                e.swept.iter().zip(&r.params).map(|(p, v)| format!("{p}={v}")).collect();
+            let ps: Vec<String> = e
+                .swept
+                .iter()
+                .zip(&r.params)
+                .map(|(p, v)| format!("{p}={}", v.as_ref().unwrap()))
+                .collect();
             format!("{} {} {} {}", r.variant, r.point, r.seed, ps.join(" ")).trim_end().to_string()
         })
         .collect()

@@ -17,26 +17,33 @@ use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
 use sim_core::{SimDuration, SimTime};
 
-/// The closed set of governor kinds (enum dispatch: no boxing, no `dyn` in the hot path).
-// Governors live once each in the world's arena (a few dozen at most), so variant sizes
-// cost nothing worth a Box and a pointer chase on every decision.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug)]
-pub enum GovernorKind {
-    Gate(Gate),
-    FlowRules(crate::flow::rules::FlowRules),
-    ParamFlow(crate::flow::hot_param::ParamFlow),
-    TokenBucket(crate::flow::token_bucket::TokenBucket),
-    Retry(crate::retry::Retry),
-    Cache(crate::cache::Cache),
-    SingleFlight(crate::cache::singleflight::SingleFlight),
-    CircuitBreaker(crate::breaker::CircuitBreaker),
-    DegradeRule(crate::breaker::sentinel_degrade::DegradeBreaker),
-    Batcher(crate::batcher::governor::BatchGovernor),
-    TimeLimiter(crate::time_limiter::TimeLimiter),
-    ClusterFlow(crate::flow::cluster::ClusterFlow),
-    Shadow(crate::shadow::Shadow),
+macro_rules! governor_kind {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])?
+        $variant:ident { list: $list:ident, spec: $spec:ty, state: $state:ty $(,)? } ),* $(,)?) => {
+        /// The closed set of governor kinds (enum dispatch: no boxing, no `dyn` in the hot
+        /// path), one variant per row of the kind table (`kinds.rs`) plus the shadow
+        /// wrapper.
+        // Governors live once each in the world's arena (a few dozen at most), so variant
+        // sizes cost nothing worth a Box and a pointer chase on every decision.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Clone, Debug)]
+        pub enum GovernorKind {
+            $( $(#[doc = $doc])* $variant($state), )*
+            Shadow(crate::shadow::Shadow<GovernorKind>),
+        }
+
+        /// Forwards a method to whichever governor the enum holds.
+        macro_rules! each {
+            ($self_:ident, $g_:ident => $e_:expr) => {
+                match $self_ {
+                    $( GovernorKind::$variant($g_) => $e_, )*
+                    GovernorKind::Shadow($g_) => $e_,
+                }
+            };
+        }
+    };
 }
+crate::with_governor_kinds!(governor_kind);
 
 impl GovernorKind {
     pub fn as_gate(&self) -> Option<&Gate> {
@@ -45,27 +52,6 @@ impl GovernorKind {
             _ => None,
         }
     }
-}
-
-/// Forwards a method to whichever governor the enum holds.
-macro_rules! each {
-    ($self:ident, $g:ident => $e:expr) => {
-        match $self {
-            GovernorKind::Gate($g) => $e,
-            GovernorKind::FlowRules($g) => $e,
-            GovernorKind::ParamFlow($g) => $e,
-            GovernorKind::TokenBucket($g) => $e,
-            GovernorKind::Retry($g) => $e,
-            GovernorKind::Cache($g) => $e,
-            GovernorKind::SingleFlight($g) => $e,
-            GovernorKind::CircuitBreaker($g) => $e,
-            GovernorKind::DegradeRule($g) => $e,
-            GovernorKind::Batcher($g) => $e,
-            GovernorKind::TimeLimiter($g) => $e,
-            GovernorKind::ClusterFlow($g) => $e,
-            GovernorKind::Shadow($g) => $e,
-        }
-    };
 }
 
 impl Governor for GovernorKind {

@@ -70,6 +70,7 @@ pub struct FallbackSpec {
 
 /// The next layer of the chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum FallbackTo {
     /// Another call site (its own governors, upstream and fallback).
     CallSite(String),
@@ -225,6 +226,8 @@ pub struct SiteRef<'a> {
 /// `(site index, field path below it, message)`.
 pub fn check_chains(sites: &[SiteRef], caches: &[&str]) -> Result<(), (usize, String, String)> {
     let index = |n: &str| sites.iter().position(|s| s.name == n);
+    // Every reference first: a chain walked from one site runs through later sites, whose
+    // own `to` must already be known to exist (found by the fuzzer: a panic at load).
     for (i, s) in sites.iter().enumerate() {
         let Some(f) = s.fallback else { continue };
         match &f.to {
@@ -250,6 +253,8 @@ pub fn check_chains(sites: &[SiteRef], caches: &[&str]) -> Result<(), (usize, St
             let msg = "a trimmed context needs a call site to go to (`to: CallSite(..)`)".into();
             return Err((i, "fallback.trim".into(), msg));
         }
+    }
+    for (i, s) in sites.iter().enumerate() {
         // Walk the chain from here.
         let mut chain = vec![s.name];
         let mut at = i;
@@ -279,52 +284,6 @@ pub fn enabled() -> bool {
 /// `enabled` is written only when false.
 pub fn is_enabled(b: &bool) -> bool {
     *b
-}
-
-impl<V> crate::scenario::ScenarioSpec<V> {
-    /// The fallback chains' cross-references ([`check_chains`]) with field paths.
-    pub(crate) fn check_fallbacks(&self) -> Result<(), crate::scenario::SpecError> {
-        let sites: Vec<SiteRef> = self
-            .call_sites
-            .iter()
-            .map(|c| SiteRef { name: &c.name, fallback: c.fallback.as_ref() })
-            .collect();
-        let caches: Vec<&str> = self.caches.iter().map(|c| c.name.as_str()).collect();
-        check_chains(&sites, &caches).map_err(|(i, field, message)| crate::scenario::SpecError {
-            path: format!("call_sites[{i}].{field}"),
-            message,
-        })
-    }
-}
-
-/// `call_site.<name>.enabled`: switch a model off (and on) at run time (SPEC §3.16).
-impl crate::params::Params for crate::scenario::CallSiteSpec {
-    const KIND: &'static str = "call_site";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        vec![crate::params::ParamDecl {
-            name: "enabled",
-            ty: crate::params::ParamType::Bool,
-            unit: "",
-            runtime: true,
-            doc: "the model is on; off: every call goes straight to the site's fallback",
-        }]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        match p {
-            "enabled" => Some(crate::params::ParamValue::Bool(self.enabled)),
-            _ => None,
-        }
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        match (p, v) {
-            ("enabled", crate::params::ParamValue::Bool(b)) => self.enabled = b,
-            (p, v) => return Err(format!("call_site has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
 }
 
 /// `on`: reason names (`crate::outcome::reason_names`), at least one.

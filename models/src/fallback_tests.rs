@@ -170,6 +170,12 @@ fn chains_are_checked() {
         err(&[("a", Some(to("zz")))]),
         (0, "fallback.to".into(), "no call site named \"zz\"; call sites: [a]".into())
     );
+    // A dangling reference further down the chain than the site walked from (the fuzzer's
+    // find: it used to panic walking from `a` before `b` was checked).
+    assert_eq!(
+        err(&[("a", Some(to("b"))), ("b", Some(to("zz")))]),
+        (1, "fallback.to".into(), "no call site named \"zz\"; call sites: [a, b]".into())
+    );
     assert_eq!(
         err(&[("a", Some(busy(Some("nope"))))]),
         (0, "fallback.to.cache".into(), "no cache named \"nope\"; caches: [answers]".into())

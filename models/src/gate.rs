@@ -204,6 +204,29 @@ impl crate::params::Params for GateSpec {
     }
 }
 
+impl crate::params::GovernorSpec for GateSpec {}
+
+impl crate::governor::GovernorKindOps for Gate {
+    type Spec = GateSpec;
+    fn build(spec: &GateSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
+        Gate::new(spec)
+    }
+    fn apply_param(
+        &mut self,
+        param: &str,
+        v: crate::params::ParamValue,
+        _now: SimTime,
+    ) -> Result<(), String> {
+        use crate::params::ParamValue as V;
+        match (param, v) {
+            ("permits", V::Count(n)) => self.set_permits(n),
+            ("acquire_timeout", V::Duration(d)) => self.set_acquire_timeout(d),
+            (p, v) => return Err(format!("gate.{p} = {v:?} is not run-time changeable")),
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

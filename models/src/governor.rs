@@ -129,3 +129,43 @@ pub trait Governor {
         None
     }
 }
+
+/// What a governor's run-time state provides to the kind table (`kinds.rs`) beyond
+/// [`Governor`]: how it is built from its declaration, how a run-time change reaches it,
+/// and its optional hooks. Every hook but the first two has a default.
+pub trait GovernorKindOps: Governor + Clone {
+    /// The declaration this state is built from.
+    type Spec: crate::params::GovernorSpec;
+    /// Builds the state from its declaration (validated).
+    fn build(spec: &Self::Spec, ctx: &BuildCtx<'_>) -> Self;
+    /// Applies a run-time change already checked against the registry (a run-time
+    /// parameter of this kind, of the right type and range). `Err`: the state refused it
+    /// (a cross-field rule); the value in force stays the old one.
+    fn apply_param(
+        &mut self,
+        param: &str,
+        v: crate::params::ParamValue,
+        now: SimTime,
+    ) -> Result<(), String>;
+    /// Counters worth a summary column (`<kind>.<name>.<counter>`), in a stable order
+    /// (result columns: never rename one, only add).
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+    /// A Sentinel rule reload after a change ([`crate::params::GovernorSpec::RELOADABLE`]
+    /// kinds only).
+    fn reload(&mut self, _now: SimTime) {}
+    /// A copy for a shadow: by default a clone; state shared with per-instance copies (a
+    /// cluster rule's token server) must be copied, not shared.
+    fn detached_clone(&self) -> Self {
+        self.clone()
+    }
+    /// The world gave this declared governor `copies` per-instance copies.
+    fn on_per_instance(&mut self, _copies: usize) {}
+}
+
+/// What building a governor may read besides its declaration.
+pub struct BuildCtx<'a> {
+    /// The scenario's class names, most important first.
+    pub classes: &'a [&'a str],
+}

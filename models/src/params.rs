@@ -106,14 +106,25 @@ impl ParamType {
         };
         Ok(match self {
             ParamType::Count { min, max } => {
-                let n = u64::deserialize(d)?;
+                let n = match Number::deserialize(d)? {
+                    Number::Whole(n) => n,
+                    Number::Other(s, f) => {
+                        return Err(out_of_range(not_whole(&s, f, |s| s.into())));
+                    }
+                };
                 if n < *min || n > *max {
                     return Err(out_of_range(n.to_string()));
                 }
                 ParamValue::Count(n)
             }
             ParamType::OptCount { min, max } => {
-                let n = Option::<u64>::deserialize(d)?;
+                let n = match Option::<Number>::deserialize(d)? {
+                    None => None,
+                    Some(Number::Whole(n)) => Some(n),
+                    Some(Number::Other(s, f)) => {
+                        return Err(out_of_range(not_whole(&s, f, |s| format!("Some({s})"))));
+                    }
+                };
                 if let Some(n) = n
                     && (n < *min || n > *max)
                 {
@@ -154,6 +165,52 @@ impl ParamType {
             _ => false,
         };
         if ok { Ok(()) } else { Err(format!("expected {}, found {v}", self.describe())) }
+    }
+}
+
+/// A number read as written, for an integer parameter: `60.9` or `0.5` comes back as it
+/// stands (to be refused) instead of being read up to its decimal point, as a `u64` parser
+/// given the text `60.9, 70]` would (`60`, silently), and a negative number is quoted.
+enum Number {
+    Whole(u64),
+    /// Not a whole number ≥ 0, as written (`60.9`, `-3`), and whether it is fractional.
+    Other(String, bool),
+}
+
+/// `found …` for a number that is not a whole one, `wrap` putting it in context (`Some(…)`).
+fn not_whole(text: &str, fractional: bool, wrap: impl Fn(&str) -> String) -> String {
+    let note = if fractional { " (a fractional value is never rounded)" } else { "" };
+    format!("{}{note}", wrap(text))
+}
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Number;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Number, E> {
+                Ok(Number::Whole(n))
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Number, E> {
+                Ok(u64::try_from(n)
+                    .map_or_else(|_| Number::Other(n.to_string(), false), Number::Whole))
+            }
+            fn visit_u128<E: serde::de::Error>(self, n: u128) -> Result<Number, E> {
+                Ok(u64::try_from(n)
+                    .map_or_else(|_| Number::Other(n.to_string(), false), Number::Whole))
+            }
+            fn visit_i128<E: serde::de::Error>(self, n: i128) -> Result<Number, E> {
+                Ok(u64::try_from(n)
+                    .map_or_else(|_| Number::Other(n.to_string(), false), Number::Whole))
+            }
+            fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<Number, E> {
+                Ok(Number::Other(x.to_string(), true))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
@@ -203,6 +260,16 @@ pub trait Params {
     }
     /// Writes a value already checked against the declared type.
     fn set(&mut self, param: &str, value: ParamValue) -> Result<(), String>;
+}
+
+/// A governor kind's declaration (the `spec` of a row of the kind table,
+/// `kinds.rs`): its parameters, plus the kind's static properties.
+pub trait GovernorSpec: Params {
+    /// Changes of its parameters may carry `reload: true` (a Sentinel rule reload).
+    const RELOADABLE: bool = false;
+    /// Why the kind cannot run in shadow mode (completes "Shadow(Kind(\"name\")): …"),
+    /// or `None` when it can.
+    const NOT_SHADOWABLE: Option<&'static str> = None;
 }
 
 /// All parameters of a scenario, by path (sorted: `explain` output is stable).
@@ -284,6 +351,22 @@ mod tests {
                 Err("expected a duration string in [\"0s\", \"1m\"], found \"2m\""),
             ),
             (ParamType::Float { min: 0.0, max: 1.0 }, "0.5", Ok("0.5")),
+            // Whole numbers are read as written, never up to the decimal point.
+            (
+                ParamType::Count { min: 1, max: 100 },
+                "60.9, 70]",
+                Err(
+                    "expected an integer in [1, 100], found 60.9 (a fractional value is never rounded)",
+                ),
+            ),
+            (ParamType::Count { min: 1, max: 100 }, "0.5", Err("found 0.5 (a fractional")),
+            (ParamType::Count { min: 0, max: 100 }, "-3", Err("found -3")),
+            (
+                ParamType::OptCount { min: 1, max: 100 },
+                "Some(2.5)",
+                Err("found Some(2.5) (a fractional value is never rounded)"),
+            ),
+            (ParamType::OptCount { min: 1, max: 100 }, "Some(7)", Ok("Some(7)")),
             (
                 ParamType::DurationDist,
                 "Exponential(mean: 5)",

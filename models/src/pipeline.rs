@@ -49,6 +49,7 @@ pub struct PipelineSpec {
 /// One stage: a step, or steps running at the same time. Written
 /// `Step(name: "llm", call: "llm", calls: Fixed(3))` or `Parallel([Step(..), Step(..)])`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Stage {
     Step {
         #[serde(deserialize_with = "crate::validate::name")]
@@ -119,7 +120,7 @@ impl Default for CallCount {
 }
 
 #[derive(Deserialize)]
-#[serde(rename = "CallCount")]
+#[serde(deny_unknown_fields, rename = "CallCount")]
 enum RawCount {
     Fixed(u32),
     Uniform { min: u32, max: u32 },
@@ -401,6 +402,12 @@ impl Progress {
             (None, None) => Outcome::Success,
         }
     }
+}
+
+/// Does a stage hold its request's worker thread? Yes when any of its steps blocks
+/// (a step without `blocking` follows the app's).
+pub fn stage_holds_thread(steps: &[StepSpec], app_blocking: bool) -> bool {
+    steps.iter().any(|s| s.blocking.unwrap_or(app_blocking))
 }
 
 #[cfg(test)]

@@ -253,6 +253,23 @@ pub struct Quota {
 }
 
 impl Quota {
+    /// Applies a run-time change of one of its parameters (checked against the registry).
+    pub fn apply_param(
+        &mut self,
+        param: &str,
+        v: crate::params::ParamValue,
+        now: SimTime,
+    ) -> Result<(), String> {
+        use crate::params::ParamValue as V;
+        match (param, v) {
+            ("rpm", V::OptCount(n)) => self.set_rpm(n, now),
+            ("tpm", V::OptCount(n)) => self.set_tpm(n, now),
+            ("max_concurrency", V::OptCount(n)) => self.set_max_concurrency(n),
+            ("refund_unused", V::Bool(b)) => self.set_refund_unused(b),
+            (p, v) => return Err(format!("quota.{p} = {v} is not run-time changeable")),
+        }
+        Ok(())
+    }
     pub fn new(spec: &QuotaSpec) -> Quota {
         assert!(spec.rpm != Some(0) && spec.tpm != Some(0) && spec.max_concurrency != Some(0));
         Quota {

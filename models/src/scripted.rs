@@ -149,6 +149,7 @@ impl Script {
             columns: Default::default(),
             time_unit: SimDuration::from_secs(1),
             rate_scale: 1.0,
+            partial: true,
             data: Some(Arc::new(data)),
         }
     }
@@ -184,6 +185,7 @@ impl ScriptRows {
 
 /// What a scripted upstream answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum AnswerOutcome {
     /// A normal answer.
     Success,

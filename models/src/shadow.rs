@@ -40,18 +40,16 @@
 //! same [`CallInfo`], whose `draw` is the call's own bits). The calls its inner governor
 //! admitted are tracked in a bounded set until their outcome arrives.
 //!
-//! API boundary: the world sees a shadow as any other [`GovernorKind`]; the scenario check
+//! API boundary: generic over the governor it wraps (the world's `GovernorKind`, so this
+//! module does not depend on the kind set); the world sees a shadow as any other governor; the scenario check
 //! refuses `Shadow(Retry(..))`, `Shadow(Batcher(..))`, `Shadow(TimeLimiter(..))` and
 //! nested shadows
-//! ([`check_shadowable`]); the summary reads [`Shadow::counters`] through
+//! (`scenario::govref::check_shadowable`); the summary reads [`Shadow::would_counters`] through
 //! `GovernorKind::summary_counters`.
 
-use crate::callsite::GovernorKind;
 use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
-use crate::govspec::GovernorRef;
 use crate::ids::CallId;
 use crate::outcome::Outcome;
-use crate::scenario::ScenarioSpec;
 use sim_core::{SimDuration, SimTime};
 use std::collections::BTreeSet;
 
@@ -83,8 +81,8 @@ pub struct ShadowCounters {
 
 /// The shadow wrapper (see the module documentation).
 #[derive(Clone, Debug)]
-pub struct Shadow {
-    inner: Box<GovernorKind>,
+pub struct Shadow<G> {
+    inner: Box<G>,
     /// Calls the inner governor admitted whose outcome it has not seen yet.
     admitted: BTreeSet<CallId>,
     pub counters: ShadowCounters,
@@ -95,42 +93,10 @@ pub struct Shadow {
     scratch_answered: Vec<(CallId, Outcome)>,
 }
 
-/// Why a reference cannot be shadowed (`None`: it can).
-pub fn check_shadowable(r: &GovernorRef) -> Option<String> {
-    match r {
-        GovernorRef::Shadow(inner) => match inner.as_ref() {
-            GovernorRef::Retry(n) => Some(format!(
-                "Shadow(Retry(\"{n}\")): a retry cannot run in shadow mode (a shadow never \
-                 re-sends a call, so there is nothing to record); use the retry itself"
-            )),
-            GovernorRef::Batcher(n) => Some(format!(
-                "Shadow(Batcher(\"{n}\")): a batcher cannot run in shadow mode (it acts by \
-                 parking calls into batches; a shadow parks nothing)"
-            )),
-            GovernorRef::TimeLimiter(n) => Some(format!(
-                "Shadow(TimeLimiter(\"{n}\")): a time limiter cannot run in shadow mode (its \
-                 timeouts are answers, which a shadow never gives); see its `timeouts` counter"
-            )),
-            GovernorRef::Shadow(_) => Some("Shadow(Shadow(..)): shadows do not nest".into()),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-impl Shadow {
+impl<G: Governor> Shadow<G> {
     /// Wraps a fresh copy of a declared governor.
-    pub fn new(inner: GovernorKind) -> Self {
-        assert!(
-            !matches!(
-                inner,
-                GovernorKind::Retry(_)
-                    | GovernorKind::Batcher(_)
-                    | GovernorKind::TimeLimiter(_)
-                    | GovernorKind::Shadow(_)
-            ),
-            "checked: retries, batchers, time limiters and shadows are not shadowable"
-        );
+    /// The caller checked that the kind is shadowable (`GovernorKind::shadowable`).
+    pub fn new(inner: G) -> Self {
         Shadow {
             inner: Box::new(inner),
             admitted: BTreeSet::new(),
@@ -142,13 +108,26 @@ impl Shadow {
         }
     }
 
-    pub fn inner(&self) -> &GovernorKind {
+    /// The wrapper's would-verdict counters (the world appends the inner governor's own).
+    pub fn would_counters(&self) -> Vec<(&'static str, u64)> {
+        let c = self.counters;
+        let v = vec![
+            ("would_pass", c.would_pass),
+            ("would_reject", c.would_reject),
+            ("would_wait", c.would_wait),
+            ("would_serve_locally", c.would_serve_locally),
+            ("would_change_outcome", c.would_change_outcome),
+        ];
+        v
+    }
+
+    pub fn inner(&self) -> &G {
         &self.inner
     }
 
     /// For run-time parameter changes (the caller drains events afterwards, as for any
     /// governor).
-    pub fn inner_mut(&mut self) -> &mut GovernorKind {
+    pub fn inner_mut(&mut self) -> &mut G {
         &mut self.inner
     }
 
@@ -209,7 +188,7 @@ fn prefixed(e: GovEvent) -> GovEvent {
     GovEvent { kind, ..e }
 }
 
-impl Governor for Shadow {
+impl<G: Governor> Governor for Shadow<G> {
     fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
         self.catch_up(now);
         match self.inner.on_call(call, now) {
@@ -263,38 +242,6 @@ impl Governor for Shadow {
         // Run-time changes reach the inner governor directly: collect what they emitted.
         self.settle();
         out.append(&mut self.events);
-    }
-}
-
-impl<V> ScenarioSpec<V> {
-    /// Every distinct shadow referenced by a call site, in order of first reference (call
-    /// sites in order, each stack top to bottom): the arena slots after the declared
-    /// governors.
-    pub fn shadow_refs(&self) -> Vec<GovernorRef> {
-        let mut out: Vec<GovernorRef> = Vec::new();
-        for c in &self.call_sites {
-            for g in &c.governors {
-                if matches!(g, GovernorRef::Shadow(_)) && !out.contains(g) {
-                    out.push(g.clone());
-                }
-            }
-        }
-        out
-    }
-
-    /// Appends a shadow copy per [`Self::shadow_refs`] to the arena `govs` (built by
-    /// `build_governors`) and its path to `names`.
-    pub fn build_shadows(&self, govs: &mut Vec<GovernorKind>, names: &mut Vec<String>) {
-        let declared = self.declared_governors();
-        assert_eq!(govs.len(), declared.len(), "shadows come after the declared governors");
-        for r in self.shadow_refs() {
-            let GovernorRef::Shadow(inner) = &r else { unreachable!() };
-            let path = inner.path();
-            let i = declared.iter().position(|d| d.path == path).expect("checked");
-            // A fresh copy: `govs[i]` has not run yet (the world is being built).
-            govs.push(GovernorKind::Shadow(Shadow::new(govs[i].detached_clone())));
-            names.push(r.path());
-        }
     }
 }
 

@@ -3,8 +3,11 @@
 
 use super::*;
 use crate::breaker::{CircuitBreaker, CircuitBreakerSpec};
+use crate::callsite::GovernorKind;
 use crate::gate::{Gate, GateSpec};
 use crate::outcome::Reason;
+use crate::scenario::GovernorRef;
+use crate::scenario::govref::check_shadowable;
 
 fn ms(x: u64) -> SimTime {
     SimTime(x * 1_000_000)
@@ -12,7 +15,7 @@ fn ms(x: u64) -> SimTime {
 fn c(i: u64) -> CallInfo {
     CallInfo::simple(i, 0)
 }
-fn gate(permits: u64, wait_ms: u64) -> Shadow {
+fn gate(permits: u64, wait_ms: u64) -> Shadow<GovernorKind> {
     Shadow::new(GovernorKind::Gate(Gate::new(&GateSpec {
         name: "g".into(),
         permits,
@@ -20,10 +23,10 @@ fn gate(permits: u64, wait_ms: u64) -> Shadow {
         max_waiting: 10,
     })))
 }
-fn in_use(s: &Shadow) -> u64 {
+fn in_use(s: &Shadow<GovernorKind>) -> u64 {
     s.inner().as_gate().unwrap().in_use()
 }
-fn events(s: &mut Shadow) -> Vec<(u64, &'static str, String, String)> {
+fn events(s: &mut Shadow<GovernorKind>) -> Vec<(u64, &'static str, String, String)> {
     let mut v = Vec::new();
     s.take_events(&mut v);
     v.into_iter().map(|e| (e.time.0 / 1_000_000, e.kind, e.from, e.to)).collect()
@@ -73,7 +76,7 @@ fn fail_fast_gate_counts_rejects() {
     assert_eq!(events(&mut s), vec![(1, "shadow_reject", "pass".into(), "gate_full".into())]);
 }
 
-fn breaker(auto: bool) -> Shadow {
+fn breaker(auto: bool) -> Shadow<GovernorKind> {
     let spec: CircuitBreakerSpec = ron::from_str(&format!(
         "(name: \"b\", sliding_window_size: 2, minimum_number_of_calls: 2, \
          wait_duration_in_open_state: \"10s\", \
@@ -158,4 +161,50 @@ fn retries_batchers_and_nesting_are_refused() {
     assert_eq!(check_shadowable(&sh(GovernorRef::CircuitBreaker("b".into()))), None);
     assert_eq!(check_shadowable(&GovernorRef::Retry("r".into())), None);
     assert_eq!(sh(GovernorRef::CircuitBreaker("b".into())).path(), "shadow.circuit_breaker.b");
+}
+
+// Governor summary counters (`<kind>.<name>.<counter>`, a shadow copy's under
+// `shadow.<kind>.<name>.`): the kind table reads `GovernorKindOps::summary_counters`.
+
+fn breaker_kind() -> GovernorKind {
+    let spec: CircuitBreakerSpec = ron::from_str(
+        "(name: \"b\", sliding_window_size: 2, minimum_number_of_calls: 2, \
+         wait_duration_in_open_state: \"10s\")",
+    )
+    .unwrap();
+    GovernorKind::CircuitBreaker(CircuitBreaker::new(&spec))
+}
+
+/// Two failures open a window-2 breaker (rate 100% ≥ 50%); the third call is refused.
+#[test]
+fn breaker_and_shadow_counters_are_named_and_counted() {
+    let t = SimTime(0);
+    for shadowed in [false, true] {
+        let mut g = breaker_kind();
+        if shadowed {
+            g = GovernorKind::Shadow(Shadow::new(g));
+        }
+        for i in 1..=2 {
+            let c = CallInfo::simple(i, 0);
+            g.on_call(&c, t);
+            g.on_outcome(&c, Outcome::Failed(Reason::Upstream5xx), t);
+        }
+        g.on_call(&CallInfo::simple(3, 0), t);
+        let got = g.summary_counters();
+        // CLOSED → OPEN: 1 state change; call 3 not permitted.
+        let want_breaker = [("state_changes", 1), ("not_permitted", 1)];
+        if shadowed {
+            let want = [
+                ("would_pass", 2),
+                ("would_reject", 1),
+                ("would_wait", 0),
+                ("would_serve_locally", 0),
+                ("would_change_outcome", 0),
+            ];
+            assert_eq!(got[..5], want);
+            assert_eq!(got[5..], want_breaker);
+        } else {
+            assert_eq!(got, want_breaker);
+        }
+    }
 }

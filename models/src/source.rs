@@ -163,6 +163,20 @@ fn is_one(x: &f64) -> bool {
     *x == 1.0
 }
 
+/// The one rule for a renewal source's rate, wherever its gap or limit is set: the
+/// scenario's check (and so every resolved variant and sweep point) and the timeline's. A
+/// gap with a mean of zero is an infinite rate, allowed only with a `limit` (a batch flood
+/// of `limit` requests at one instant).
+pub fn check_rate(
+    interarrival: Option<&Dist<SimDuration>>,
+    limit: Option<u64>,
+) -> Result<(), String> {
+    if limit.is_none() && interarrival.is_some_and(|d| d.mean().is_some_and(|m| m <= 0.0)) {
+        return Err("expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate; for a batch flood set a `limit`)".into());
+    }
+    Ok(())
+}
+
 impl Params for SourceSpec {
     const KIND: &'static str = "source";
     fn instance_name(&self) -> &str {

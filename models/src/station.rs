@@ -300,6 +300,29 @@ pub struct Station<T> {
 }
 
 impl<T: Copy> Station<T> {
+    /// Applies a run-time change of one of its parameters (checked against the registry).
+    /// Raising `servers` frees servers: the caller starts queued work on them.
+    pub fn apply_param(&mut self, param: &str, v: ParamValue) -> Result<(), String> {
+        use ParamValue as V;
+        match (param, v) {
+            ("servers", V::Count(n)) => self.servers = n,
+            ("service", V::DurationDist(d)) => self.service = d,
+            ("cancellation", V::Bool(b)) => self.cancellation = b,
+            ("error_rate", V::Float(x)) => self.error_rate = x,
+            ("latency_multiplier", V::Float(x)) => self.latency_multiplier = x,
+            ("load_slope", V::Duration(d)) => self.load_slope = d,
+            ("per_output_token", V::Duration(d)) => self.per_output_token = d,
+            ("per_prompt_token", V::Duration(d)) => self.per_prompt_token = d,
+            ("business_error_rate", V::Float(x)) => self.business_error_rate = x,
+            (p, v) => {
+                return self
+                    .stream
+                    .set(p, v)
+                    .map_err(|v| format!("station.{p} = {v} is not run-time changeable"));
+            }
+        }
+        Ok(())
+    }
     pub fn new(spec: &StationSpec) -> Self {
         Station {
             servers: spec.servers,

@@ -226,6 +226,25 @@ impl Params for TimeLimiterSpec {
     }
 }
 
+impl crate::params::GovernorSpec for TimeLimiterSpec {
+    const NOT_SHADOWABLE: Option<&'static str> = Some(
+        "a time limiter cannot run in shadow mode (its timeouts are answers, which a shadow never gives); see its `timeouts` counter",
+    );
+}
+
+impl crate::governor::GovernorKindOps for TimeLimiter {
+    type Spec = TimeLimiterSpec;
+    fn build(spec: &TimeLimiterSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
+        TimeLimiter::new(spec)
+    }
+    fn apply_param(&mut self, p: &str, v: ParamValue, _now: SimTime) -> Result<(), String> {
+        self.apply_param(p, v)
+    }
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("timeouts", self.counters.timeouts)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,11 +38,10 @@
 //! an expired request issues no call and holds no timer (I37); a queue-wait expiry
 //! removes the task from exactly one queue (I38: no task waits longer than its limit).
 //!
-//! API boundary: pure functions here ([`effective_budget`], [`stage_holds_thread`],
+//! API boundary: pure functions here ([`effective_budget`], `pipeline::stage_holds_thread`,
 //! [`thread_move`], [`on_budget_expiry`]); the world owns timers and acts on them.
 
 use crate::params::{ParamDecl, ParamType, ParamValue, Params, Registry};
-use crate::pipeline::StepSpec;
 use serde::{Deserialize, Deserializer, de::Error as _};
 use sim_core::SimDuration;
 
@@ -64,12 +63,6 @@ pub fn effective_budget(
     pipeline: Option<SimDuration>,
 ) -> Option<SimDuration> {
     source.or(pipeline)
-}
-
-/// Does a stage hold its request's worker thread? Yes when any of its steps blocks
-/// (a step without `blocking` follows the app's).
-pub fn stage_holds_thread(steps: &[StepSpec], app_blocking: bool) -> bool {
-    steps.iter().any(|s| s.blocking.unwrap_or(app_blocking))
 }
 
 /// What a request does with its worker thread when a stage starts.
@@ -154,8 +147,10 @@ impl QueueParams {
     }
 }
 
-struct DispatcherQueue(QueueParams);
-struct PoolQueue(QueueParams);
+/// The registry kind `dispatcher_queue` (a class queue's wait timeout).
+pub struct DispatcherQueue(QueueParams);
+/// The registry kind `pool_queue` (a pool work queue's wait timeout).
+pub struct PoolQueue(QueueParams);
 
 fn queue_decls() -> Vec<ParamDecl> {
     vec![ParamDecl {
@@ -215,6 +210,7 @@ impl Params for PoolQueue {
 mod tests {
     use super::*;
     use crate::pipeline::{CallCount, Mode};
+    use crate::pipeline::{StepSpec, stage_holds_thread};
 
     fn step(blocking: Option<bool>) -> StepSpec {
         StepSpec {

@@ -69,6 +69,10 @@ pub struct TraceSpec {
     /// Replay speed: 2.0 replays at twice the recorded rate.
     #[serde(default = "one")]
     pub rate_scale: f64,
+    /// A run that replays under [`MIN_REPLAYED_PERCENT`] of the rows is refused (a trace
+    /// in milliseconds read with `time_unit: "1s"`), unless this says it is on purpose.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
     /// The parsed rows (filled by the file layer; not part of the scenario's text).
     #[serde(skip)]
     pub data: Option<Arc<TraceData>>,
@@ -83,10 +87,18 @@ fn one() -> f64 {
 
 /// Most rows a trace may have (memory: ~24 bytes a row).
 pub const MAX_ROWS: usize = 50_000_000;
+/// Most bytes of a trace file (the file layer reads no more: a path to `/dev/zero` or a
+/// never-ending pipe is refused, not read until memory runs out). 50·10⁶ rows of ~20 bytes.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// A run replaying fewer than this percentage of a trace's rows is refused unless the trace
+/// says `partial: true`: it is almost always a wrong `time_unit`.
+pub const MIN_REPLAYED_PERCENT: u64 = 1;
 
 impl TraceData {
     /// Parses CSV text. Errors name the 1-based line and column and what was expected.
     pub fn parse_csv(text: &str, spec: &TraceSpec) -> Result<TraceData, String> {
+        // A byte-order mark (spreadsheet exports) is not part of the first column's name.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut lines = text.lines().enumerate();
         let (_, header) = lines.next().ok_or("the trace is empty: expected a header line")?;
         let names: Vec<&str> = header.split(',').map(|s| s.trim()).collect();
@@ -132,7 +144,15 @@ impl TraceData {
             }
             last = t;
             let t0 = *first.get_or_insert(t);
-            d.arrival_ns.push(((t - t0) * unit_ns).round() as u64);
+            let ns = ((t - t0) * unit_ns).round();
+            // 2⁶³ ns is 292 years: beyond it the clock cannot hold the time (never clamped).
+            if ns >= 9.2e18 {
+                return Err(format!(
+                    "line {line_no}: column `{}`: {raw} is more than the 292 years a run can hold after the first row",
+                    spec.columns.arrival
+                ));
+            }
+            d.arrival_ns.push(ns as u64);
             let tokens = |col: Option<usize>,
                           name: &Option<String>|
              -> Result<Option<u32>, String> {
@@ -188,6 +208,37 @@ impl TraceSpec {
         Ok(())
     }
 
+    /// Refuses a run of `duration` (its first row at `start`) that would replay under
+    /// [`MIN_REPLAYED_PERCENT`] of the rows, unless `partial`; the message says how the
+    /// trace's span compares and what a millisecond `time_unit` would give.
+    pub fn check_coverage(&self, start: SimDuration, duration: SimDuration) -> Result<(), String> {
+        let Some(d) = self.data.as_ref() else { return Ok(()) };
+        let rows = d.arrival_ns.len();
+        // Offsets never decrease (checked at parsing): the replayed rows are a prefix.
+        let replayed = d.arrival_ns.partition_point(|&ns| {
+            start + SimDuration::from_ns_f64(ns as f64 / self.rate_scale) < duration
+        });
+        if self.partial || (replayed as u128) * 100 >= (rows as u128) * MIN_REPLAYED_PERCENT as u128
+        {
+            return Ok(());
+        }
+        let span = self.offset(rows - 1).unwrap_or(SimDuration::ZERO);
+        let mut msg = format!(
+            "the run of \"{duration}\" replays {replayed} of the trace's {rows} rows (under {MIN_REPLAYED_PERCENT}%): with `time_unit: \"{}\"` the rows span \"{span}\"",
+            self.time_unit
+        );
+        let ms = SimDuration::from_ms(1);
+        if self.time_unit > ms {
+            let scaled =
+                SimDuration::from_ns_f64(span.0 as f64 * ms.0 as f64 / self.time_unit.0 as f64);
+            msg.push_str(&format!(
+                "; if the arrival column is in milliseconds, set `time_unit: \"1ms\"` (then they span \"{scaled}\")"
+            ));
+        }
+        msg.push_str("; to replay only the start of the trace on purpose, set `partial: true`");
+        Err(msg)
+    }
+
     /// Arrival offset of row `i` at the configured replay speed.
     pub fn offset(&self, i: usize) -> Option<SimDuration> {
         let d = self.data.as_ref()?;
@@ -205,8 +256,36 @@ mod tests {
             columns: TraceColumns::default(),
             time_unit: SimDuration::from_secs(1),
             rate_scale: 1.0,
+            partial: false,
             data: None,
         }
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_crlf_line_ends_are_read() {
+        let text = "\u{feff}arrived_at,num_prefill_tokens,num_decode_tokens\r\n1,2,3\r\n2,4,5\r\n";
+        let d = TraceData::parse_csv(text, &spec()).unwrap();
+        assert_eq!(d.arrival_ns, vec![0, 1_000_000_000]);
+        assert_eq!(d.output_tokens, vec![Some(3), Some(5)]);
+    }
+
+    #[test]
+    fn a_replay_of_under_one_percent_of_the_rows_is_refused() {
+        // 2,000 rows: 6 in the first 6 s, the others from 10,006 s on. A run of "10s"
+        // replays 6 (0.3%, under 1% = 20 rows); one of 10,020 s replays 6 + 14 = 20.
+        let mut text = String::from("arrived_at,num_prefill_tokens,num_decode_tokens\n");
+        for i in 0..2000u64 {
+            text.push_str(&format!("{},1,1\n", if i < 6 { i } else { 10_000 + i }));
+        }
+        let mut s = spec();
+        s.data = Some(Arc::new(TraceData::parse_csv(&text, &s).unwrap()));
+        let e = s.check_coverage(SimDuration::ZERO, SimDuration::from_secs(10)).unwrap_err();
+        assert!(e.starts_with("the run of \"10s\" replays 6 of the trace's 2000 rows"), "{e}");
+        assert!(e.contains("set `time_unit: \"1ms\"`"), "{e}");
+        // 20 rows (1%) is enough; `partial` accepts any share.
+        assert!(s.check_coverage(SimDuration::ZERO, SimDuration::from_secs(10_020)).is_ok());
+        s.partial = true;
+        assert!(s.check_coverage(SimDuration::ZERO, SimDuration::from_secs(1)).is_ok());
     }
 
     #[test]
@@ -244,6 +323,10 @@ mod tests {
             (
                 "arrived_at,num_prefill_tokens,num_decode_tokens\n1,2\n",
                 "line 2: expected 3 columns, found 2",
+            ),
+            (
+                "arrived_at,num_prefill_tokens,num_decode_tokens\n0,2,3\n1e300,2,3\n",
+                "line 3: column `arrived_at`: 1e300 is more than the 292 years a run can hold",
             ),
         ];
         for (text, want) in cases {

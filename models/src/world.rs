@@ -530,6 +530,8 @@ pub struct QueueingWorld {
     gov_wake: Vec<Option<(SimTime, TimerHandle)>>,
     /// Current value of every parameter, by path (for `config_change` events).
     params_now: std::collections::BTreeMap<String, ParamValue>,
+    /// The scenario's parameter registry: what a run-time change is validated against.
+    registry: crate::params::Registry,
     gates: Vec<GateRt>,
     stations: Vec<StationRt>,
     quotas: Vec<(String, crate::quota::Quota)>,
@@ -576,6 +578,7 @@ mod entry;
 mod entry_report;
 mod fallback;
 mod gpu;
+mod holdings;
 mod observe;
 mod report;
 mod requests;
@@ -588,11 +591,6 @@ impl QueueingWorld {
     /// Requests in the system now.
     pub fn live(&self) -> u64 {
         self.live
-    }
-    /// The model events so far, in time order (read-only: a live view reads the new ones
-    /// while the run goes on; `take_events` hands them over at the end).
-    pub fn events(&self) -> &[ModelEvent] {
-        &self.events
     }
 }
 
@@ -639,6 +637,12 @@ impl sim_core::World for QueueingWorld {
             .saturating_add(self.govs.len() as u64)
             .saturating_add(self.stations.iter().map(|s| s.st.servers).sum::<u64>())
             .saturating_add(self.entry_entities())
+    }
+    fn holdings(&self) -> sim_core::Holdings {
+        self.holdings_now()
+    }
+    fn largest_holder(&self) -> String {
+        self.largest_holder_now()
     }
     fn component_of(&self, ev: &Ev) -> String {
         let call = |slot: u32| self.calls.get(slot as usize).and_then(|c| c.as_ref());

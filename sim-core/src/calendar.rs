@@ -93,6 +93,13 @@ impl<E: Copy> Calendar<E> {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+    /// Bytes its vectors hold (allocated capacity), for the run's memory bound.
+    pub fn bytes(&self) -> u64 {
+        use std::mem::size_of;
+        (self.heap.capacity() * size_of::<Entry<E>>()
+            + self.timers.capacity() * size_of::<TimerSlot>()
+            + self.free.capacity() * size_of::<u32>()) as u64
+    }
     /// Timer slots allocated (live + free list). Bounded by the peak number of live timers.
     pub fn timer_capacity(&self) -> usize {
         self.timers.len()

@@ -11,8 +11,13 @@
 //!   on or off cannot change the run. A bucket boundary `b` is closed before the first event
 //!   at or after `b`, after every change stamped before `b`.
 //! * Guards: an event budget and a same-instant limit (`base + per_entity × live entities`,
-//!   the entity count taken once when an instant first exceeds `base`) end the run with an
-//!   error naming the component whose event tripped them.
+//!   the entity count taken once when an instant first exceeds `base` and capped at
+//!   `max_entities`, so no parameter can raise it without bound) end the run with an error
+//!   naming the component whose event tripped them. Every [`CHECK_EVERY`] events the loop
+//!   also checks what the run holds ([`World::holdings`]: entities and estimated bytes,
+//!   against `max_entities` and `max_bytes`) and an outside stop flag (`interrupt`, set by
+//!   a second signal): both end the run with an error too, never a hang or an aborted
+//!   allocation. The checks only read; a run they do not stop is the same run.
 //!
 //! API boundary: models implement [`World`] (a closed event enum plus handlers) and talk to
 //! the engine only through [`Ctx`].
@@ -22,6 +27,7 @@ use crate::fingerprint::Fingerprint;
 use crate::metrics::{Metrics, SeriesRow};
 use crate::time::{SimDuration, SimTime};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An event of a world: a closed enum, one variant family per component kind. `Copy`:
 /// events are small values (ids, not owned data), moved through the calendar's heap by copy.
@@ -46,6 +52,25 @@ pub trait World: Send + Sized {
     fn live_entities(&self) -> u64;
     /// The component path an event belongs to, for error messages.
     fn component_of(&self, event: &Self::Event) -> String;
+    /// What the world holds now that grows with load (requests, calls, records…), for the
+    /// entity and memory bounds; checked every [`CHECK_EVERY`] events, so it must be cheap.
+    fn holdings(&self) -> Holdings {
+        Holdings::default()
+    }
+    /// The component holding the most (e.g. `station.llm (queue 9,999,000)`), named when
+    /// a bound is exceeded (the slow path).
+    fn largest_holder(&self) -> String {
+        "world".into()
+    }
+}
+
+/// What a world holds now (see [`World::holdings`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Holdings {
+    /// Entities alive that cost memory: requests and calls in the system.
+    pub entities: u64,
+    /// Estimated bytes of the collections that grow with the run.
+    pub bytes: u64,
 }
 
 /// What the world sees of the engine while handling an event.
@@ -91,6 +116,22 @@ impl<E: Event> Ctx<'_, E> {
     }
 }
 
+/// Events a run may process (the event budget).
+pub const MAX_EVENTS: u64 = 20_000_000_000;
+/// Events allowed at one instant before the same-instant guard looks at live entities.
+pub const SAME_INSTANT_BASE: u64 = 100_000;
+/// Additional events allowed at one instant per live entity.
+pub const SAME_INSTANT_PER_ENTITY: u64 = 64;
+/// Entities (requests and calls in the system, pending events) a run may hold at once:
+/// 5·10⁶ (a request and its call are two). It also caps the entity count that scales the
+/// same-instant limit (≤ 100,000 + 64 × 5·10⁶ = 3.2·10⁸ events).
+pub const MAX_ENTITIES: u64 = 5_000_000;
+/// Estimated bytes a run may hold in the collections that grow with it (2 GiB): with
+/// `--jobs` runs at once, a batch stays within the machine's memory.
+pub const MAX_RUN_BYTES: u64 = 2 << 30;
+/// The loop checks holdings and the interrupt flag once every this many events.
+pub const CHECK_EVERY: u64 = 1024;
+
 /// Limits that stop a runaway run with an error instead of hanging.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -100,14 +141,24 @@ pub struct Limits {
     pub same_instant_base: u64,
     /// Additional events allowed at one instant per live entity.
     pub same_instant_per_entity: u64,
+    /// Most entities a run may hold at once ([`World::holdings`] plus pending events).
+    pub max_entities: u64,
+    /// Most estimated bytes a run may hold ([`World::holdings`] plus the calendar).
+    pub max_bytes: u64,
+    /// When set and true, the run stops with [`SimError::Interrupted`] (a second signal,
+    /// or a grace period after the first, ran out). Checked every [`CHECK_EVERY`] events.
+    pub interrupt: Option<&'static AtomicBool>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_events: 20_000_000_000,
-            same_instant_base: 100_000,
-            same_instant_per_entity: 64,
+            max_events: MAX_EVENTS,
+            same_instant_base: SAME_INSTANT_BASE,
+            same_instant_per_entity: SAME_INSTANT_PER_ENTITY,
+            max_entities: MAX_ENTITIES,
+            max_bytes: MAX_RUN_BYTES,
+            interrupt: None,
         }
     }
 }
@@ -125,6 +176,23 @@ pub enum SimError {
     ZeroTimeLoop { time: SimTime, events: u64, limit: u64, component: String },
     #[error("run-time change stamped {at} is in the past (now {now})")]
     ChangeInPast { at: SimTime, now: SimTime },
+    #[error(
+        "{amount} {what} at {time} exceed the limit of {limit} (`{limit_name}`); most are held by {component}"
+    )]
+    Overload {
+        time: SimTime,
+        /// `"entities (requests and calls in the system, pending events)"` or `"estimated bytes"`.
+        what: &'static str,
+        amount: u64,
+        limit: u64,
+        /// The name of the limit's constant (`MAX_ENTITIES`, `MAX_RUN_BYTES`).
+        limit_name: &'static str,
+        component: String,
+    },
+    #[error(
+        "interrupted at {time} after {events} events (a second signal, or the grace period after the first, ran out): the run did not finish"
+    )]
+    Interrupted { time: SimTime, events: u64 },
 }
 
 /// Why a run call returned.
@@ -335,12 +403,21 @@ impl<W: World> Simulation<W> {
                 component: self.world.component_of(&event),
             }));
         }
+        if self.events.is_multiple_of(CHECK_EVERY) {
+            self.check_holdings(t)?;
+        }
         if self.events_at_instant > self.limits.same_instant_base {
             // Fixed once for the rest of the instant, when the base is first exceeded (off
             // the hot path): a loop that creates entities as it spins cannot keep raising
-            // its own limit, so it is stopped after a bounded number of events.
+            // its own limit, so it is stopped after a bounded number of events. The count
+            // is capped at `max_entities`: a parameter (a batch flood's `limit` near 2⁶⁴)
+            // cannot raise it without bound either.
             let limit = *self.instant_limit.get_or_insert_with(|| {
-                let entities = self.world.live_entities().max(self.calendar.len() as u64);
+                let entities = self
+                    .world
+                    .live_entities()
+                    .max(self.calendar.len() as u64)
+                    .min(self.limits.max_entities);
                 self.limits
                     .same_instant_base
                     .saturating_add(self.limits.same_instant_per_entity.saturating_mul(entities))
@@ -358,6 +435,41 @@ impl<W: World> Simulation<W> {
         let mut ctx = Ctx { now: t, calendar: &mut self.calendar, metrics: &mut self.metrics };
         self.world.handle(event, &mut ctx);
         Ok(())
+    }
+
+    /// The entity and memory bounds and the interrupt flag (every [`CHECK_EVERY`] events).
+    #[cold]
+    fn check_holdings(&mut self, t: SimTime) -> Result<(), SimError> {
+        if self.limits.interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
+            return Err(self.fail(SimError::Interrupted { time: t, events: self.events }));
+        }
+        let h = self.world.holdings();
+        let pending = self.calendar.len() as u64;
+        let entities = h.entities.saturating_add(pending);
+        let bytes = h.bytes.saturating_add(self.calendar.bytes());
+        let over = if entities > self.limits.max_entities {
+            Some((
+                "entities (requests and calls in the system, pending events)",
+                entities,
+                self.limits.max_entities,
+                "MAX_ENTITIES",
+            ))
+        } else if bytes > self.limits.max_bytes {
+            Some(("estimated bytes", bytes, self.limits.max_bytes, "MAX_RUN_BYTES"))
+        } else {
+            None
+        };
+        match over {
+            None => Ok(()),
+            Some((what, amount, limit, limit_name)) => Err(self.fail(SimError::Overload {
+                time: t,
+                what,
+                amount,
+                limit,
+                limit_name,
+                component: self.world.largest_holder(),
+            })),
+        }
     }
 
     fn fail(&mut self, e: SimError) -> SimError {

@@ -30,6 +30,6 @@ pub mod time;
 
 pub use calendar::{Phase, TimerHandle};
 pub use dist::{Dist, DistSpec};
-pub use engine::{Ctx, Event, Finished, Limits, SimError, Simulation, Stop, World};
+pub use engine::{Ctx, Event, Finished, Holdings, Limits, SimError, Simulation, Stop, World};
 pub use fingerprint::Fingerprint;
 pub use time::{SimDuration, SimTime};

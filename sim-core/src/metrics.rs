@@ -233,17 +233,6 @@ impl Metrics {
         self.gauges[id.0 as usize].value
     }
 
-    /// Every gauge's path and current value, in registration order (read-only: a live
-    /// view reads these while the run goes on, which cannot change the run).
-    pub fn gauge_readings(&self) -> impl Iterator<Item = (&str, i64)> {
-        self.gauges.iter().map(|g| (g.path.as_str(), g.value))
-    }
-
-    /// Every counter's path and run-wide total, in registration order (read-only).
-    pub fn counter_readings(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.counters.iter().map(|c| (c.path.as_str(), c.value))
-    }
-
     #[inline]
     pub fn record(&mut self, id: HistId, value_ns: u64) {
         if let Some(s) = &mut self.hists[id.0 as usize].bucket {

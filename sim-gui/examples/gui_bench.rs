@@ -7,10 +7,9 @@
 //!
 //! `cargo run --release -p sim-gui --example gui_bench`
 
-use experiments::{RunDefaults, load};
 use sim_core::{SimDuration, SimTime};
-use sim_gui::catalog;
-use sim_gui::session::{Selection, Session};
+use sim_gui::SHOWCASE;
+use sim_gui::session::{Run, Selection, load_bundled};
 use sim_gui::worker::{Cmd, Speed, Update, Worker};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,8 +29,7 @@ fn quantile(v: &[f64], q: f64) -> f64 {
 }
 
 fn selection(name: &str, duration: Option<SimDuration>) -> Selection {
-    let path = catalog::find(name).expect("bundled");
-    let mut exp = load(&path, &RunDefaults::default()).expect("loads");
+    let mut exp = load_bundled(name).expect("bundled");
     if let Some(d) = duration {
         exp.duration = d;
     }
@@ -40,8 +38,8 @@ fn selection(name: &str, duration: Option<SimDuration>) -> Selection {
 
 fn frames() {
     let ctx = egui::Context::default();
-    let mut app = Workbench::new(&ctx, None);
-    let hour = selection(catalog::SHOWCASE, Some(SimDuration::from_secs(3600)));
+    let mut app = Workbench::new(&ctx);
+    let hour = selection(SHOWCASE, Some(SimDuration::from_secs(3600)));
     app.open_selection(hour);
     app.speed = Speed::Times(1000.0);
     app.worker.send(Cmd::SetSpeed(app.speed));
@@ -96,7 +94,7 @@ fn frames() {
 }
 
 fn run_speed() {
-    let sel = selection(catalog::SHOWCASE, Some(SimDuration::from_secs(1800)));
+    let sel = selection(SHOWCASE, Some(SimDuration::from_secs(1800)));
     let sc = sel.scenario().unwrap();
     let t = Instant::now();
     let out = models::run(&sc, &sel.run_config());
@@ -108,10 +106,10 @@ fn run_speed() {
     w.send(Cmd::Run);
     let fp = loop {
         // Drain like the UI would (the updates are part of the cost).
-        if let Ok(Update::Status(s)) = w.rx.recv() {
-            if s.finished {
-                break s.fingerprint.unwrap();
-            }
+        if let Ok(Update::Status(s)) = w.rx.recv()
+            && s.finished
+        {
+            break s.fingerprint.unwrap();
         }
     };
     let background = t.elapsed().as_secs_f64();
@@ -128,8 +126,8 @@ fn run_speed() {
 }
 
 fn rewind() {
-    let mut s = Session::open(selection("quickstart", None)).unwrap();
-    s.run_until(s.end()).unwrap();
+    let mut s = Run::open(selection("quickstart", None)).unwrap();
+    s.run_until(s.session().end()).unwrap();
     let mut times = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
@@ -138,7 +136,7 @@ fn rewind() {
     }
     println!(
         "rewind over 10 simulated minutes of the quickstart ({} events): median {:.0} ms, max {:.0} ms (5 rewinds)",
-        s.events_processed(),
+        s.events(),
         quantile(&times, 0.5),
         quantile(&times, 1.0)
     );

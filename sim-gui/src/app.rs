@@ -3,11 +3,11 @@
 //! the bottom. Each panel is its own module under [`crate::ui`]; this file holds the state
 //! they share and the frame loop.
 
-use crate::catalog::{self, Entry};
 use crate::session::Selection;
 use crate::store::Store;
 use crate::ui;
 use crate::worker::{Cmd, Speed, Worker};
+use experiments::catalog::{self, Entry};
 use experiments::{Experiment, RunDefaults};
 use models::params::{ParamValue, Registry};
 use models::scenario::Scenario;
@@ -38,6 +38,9 @@ impl View {
         }
     }
 }
+
+/// The experiment the workbench opens at start (bundled: `stormglass run workbench`).
+pub const SHOWCASE: &str = "workbench";
 
 /// An open experiment, as the UI sees it.
 pub struct Opened {
@@ -104,16 +107,17 @@ pub struct Workbench {
 }
 
 impl Workbench {
-    /// A workbench with the showcase open (or `path` when given).
-    pub fn new(ctx: &egui::Context, path: Option<PathBuf>) -> Workbench {
+    /// A workbench with nothing open yet (see [`Workbench::open_bundled`],
+    /// [`Workbench::open_path`]).
+    pub fn new(ctx: &egui::Context) -> Workbench {
         let c = ctx.clone();
         let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(move || c.request_repaint());
         let w2 = wake.clone();
         let worker = Worker::spawn(move || w2());
-        let mut w = Workbench {
+        Workbench {
             worker,
             wake,
-            catalog: catalog::list(),
+            catalog: catalog::entries(),
             store: Store::default(),
             opened: None,
             path_text: String::new(),
@@ -126,18 +130,35 @@ impl Workbench {
             plots: Default::default(),
             diagram: Default::default(),
             compare: Default::default(),
-            browser: ui::open::Browser::new(catalog::folder()),
+            browser: ui::open::Browser::new(
+                std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            ),
             cursor: None,
             frames: FrameTimes::default(),
             intervals: FrameTimes::default(),
             last_frame: None,
             frame_log: std::env::var_os("STORMGLASS_GUI_FRAME_LOG").is_some(),
-        };
-        let first = path.or_else(|| catalog::find(catalog::SHOWCASE));
-        if let Some(p) = first {
-            w.open_path(&p);
         }
-        w
+    }
+
+    /// Opens a bundled experiment by name (`quickstart`, `incidents/01-batch-flood`).
+    pub fn open_bundled(&mut self, name: &str) {
+        match experiments::catalog::find(name) {
+            Ok(Some(e)) => self.open_entry(&e),
+            Ok(None) => self.load_error = Some(format!("no bundled experiment `{name}`")),
+            Err(e) => self.load_error = Some(e),
+        }
+    }
+
+    pub fn open_entry(&mut self, e: &Entry) {
+        self.path_text = e.source_path().unwrap_or_else(|| e.bundled_path()).display().to_string();
+        match crate::session::load_entry(e) {
+            Ok(exp) => {
+                self.load_error = None;
+                self.open_selection(Selection::first(Arc::new(exp)));
+            }
+            Err(e) => self.load_error = Some(e.to_string()),
+        }
     }
 
     /// Loads an experiment or scenario file and opens its first combination; a bad file

@@ -5,10 +5,10 @@
 //! a side-by-side comparison on identical traffic.
 //!
 //! Layers (each only uses the ones above it):
-//! * [`session`] — the adapter over the resumable run loop (no UI types): open, step, run
-//!   until, validated changes recorded with their instants, values in force, rewind;
-//!   [`export`] writes a session as an experiment file that replays to the same
-//!   fingerprint.
+//! * [`session`] — what to open (experiment, variant × sweep point, seed, values set before
+//!   the start) and the run over the live session API (`experiments::session::LiveSession`
+//!   over `models::Session`: step, run until, validated changes stamped with their
+//!   instants, values in force, export, rewind), kept across the run's end. No UI types.
 //! * [`worker`] — the simulation thread: owns the session, takes commands, streams updates.
 //! * [`store`] — the UI's copy of what the worker sent (series, events, status, summary).
 //! * [`app`] and [`ui`] — the window and its panels.
@@ -17,11 +17,9 @@
 //! it; observing (series, gauges, events, summary reads) never changes a run.
 
 pub mod app;
-pub mod catalog;
-pub mod export;
 pub mod session;
 pub mod store;
 pub mod ui;
 pub mod worker;
 
-pub use app::Workbench;
+pub use app::{SHOWCASE, Workbench};

@@ -21,7 +21,11 @@ fn main() -> eframe::Result {
         "stormglass workbench",
         options,
         Box::new(move |cc| {
-            let w = sim_gui::Workbench::new(&cc.egui_ctx, path);
+            let mut w = sim_gui::Workbench::new(&cc.egui_ctx);
+            match &path {
+                Some(p) => w.open_path(p),
+                None => w.open_bundled(sim_gui::SHOWCASE),
+            }
             // `STORMGLASS_GUI_RUN_UNTIL=150s`: run at once, as fast as possible, to that
             // time (the screenshot script and the frame benchmark use it).
             if let Ok(t) = std::env::var("STORMGLASS_GUI_RUN_UNTIL") {

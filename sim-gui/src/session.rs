@@ -1,32 +1,48 @@
-//! A live, exact session over the resumable run loop: the workbench's only door into the
-//! simulator.
+//! What the workbench opens, and the session it drives: a thin layer over the live session
+//! API ([`experiments::session::LiveSession`], which derefs to [`models::Session`]).
 //!
-//! This is a thin adapter over [`sim_core::Simulation`] and [`models::run`], shaped like
-//! the live session API of the architecture issue (open, step, run until, apply a
-//! validated change at the next instant boundary, values in force, export, rewind), so
-//! that moving to that API is a local change here and nowhere else.
+//! * [`Selection`] — an experiment, one of its variant × sweep-point combinations, a seed
+//!   (any seed, not only the file's: "reset with a new seed"), and the non-run-time
+//!   parameters set in the knobs (they apply from the start).
+//! * [`Run`] — the session of a selection, kept across its end: once the run reaches its
+//!   end it is finished (fingerprint, final summary) and a fresh session with the same
+//!   recorded changes is kept in its place, so the finished run can still be exported or
+//!   rewound.
 //!
-//! Architecture invariants:
-//! * Observing never changes the run: readers take `&self` (series, metrics, model events).
-//! * Every applied change is recorded with its instant `at` and goes through the engine's
-//!   change queue stamped `at`, exactly as a timeline entry `at` would: it takes effect
-//!   after every event at `at` and before any later one. So the exported experiment (the
-//!   scenario with the recorded changes appended to its timeline) replays to the same
-//!   fingerprint, and a rewind (rebuild, re-schedule the recorded changes, run to `t`)
-//!   re-creates the state at `t` exactly.
-//! * Changes are validated before they are queued (registry path, run-time flag, type and
-//!   range, the scenario's timeline rules): a bad change is an error, never a panic.
+//! Architecture invariants (held by `models::Session`, relied on here): observing never
+//! changes the run; a change is validated, then stamped `now`, taking effect after every
+//! event at `now`; the export replays headless to the same fingerprint; a rewind to `t`
+//! re-simulates from t = 0 with the changes stamped at or before `t` (later ones are
+//! forgotten: a new change branches there).
 
 use experiments::Experiment;
-use models::params::{ParamSpec, ParamValue, Registry};
+use experiments::session::{LiveSession, RunChoice};
+use models::RunOutput;
+use models::observe::Snapshot;
+use models::params::ParamValue;
 use models::scenario::{Scenario, SetParam};
-use models::world::QueueingWorld;
-use models::{RunConfig, RunOutput};
-use sim_core::{SimDuration, SimError, SimTime, Simulation, Stop};
+use models::{RunConfig, Session};
+use sim_core::SimTime;
+use sim_core::metrics::MetricReading;
 use std::sync::Arc;
 
-/// What to run: an experiment, one of its variant × sweep-point combinations, a seed, and
-/// the non-run-time parameters set in the workbench (they apply from the start).
+/// Loads a bundled experiment (`stormglass list`) by name: from the source tree when
+/// present (its relative references resolve), else from the text compiled in.
+pub fn load_bundled(name: &str) -> Result<Experiment, String> {
+    let e = experiments::catalog::find(name)?.ok_or(format!("no bundled experiment `{name}`"))?;
+    load_entry(&e).map_err(|e| e.to_string())
+}
+
+/// Loads a catalogue entry (see [`load_bundled`]).
+pub fn load_entry(e: &experiments::catalog::Entry) -> Result<Experiment, experiments::LoadError> {
+    let defaults = experiments::RunDefaults::default();
+    match e.source_path() {
+        Some(p) => experiments::load(&p, &defaults),
+        None => experiments::experiment::load_text(&e.bundled_path(), e.text, &defaults),
+    }
+}
+
+/// What to run (see the module doc).
 #[derive(Clone, Debug)]
 pub struct Selection {
     pub exp: Arc<Experiment>,
@@ -48,15 +64,19 @@ impl Selection {
     /// label such as `gate-32 · point 0 (gate.llm.permits=32)`).
     pub fn combos(exp: &Experiment) -> Vec<(usize, String)> {
         let mut out: Vec<(usize, String)> = Vec::new();
-        let mut seen: Vec<(String, usize)> = Vec::new();
+        let mut seen: Vec<(&str, usize)> = Vec::new();
         for (i, r) in exp.runs.iter().enumerate() {
-            let key = (r.variant.clone(), r.point);
+            let key = (r.variant.as_str(), r.point);
             if seen.contains(&key) {
                 continue;
             }
             seen.push(key);
-            let params: Vec<String> =
-                exp.swept.iter().zip(&r.params).map(|(p, v)| format!("{p}={v}")).collect();
+            let params: Vec<String> = exp
+                .swept
+                .iter()
+                .zip(&r.params)
+                .filter_map(|(p, v)| v.as_ref().map(|v| format!("{p}={v}")))
+                .collect();
             let label = if params.is_empty() {
                 format!("{} · point {}", r.variant, r.point)
             } else {
@@ -67,7 +87,8 @@ impl Selection {
         out
     }
 
-    /// The scenario this selection runs: the combination's, with the overrides set.
+    /// The scenario this selection runs: the combination's, with the overrides set and the
+    /// result checked (an inconsistent override is an error naming it).
     pub fn scenario(&self) -> Result<Scenario, String> {
         let run = self
             .exp
@@ -75,286 +96,204 @@ impl Selection {
             .get(self.combo)
             .ok_or_else(|| format!("no planned run #{} in {}", self.combo, self.exp.name))?;
         let mut sc = (*run.scenario).clone();
-        for (path, v) in &self.overrides {
-            sc.set_param(path, v.clone())?;
+        if self.overrides.is_empty() {
+            return Ok(sc);
         }
+        for (path, v) in &self.overrides {
+            sc.set_param(path, v.clone()).map_err(|e| format!("{path}: {e}"))?;
+        }
+        sc.check().map_err(|e| format!("the scenario would be inconsistent: {e}"))?;
         Ok(sc)
     }
 
     pub fn run_config(&self) -> RunConfig {
         self.exp.run_config(self.seed)
     }
-}
 
-/// A change the session applied, with its instant.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RecordedChange {
-    pub at: SimTime,
-    pub path: String,
-    pub value: ParamValue,
-}
-
-/// A running (or finished) session.
-pub struct Session {
-    sel: Selection,
-    scenario: Arc<Scenario>,
-    registry: Registry,
-    cfg: RunConfig,
-    end: SimTime,
-    /// `None` once finished (the run's output is then in `output`).
-    sim: Option<Simulation<QueueingWorld>>,
-    output: Option<RunOutput>,
-    /// Every change applied, in the order applied (so in time order).
-    changes: Vec<RecordedChange>,
-}
-
-impl Session {
-    /// Opens a session at time zero.
-    pub fn open(sel: Selection) -> Result<Session, String> {
-        Self::replay(sel, Vec::new(), SimTime::ZERO)
-    }
-
-    /// Builds the session, schedules `changes` (each at its instant) and runs to `to`.
-    fn replay(
-        sel: Selection,
-        changes: Vec<RecordedChange>,
-        to: SimTime,
-    ) -> Result<Session, String> {
-        let scenario = Arc::new(sel.scenario()?);
-        let cfg = sel.run_config();
-        let mut sim = models::run::simulation(&scenario, &cfg);
-        for c in &changes {
-            sim.schedule_change(
-                c.at,
-                SetParam::new(c.at - SimTime::ZERO, &c.path, c.value.clone()),
-            )
-            .map_err(|e| e.to_string())?;
-        }
-        let registry = scenario.registry();
-        let mut s = Session {
-            end: SimTime::ZERO + cfg.duration,
-            sel,
-            scenario,
-            registry,
-            cfg,
-            sim: Some(sim),
-            output: None,
-            changes,
+    /// Opens the live session of this selection at t = 0.
+    pub fn open(&self) -> Result<LiveSession, String> {
+        let scenario = Arc::new(self.scenario()?);
+        let mut exp = (*self.exp).clone();
+        let mut run = exp.runs[self.combo].clone();
+        run.seed = self.seed;
+        run.scenario = scenario;
+        let choice = RunChoice {
+            variant: Some(run.variant.clone()),
+            point: run.point,
+            seed: Some(self.seed),
         };
-        if to > SimTime::ZERO {
-            s.run_until(to)?;
+        exp.runs = vec![run];
+        exp.seeds = vec![self.seed];
+        LiveSession::open(exp, &choice).map_err(|e| e.to_string())
+    }
+}
+
+/// What the UI shows of a session's state at one instant (read-only, plain data).
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// Every metric's reading, by path (`gate.llm.in_use` …), sorted.
+    pub metrics: Vec<(String, MetricReading)>,
+    /// Every parameter's value in force, by path.
+    pub params: Vec<(String, ParamValue)>,
+    /// Component states, in-flight against limits, class queues, throughput.
+    pub snapshot: Option<Snapshot>,
+}
+
+impl Observed {
+    pub fn of(s: &Session) -> Observed {
+        Observed {
+            metrics: s
+                .metric_paths()
+                .filter_map(|(p, _)| Some((p.to_string(), s.read(p)?)))
+                .collect(),
+            params: s.world().params_in_force().map(|(p, v)| (p.to_string(), v.clone())).collect(),
+            snapshot: Some(s.snapshot()),
         }
-        Ok(s)
+    }
+}
+
+/// A selection's session, kept across its end (see the module doc).
+pub struct Run {
+    pub sel: Selection,
+    /// While running: the session. Once finished: a fresh session at t = 0 with the same
+    /// recorded changes queued (for export and rewind).
+    pub live: LiveSession,
+    /// The run's output once it reached its end.
+    pub output: Option<RunOutput>,
+    /// Once finished: the state at the end.
+    last: Observed,
+}
+
+impl Run {
+    pub fn open(sel: Selection) -> Result<Run, String> {
+        Ok(Run { live: sel.open()?, sel, output: None, last: Observed::default() })
     }
 
-    pub fn selection(&self) -> &Selection {
-        &self.sel
-    }
-    pub fn scenario(&self) -> &Scenario {
-        &self.scenario
-    }
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-    pub fn end(&self) -> SimTime {
-        self.end
-    }
-    pub fn seed(&self) -> u64 {
-        self.cfg.seed
-    }
-    pub fn sample_every(&self) -> Option<SimDuration> {
-        self.cfg.sample_every
-    }
-    /// The simulated clock.
-    pub fn now(&self) -> SimTime {
-        match (&self.sim, &self.output) {
-            (Some(s), _) => s.now(),
-            (None, _) => self.end,
-        }
-    }
-    pub fn events_processed(&self) -> u64 {
-        match (&self.sim, &self.output) {
-            (Some(s), _) => s.events_processed(),
-            (None, Some(o)) => o.events,
-            (None, None) => 0,
-        }
-    }
-    /// The simulation while it runs (`None` once finished).
-    pub fn sim(&self) -> Option<&Simulation<QueueingWorld>> {
-        self.sim.as_ref()
-    }
-    /// The run's output once it reached its end.
-    pub fn output(&self) -> Option<&RunOutput> {
-        self.output.as_ref()
+    pub fn session(&self) -> &Session {
+        &self.live
     }
     pub fn is_finished(&self) -> bool {
         self.output.is_some()
     }
-    /// The changes applied so far (and those recorded beyond a rewind point), in order.
-    pub fn changes(&self) -> &[RecordedChange] {
-        &self.changes
+    /// The simulated clock (the end once finished).
+    pub fn now(&self) -> SimTime {
+        if self.is_finished() { self.live.end() } else { self.live.now() }
+    }
+    pub fn events(&self) -> u64 {
+        self.output.as_ref().map_or_else(|| self.live.events(), |o| o.events)
+    }
+    /// The changes applied so far, with their instants.
+    pub fn changes(&self) -> &[SetParam<ParamValue>] {
+        self.live.applied()
+    }
+    /// The state now (once finished: at the end).
+    pub fn observe(&self) -> Observed {
+        if self.is_finished() { self.last.clone() } else { Observed::of(&self.live) }
+    }
+    pub fn fingerprint(&self) -> Option<String> {
+        self.output.as_ref().map(|o| o.fingerprint.hex())
     }
 
-    fn sim_mut(&mut self) -> Result<&mut Simulation<QueueingWorld>, String> {
-        self.sim.as_mut().ok_or_else(|| "the run has ended: reset or rewind to go on".to_string())
+    /// A fresh session of this run's scenario with `changes` queued.
+    fn replaying(&self, changes: Vec<SetParam<ParamValue>>) -> Session {
+        let s = self.live.session();
+        Session::replaying(Scenario::clone(s.scenario()), *s.config(), changes)
     }
 
-    /// Finishes the run when its clock reached the end.
-    fn settle(&mut self, r: Result<Stop, SimError>) -> Result<Stop, String> {
-        let failed = r.as_ref().err().cloned();
-        let at_end = self.sim.as_ref().is_some_and(|s| s.now() >= self.end);
-        if at_end || failed.is_some() {
-            let sim = self.sim.take().expect("running");
-            self.output = Some(models::run::finish(sim, self.end, failed.clone()));
+    /// Finishes the run when nothing is left before its end (or the engine stopped it).
+    fn settle(&mut self) {
+        if self.output.is_none() && self.live.is_done() {
+            let fresh = self.replaying(self.changes().to_vec());
+            let mut done = std::mem::replace(self.live.session_mut(), fresh);
+            let error = done.run_to_end().err();
+            self.last = Observed::of(&done);
+            let mut out = done.finish();
+            out.error = out.error.or(error);
+            self.output = Some(out);
         }
-        match failed {
-            Some(e) => Err(e.to_string()),
-            None => r.map_err(|e| e.to_string()),
+    }
+
+    fn running(&mut self) -> Result<&mut Session, String> {
+        match self.output {
+            Some(_) => Err("the run has ended: rewind or reset to go on".into()),
+            None => Ok(self.live.session_mut()),
         }
     }
 
-    /// Runs every event, change and bucket boundary at or before `t` (capped at the end).
-    pub fn run_until(&mut self, t: SimTime) -> Result<Stop, String> {
+    /// Processes everything at or before `t` (capped at the end; nothing to do once
+    /// finished).
+    pub fn run_until(&mut self, t: SimTime) -> Result<(), String> {
         if self.is_finished() {
-            return Ok(Stop::Idle);
+            return Ok(());
         }
-        let t = t.min(self.end);
-        let r = self.sim_mut()?.run_until(t);
-        self.settle(r)
+        let r = self.running()?.run_until(t).map_err(|e| e.to_string());
+        self.settle();
+        r
     }
 
-    /// Processes at most `n` events, never past the end.
-    pub fn run_for(&mut self, n: u64) -> Result<Stop, String> {
-        self.advance(self.end, n)
-    }
-
-    /// Processes the events at or before `t` (capped at the end), at most `max_events` of
-    /// them; when every event up to `t` is done, runs to `t` (changes, bucket boundaries).
-    pub fn advance(&mut self, t: SimTime, max_events: u64) -> Result<Stop, String> {
-        if self.is_finished() {
-            return Ok(Stop::Idle);
-        }
-        let t = t.min(self.end);
-        let sim = self.sim_mut()?;
+    /// Processes the events due at or before `t`, at most `max_events` of them; when none
+    /// is left before `t`, moves the clock to `t` (changes, bucket boundaries).
+    pub fn advance(&mut self, t: SimTime, max_events: u64) -> Result<(), String> {
+        let s = self.running()?;
         let mut n = 0;
         let r = loop {
-            match sim.next_event_time() {
-                Some(e) if e <= t && n >= max_events => break Ok(Stop::EventCount),
+            match s.next_event_time() {
+                Some(e) if e <= t && n >= max_events => break Ok(()),
                 Some(e) if e <= t => {}
-                _ => break sim.run_until(t),
+                _ => break s.run_until(t),
             }
-            if let Err(e) = sim.step() {
+            if let Err(e) = s.step() {
                 break Err(e);
             }
             n += 1;
         };
-        self.settle(r)
+        self.settle();
+        r.map_err(|e| e.to_string())
     }
 
-    /// One event (or to the end when none is left before it).
-    pub fn step(&mut self) -> Result<Stop, String> {
-        self.run_for(1)
+    /// One event (or to the end when none is left).
+    pub fn step(&mut self) -> Result<(), String> {
+        let r = self.running()?.step().map(|_| ()).map_err(|e| e.to_string());
+        self.settle();
+        r
     }
 
     /// Every event of the next instant (the earliest pending event time).
-    pub fn next_instant(&mut self) -> Result<Stop, String> {
-        if self.is_finished() {
-            return Ok(Stop::Idle);
-        }
-        let next = self.sim_mut()?.next_event_time().unwrap_or(self.end);
+    pub fn next_instant(&mut self) -> Result<(), String> {
+        let s = self.running()?;
+        let next = s.next_event_time().unwrap_or(s.end());
         self.run_until(next)
     }
 
-    /// The parameter's value in force now (see [`in_force`]).
-    pub fn value_in_force(&self, path: &str) -> Option<ParamValue> {
-        in_force(&self.registry, &self.scenario, &self.changes, self.now(), path)
-    }
-
-    /// Checks a change without applying it: known path, run-time changeable, type, range
-    /// and the scenario's timeline rules.
-    pub fn check_change(&self, path: &str, value: &ParamValue) -> Result<&ParamSpec, String> {
-        let spec = self.registry.get(path).ok_or_else(|| self.registry.unknown(path))?;
-        if !spec.runtime {
-            return Err(format!("`{path}` cannot change during a run: it applies on reset"));
-        }
-        spec.ty.check(value).map_err(|e| format!("{path}: {e}"))?;
-        let mut sc = (*self.scenario).clone();
-        sc.timeline = vec![SetParam::new(SimDuration::ZERO, path, value.clone())];
-        sc.check_timeline().map_err(|e| format!("{path}: {}", e.message))?;
-        Ok(spec)
-    }
-
-    /// Applies a run-time change at the current instant (it takes effect after every
-    /// event at this instant). Changes recorded later than now (after a rewind) are
-    /// dropped: the session branches here.
+    /// Validates a run-time change and applies it at the current instant.
     pub fn apply(&mut self, path: &str, value: ParamValue) -> Result<SimTime, String> {
-        self.check_change(path, &value)?;
-        let now = self.now();
-        if self.sim.is_none() {
-            return Err("the run has ended: reset or rewind to go on".into());
-        }
-        if self.changes.iter().any(|c| c.at > now) {
-            let kept: Vec<RecordedChange> =
-                self.changes.iter().filter(|c| c.at <= now).cloned().collect();
-            *self = Self::replay(self.sel.clone(), kept, now)?;
-        }
-        let at_d = now - SimTime::ZERO;
-        self.sim_mut()?
-            .schedule_change(now, SetParam::new(at_d, path, value.clone()))
-            .map_err(|e| e.to_string())?;
-        self.changes.push(RecordedChange { at: now, path: path.to_string(), value });
-        Ok(now)
+        self.running()?;
+        self.live.apply(path, value).map_err(|e| e.to_string())
     }
 
-    /// Re-simulates from the start to `t` with every recorded change (those after `t` stay
-    /// scheduled: running on replays them, a new change branches).
+    /// Parses `text` with the parameter's type, then applies it like [`Run::apply`].
+    pub fn apply_text(&mut self, path: &str, text: &str) -> Result<SimTime, String> {
+        self.running()?;
+        self.live.apply_text(path, text).map_err(|e| e.to_string())
+    }
+
+    /// Re-simulates from t = 0 to `t` (capped at the clock) with the changes stamped at or
+    /// before `t`; later changes are forgotten.
     pub fn rewind(&mut self, t: SimTime) -> Result<(), String> {
-        *self = Self::replay(self.sel.clone(), self.changes.clone(), t.min(self.end))?;
-        Ok(())
-    }
-
-    /// A fresh session of the same selection with another seed (the recorded changes are
-    /// dropped) — "reset with a new seed"; `seed = self.seed()` resets with the same seed.
-    pub fn reset(&self, sel: Selection) -> Result<Session, String> {
-        Session::open(sel)
-    }
-
-    /// The scenario this session ran, with its recorded changes appended to the timeline
-    /// (stable by instant: at one instant, the scenario's entries first, then the session's
-    /// in the order applied — the order the engine applied them).
-    pub fn scenario_with_changes(&self) -> Scenario {
-        let mut sc = (*self.scenario).clone();
-        for c in &self.changes {
-            sc.timeline.push(SetParam::new(c.at - SimTime::ZERO, &c.path, c.value.clone()));
+        let t = t.min(self.now());
+        if self.output.take().is_some() {
+            let kept = self.changes().iter().filter(|c| SimTime::ZERO + c.at <= t).cloned();
+            let fresh = self.replaying(kept.collect());
+            *self.live.session_mut() = fresh;
+            return self.run_until(t);
         }
-        sc.timeline.sort_by_key(|s| s.at);
-        sc
+        let r = self.live.rewind(t).map_err(|e| e.to_string());
+        self.settle();
+        r
     }
 
-    /// The run's fingerprint once finished.
-    pub fn fingerprint(&self) -> Option<String> {
-        self.output.as_ref().map(|o| o.fingerprint.hex())
+    /// The session as an experiment file for `dir` (see [`LiveSession::export`]).
+    pub fn export(&self, dir: &std::path::Path) -> String {
+        self.live.export(dir)
     }
-}
-
-/// A parameter's value in force at `now`: the scenario's, then the latest of its timeline
-/// entries and recorded changes stamped at or before `now` (a change stamped `now` takes
-/// effect at the end of this instant; it is shown as in force).
-pub fn in_force(
-    registry: &Registry,
-    scenario: &Scenario,
-    changes: &[RecordedChange],
-    now: SimTime,
-    path: &str,
-) -> Option<ParamValue> {
-    let base = registry.get(path)?.value.clone();
-    let timeline = scenario.timeline.iter().map(|s| (SimTime::ZERO + s.at, &s.path, &s.value));
-    let mut all: Vec<(SimTime, &ParamValue)> = timeline
-        .chain(changes.iter().map(|c| (c.at, &c.path, &c.value)))
-        .filter(|(at, p, _)| *at <= now && p.as_str() == path)
-        .map(|(at, _, v)| (at, v))
-        .collect();
-    // Stable: at one instant, the scenario's entries before the session's.
-    all.sort_by_key(|x| x.0);
-    Some(all.last().map(|x| x.1.clone()).unwrap_or(base))
 }

@@ -1,11 +1,14 @@
 //! What the UI holds of a session: time series by metric, model events, recorded changes,
 //! the latest status and summary. Filled only from the worker's [`Update`]s.
 
-use crate::session::RecordedChange;
 use crate::worker::{Status, Update};
 use egui_plot::PlotPoint;
+use models::observe::ComponentState;
+use models::params::ParamValue;
+use models::scenario::SetParam;
 use models::summary::Summary;
 use models::world::ModelEvent;
+use sim_core::metrics::MetricReading;
 use sim_core::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 
@@ -20,12 +23,13 @@ pub struct Store {
     /// `summary.*` per-bucket counts).
     pub series: BTreeMap<String, Vec<PlotPoint>>,
     pub events: Vec<ModelEvent>,
-    pub changes: Vec<RecordedChange>,
+    /// The session's recorded changes, each stamped with its instant (`at`).
+    pub changes: Vec<SetParam<ParamValue>>,
     pub status: Status,
     pub summary: Option<Summary>,
     /// Refused commands and other notices, newest last.
     pub notices: Vec<String>,
-    pub exported: Option<Result<String, String>>,
+    pub exported: Option<Result<std::path::PathBuf, String>>,
 }
 
 impl Store {
@@ -74,9 +78,25 @@ impl Store {
         self.series.values().map(|v| v.len()).sum()
     }
 
-    /// A gauge's current value by path.
-    pub fn gauge(&self, path: &str) -> Option<i64> {
-        self.status.gauges.iter().find(|(p, _)| p == path).map(|g| g.1)
+    /// A metric's reading now, by path.
+    pub fn metric(&self, path: &str) -> Option<MetricReading> {
+        let m = &self.status.observed.metrics;
+        m.binary_search_by(|(p, _)| p.as_str().cmp(path)).ok().map(|i| m[i].1)
+    }
+
+    /// A parameter's value in force now (`None` before the session's first status).
+    pub fn param(&self, path: &str) -> Option<&ParamValue> {
+        self.status.observed.params.iter().find(|(p, _)| p == path).map(|(_, v)| v)
+    }
+
+    /// The states of a component by path: the component itself, or for a governor
+    /// declared per app instance, one per instance (`gate.llm@app.0` …).
+    pub fn components<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a ComponentState> {
+        let snap = self.status.observed.snapshot.as_ref();
+        snap.into_iter().flat_map(|s| s.components.iter()).filter(move |c| {
+            c.path == id
+                || c.path.strip_prefix(id).is_some_and(|r| r.starts_with('@') || r.starts_with('.'))
+        })
     }
 
     /// A summary value by column name.

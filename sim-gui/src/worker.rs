@@ -1,4 +1,5 @@
-//! The simulation thread: owns the [`Session`], takes commands, streams updates.
+//! The simulation thread: owns the [`Run`] (the live session), takes commands, streams
+//! updates.
 //!
 //! The UI thread never touches the simulation. It sends [`Cmd`]s and drains [`Update`]s
 //! each frame, so it never blocks on a run, however fast or slow.
@@ -11,13 +12,15 @@
 //!
 //! A panic inside the model is caught and shown as the session's error; the UI lives on.
 
-use crate::session::{RecordedChange, Selection, Session};
+use crate::session::{Observed, Run, Selection};
 use models::params::ParamValue;
+use models::scenario::SetParam;
 use models::summary::{Summary, Value};
 use models::world::ModelEvent;
 use sim_core::metrics::SeriesRow;
 use sim_core::{SimDuration, SimTime};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::{Duration, Instant};
 
@@ -40,7 +43,12 @@ pub enum Cmd {
     RunUntil(SimTime),
     SetSpeed(Speed),
     Apply(String, ParamValue),
+    /// A change typed as RON text (`Exponential(mean: "1s")`), parsed with the
+    /// parameter's type.
+    ApplyText(String, String),
     Rewind(SimTime),
+    /// Write the session as an experiment file (answered by [`Update::Exported`]).
+    Export(PathBuf),
     Quit,
 }
 
@@ -56,10 +64,8 @@ pub struct Status {
     pub events_per_s: f64,
     /// Simulated seconds per wall-clock second, over the last publishing interval.
     pub sim_to_real: f64,
-    /// Every gauge's current value (`gate.llm.in_use` …).
-    pub gauges: Vec<(String, i64)>,
-    /// Every counter's run-wide total.
-    pub counters: Vec<(String, u64)>,
+    /// Metrics, values in force and component states now.
+    pub observed: Observed,
     pub fingerprint: Option<String>,
     pub error: Option<String>,
 }
@@ -81,32 +87,27 @@ pub enum Update {
     Derived(Vec<SeriesRow>),
     /// New model events (breaker transitions, configuration changes…), in time order.
     Events(Vec<ModelEvent>),
-    /// The recorded changes, whole.
-    Changes(Vec<RecordedChange>),
+    /// The recorded changes, whole (each stamped with its instant `at`).
+    Changes(Vec<SetParam<ParamValue>>),
     /// The latest summary (final once finished).
     Summary(Box<Summary>),
     /// A refused command (a bad change, an open that failed): shown, nothing changed.
     Refused(String),
-    /// The exported text of the session (answer to [`Cmd`]-less `export` requests).
-    Exported(Result<String, String>),
+    /// The file a [`Cmd::Export`] wrote, or why it could not.
+    Exported(Result<PathBuf, String>),
 }
 
 /// The UI's handle on the worker thread.
 pub struct Worker {
-    tx: Sender<Msg>,
+    tx: Sender<Cmd>,
     pub rx: Receiver<Update>,
     thread: Option<std::thread::JoinHandle<()>>,
-}
-
-enum Msg {
-    Cmd(Cmd),
-    Export(String),
 }
 
 impl Worker {
     /// Starts the thread. `wake` is called after each batch of updates (the UI's repaint).
     pub fn spawn(wake: impl Fn() + Send + 'static) -> Worker {
-        let (tx, crx) = channel::<Msg>();
+        let (tx, crx) = channel::<Cmd>();
         let (utx, rx) = channel::<Update>();
         let thread = std::thread::Builder::new()
             .name("stormglass-sim".into())
@@ -116,17 +117,13 @@ impl Worker {
     }
     pub fn send(&self, c: Cmd) {
         // The worker lives as long as this handle; a send fails only after a panic there.
-        let _ = self.tx.send(Msg::Cmd(c));
-    }
-    /// Asks for the session's experiment text; the answer comes as [`Update::Exported`].
-    pub fn export(&self, name: &str) {
-        let _ = self.tx.send(Msg::Export(name.to_string()));
+        let _ = self.tx.send(c);
     }
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        let _ = self.tx.send(Msg::Cmd(Cmd::Quit));
+        let _ = self.tx.send(Cmd::Quit);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -139,10 +136,10 @@ const CHUNK_EVENTS: u64 = 20_000;
 const PUBLISH_EVERY: Duration = Duration::from_millis(30);
 
 struct Loop {
-    rx: Receiver<Msg>,
+    rx: Receiver<Cmd>,
     tx: Sender<Update>,
     wake: Box<dyn Fn() + Send>,
-    session: Option<Session>,
+    session: Option<Run>,
     generation: u64,
     running: bool,
     speed: Speed,
@@ -164,7 +161,7 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 impl Loop {
-    fn new(rx: Receiver<Msg>, tx: Sender<Update>, wake: Box<dyn Fn() + Send>) -> Loop {
+    fn new(rx: Receiver<Cmd>, tx: Sender<Update>, wake: Box<dyn Fn() + Send>) -> Loop {
         Loop {
             rx,
             tx,
@@ -202,16 +199,8 @@ impl Loop {
                 }
             };
             match msg {
-                Some(Msg::Cmd(Cmd::Quit)) => return,
-                Some(Msg::Cmd(c)) => self.command(c),
-                Some(Msg::Export(name)) => {
-                    let r = match &self.session {
-                        Some(s) => crate::export::session_text(s, &name),
-                        None => Err("no session is open".into()),
-                    };
-                    self.send(Update::Exported(r));
-                    (self.wake)();
-                }
+                Some(Cmd::Quit) => return,
+                Some(c) => self.command(c),
                 None => {}
             }
             if self.running {
@@ -220,7 +209,7 @@ impl Loop {
         }
     }
 
-    fn guarded(&mut self, force: bool, f: impl FnOnce(&mut Session) -> Result<(), String>) {
+    fn guarded(&mut self, force: bool, f: impl FnOnce(&mut Run) -> Result<(), String>) {
         let Some(s) = self.session.as_mut() else { return };
         match catch_unwind(AssertUnwindSafe(|| f(s))) {
             Ok(Ok(())) => {}
@@ -242,7 +231,7 @@ impl Loop {
 
     fn command(&mut self, c: Cmd) {
         match c {
-            Cmd::Open(sel) => match catch_unwind(AssertUnwindSafe(|| Session::open(sel))) {
+            Cmd::Open(sel) => match catch_unwind(AssertUnwindSafe(|| Run::open(sel))) {
                 Ok(Ok(s)) => self.install(s),
                 Ok(Err(e)) => self.refuse(e),
                 Err(p) => self.refuse(format!("opening panicked: {}", panic_text(p))),
@@ -259,11 +248,11 @@ impl Loop {
             }
             Cmd::Step => {
                 self.running = false;
-                self.guarded(true, |s| s.step().map(|_| ()));
+                self.guarded(true, |s| s.step());
             }
             Cmd::NextInstant => {
                 self.running = false;
-                self.guarded(true, |s| s.next_instant().map(|_| ()));
+                self.guarded(true, |s| s.next_instant());
             }
             Cmd::RunUntil(t) => {
                 self.until = Some(t);
@@ -274,24 +263,8 @@ impl Loop {
                 self.speed = sp;
                 self.reanchor();
             }
-            Cmd::Apply(path, value) => {
-                let Some(s) = self.session.as_mut() else { return };
-                let gen_before = s.changes().iter().filter(|c| c.at > s.now()).count();
-                match catch_unwind(AssertUnwindSafe(|| s.apply(&path, value))) {
-                    Ok(Ok(_)) => {
-                        if gen_before > 0 {
-                            // A branch rebuilt the session: resend everything.
-                            let s = self.session.take().expect("open");
-                            self.install(s);
-                        }
-                        let changes = self.session.as_ref().map(|s| s.changes().to_vec());
-                        self.send(Update::Changes(changes.unwrap_or_default()));
-                        self.publish(true);
-                    }
-                    Ok(Err(e)) => self.refuse(e),
-                    Err(p) => self.refuse(format!("the change panicked: {}", panic_text(p))),
-                }
-            }
+            Cmd::Apply(path, value) => self.change(|s| s.apply(&path, value)),
+            Cmd::ApplyText(path, text) => self.change(|s| s.apply_text(&path, &text)),
             Cmd::Rewind(t) => {
                 let Some(mut s) = self.session.take() else { return };
                 self.running = false;
@@ -301,7 +274,34 @@ impl Loop {
                     Err(p) => self.refuse(format!("the rewind panicked: {}", panic_text(p))),
                 }
             }
+            Cmd::Export(file) => {
+                let r = match &self.session {
+                    Some(s) => {
+                        let dir = file.parent().unwrap_or(std::path::Path::new("."));
+                        std::fs::write(&file, s.export(dir))
+                            .map(|_| file.clone())
+                            .map_err(|e| format!("cannot write {}: {e}", file.display()))
+                    }
+                    None => Err("no session is open".into()),
+                };
+                self.send(Update::Exported(r));
+                (self.wake)();
+            }
             Cmd::Quit => {}
+        }
+    }
+
+    /// Applies a change through `f`; a refusal is shown, nothing changed.
+    fn change(&mut self, f: impl FnOnce(&mut Run) -> Result<SimTime, String>) {
+        let Some(s) = self.session.as_mut() else { return };
+        match catch_unwind(AssertUnwindSafe(|| f(s))) {
+            Ok(Ok(_)) => {
+                let changes = s.changes().to_vec();
+                self.send(Update::Changes(changes));
+                self.publish(true);
+            }
+            Ok(Err(e)) => self.refuse(e),
+            Err(p) => self.refuse(format!("the change panicked: {}", panic_text(p))),
         }
     }
 
@@ -311,17 +311,18 @@ impl Loop {
     }
 
     /// Makes `s` the session and sends the UI everything it has so far.
-    fn install(&mut self, s: Session) {
+    fn install(&mut self, s: Run) {
         self.generation += 1;
         self.error = None;
         self.rows_sent = 0;
         self.events_sent = 0;
         self.last_summary.clear();
+        let cfg = s.session().config();
         self.send(Update::Session {
             generation: self.generation,
-            seed: s.seed(),
-            end: s.end(),
-            sample_every: s.sample_every(),
+            seed: cfg.seed,
+            end: s.session().end(),
+            sample_every: cfg.sample_every,
         });
         self.send(Update::Changes(s.changes().to_vec()));
         self.session = Some(s);
@@ -348,7 +349,7 @@ impl Loop {
         }
         let now = s.now();
         let mut target = match self.speed {
-            Speed::Max => s.end(),
+            Speed::Max => s.session().end(),
             Speed::Times(k) => {
                 let wall = self.anchor.0.elapsed().as_secs_f64();
                 self.anchor.1 + SimDuration::from_ns_f64(wall * k * 1e9)
@@ -357,11 +358,11 @@ impl Loop {
         if let Some(u) = self.until {
             target = target.min(u);
         }
-        if let Some(every) = s.sample_every() {
+        if let Some(every) = s.session().config().sample_every {
             let next_boundary = SimTime((now.0 / every.0 + 1) * every.0);
             target = target.min(next_boundary);
         }
-        let target = target.min(s.end());
+        let target = target.min(s.session().end());
         if target <= now {
             if self.until.is_some_and(|u| now >= u) {
                 self.running = false;
@@ -390,34 +391,37 @@ impl Loop {
         };
         // Series rows and the derived per-bucket summary deltas: sent as they close, so the
         // plots are the same whatever the publishing rate.
-        if let Some(sim) = s.sim() {
-            let rows = sim.series();
-            if rows.len() > self.rows_sent {
-                let new = rows[self.rows_sent..].to_vec();
-                self.rows_sent = rows.len();
-                let at = new.last().map(|r| r.bucket_start_ns).unwrap_or(0);
-                self.send(Update::Rows(new));
-                let sum = sim.world().summary(s.now());
-                let derived = deltas(&mut self.last_summary, &sum, at);
-                self.send(Update::Derived(derived));
-            }
-            let ev = sim.world().events();
-            if ev.len() > self.events_sent {
-                self.send(Update::Events(ev[self.events_sent..].to_vec()));
-                self.events_sent = ev.len();
-            }
+        let live = s.session();
+        let (rows, events): (&[SeriesRow], &[ModelEvent]) = match &s.output {
+            Some(o) => (&o.series, &o.state_events),
+            None => (live.series(), live.model_events()),
+        };
+        if rows.len() > self.rows_sent {
+            let new = rows[self.rows_sent..].to_vec();
+            self.rows_sent = rows.len();
+            let at = new.last().map(|r| r.bucket_start_ns).unwrap_or(0);
+            let _ = self.tx.send(Update::Rows(new));
+            let derived = match &s.output {
+                Some(o) => deltas(&mut self.last_summary, &o.summary, at),
+                None => deltas(&mut self.last_summary, &live.world().summary(s.now()), at),
+            };
+            let _ = self.tx.send(Update::Derived(derived));
+        }
+        if events.len() > self.events_sent {
+            let _ = self.tx.send(Update::Events(events[self.events_sent..].to_vec()));
+            self.events_sent = events.len();
         }
         let (t0, e0, s0) = self.last_publish;
         let dt = t0.elapsed();
         if !force && dt < PUBLISH_EVERY {
             return;
         }
-        let events = s.events_processed();
+        let events = s.events();
         let now = s.now();
         let secs = dt.as_secs_f64().max(1e-9);
         let mut st = Status {
             now,
-            end: s.end(),
+            end: live.end(),
             events,
             running: self.running,
             finished: s.is_finished(),
@@ -427,23 +431,17 @@ impl Loop {
             error: self.error.clone(),
             ..Status::default()
         };
-        if let Some(sim) = s.sim() {
-            st.gauges = sim.metrics().gauge_readings().map(|(p, v)| (p.to_string(), v)).collect();
-            st.counters =
-                sim.metrics().counter_readings().map(|(p, v)| (p.to_string(), v)).collect();
-            self.send(Update::Summary(Box::new(sim.world().summary(now))));
-        } else if let Some(o) = s.output() {
-            self.send(Update::Summary(Box::new(o.summary.clone())));
-            // The last rows: the run's end closed the final (possibly partial) bucket.
-            if o.series.len() > self.rows_sent {
-                self.send(Update::Rows(o.series[self.rows_sent..].to_vec()));
-                self.rows_sent = o.series.len();
+        let summary = match &s.output {
+            Some(o) => {
+                if let Some(e) = &o.error {
+                    st.error = Some(e.to_string());
+                }
+                o.summary.clone()
             }
-            if o.state_events.len() > self.events_sent {
-                self.send(Update::Events(o.state_events[self.events_sent..].to_vec()));
-                self.events_sent = o.state_events.len();
-            }
-        }
+            None => live.world().summary(now),
+        };
+        st.observed = s.observe();
+        self.send(Update::Summary(Box::new(summary)));
         self.send(Update::Status(Box::new(st)));
         self.last_publish = (Instant::now(), events, now);
         (self.wake)();

@@ -236,6 +236,38 @@ impl super::DegradeBreaker {
     }
 }
 
+impl crate::params::GovernorSpec for CircuitBreakerSpec {}
+impl crate::params::GovernorSpec for DegradeRuleSpec {}
+
+impl crate::governor::GovernorKindOps for super::CircuitBreaker {
+    type Spec = CircuitBreakerSpec;
+    fn build(spec: &CircuitBreakerSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
+        super::CircuitBreaker::new(spec)
+    }
+    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
+        self.apply_param(p, v, now)
+    }
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("state_changes", self.counters.state_changes),
+            ("not_permitted", self.counters.not_permitted),
+        ]
+    }
+}
+
+impl crate::governor::GovernorKindOps for super::DegradeBreaker {
+    type Spec = DegradeRuleSpec;
+    fn build(spec: &DegradeRuleSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
+        super::DegradeBreaker::new(spec)
+    }
+    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
+        self.apply_param(p, v, now)
+    }
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("state_changes", self.counters.state_changes), ("blocked", self.counters.blocked)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -420,3 +420,31 @@ impl crate::params::Params for CacheSpec {
         Ok(())
     }
 }
+
+impl crate::params::GovernorSpec for CacheSpec {}
+
+impl crate::governor::GovernorKindOps for Cache {
+    type Spec = CacheSpec;
+    fn build(spec: &CacheSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
+        Cache::new(spec)
+    }
+    fn apply_param(
+        &mut self,
+        param: &str,
+        v: crate::params::ParamValue,
+        _now: SimTime,
+    ) -> Result<(), String> {
+        use crate::params::ParamValue as V;
+        match (param, v) {
+            ("capacity", V::Count(n)) => self.set_capacity(n),
+            ("ttl", V::Duration(d)) => self.set_ttl(d),
+            ("hit_probability", V::Float(x)) => self.set_hit_probability(x),
+            ("serve_stale_on_error", V::Bool(b)) => self.set_serve_stale_on_error(b),
+            (p, v) => return Err(format!("cache.{p} = {v:?} is not run-time changeable")),
+        }
+        Ok(())
+    }
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("hits", self.hits), ("misses", self.misses)]
+    }
+}

@@ -280,3 +280,29 @@ impl crate::params::Params for SingleFlightSpec {
         Ok(())
     }
 }
+
+impl crate::params::GovernorSpec for SingleFlightSpec {}
+
+impl crate::governor::GovernorKindOps for SingleFlight {
+    type Spec = SingleFlightSpec;
+    fn build(spec: &SingleFlightSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
+        SingleFlight::new(spec)
+    }
+    fn apply_param(
+        &mut self,
+        param: &str,
+        v: crate::params::ParamValue,
+        _now: SimTime,
+    ) -> Result<(), String> {
+        match (param, v) {
+            ("share_errors", crate::params::ParamValue::Bool(b)) => self.set_share_errors(b),
+            (p, v) => {
+                return Err(format!("single_flight.{p} = {v:?} is not run-time changeable"));
+            }
+        }
+        Ok(())
+    }
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("followers", self.followers), ("shared", self.shared)]
+    }
+}

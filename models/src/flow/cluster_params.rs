@@ -132,3 +132,40 @@ impl ClusterFlow {
         Ok(())
     }
 }
+
+impl crate::params::GovernorSpec for ClusterFlowRuleSpec {
+    const RELOADABLE: bool = true;
+}
+
+impl crate::governor::GovernorKindOps for ClusterFlow {
+    type Spec = ClusterFlowRuleSpec;
+    fn build(spec: &ClusterFlowRuleSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
+        ClusterFlow::new(spec)
+    }
+    fn apply_param(&mut self, p: &str, v: V, _now: sim_core::SimTime) -> Result<(), String> {
+        self.apply_param(p, v)
+    }
+    fn reload(&mut self, now: sim_core::SimTime) {
+        ClusterFlow::reload(self, now)
+    }
+    /// The shadow's copy gets its own token server (it must not count in the real one).
+    fn detached_clone(&self) -> Self {
+        self.detached()
+    }
+    /// The token server has one connected client per per-instance copy.
+    fn on_per_instance(&mut self, copies: usize) {
+        self.set_connected(copies as u64)
+    }
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        let k = self.counters;
+        vec![
+            ("token_ok", k.token_ok),
+            ("token_blocked", k.token_blocked),
+            ("too_many", k.too_many),
+            ("timeouts", k.timeouts),
+            ("local_pass", k.local_pass),
+            ("local_block", k.local_block),
+            ("pass_through", k.pass_through),
+        ]
+    }
+}

@@ -289,6 +289,62 @@ impl TokenBucket {
     }
 }
 
+use crate::governor::{BuildCtx, GovernorKindOps};
+use crate::params::GovernorSpec;
+
+impl GovernorSpec for FlowRulesSpec {
+    const RELOADABLE: bool = true;
+}
+impl GovernorSpec for ParamFlowRuleSpec {
+    const RELOADABLE: bool = true;
+}
+impl GovernorSpec for TokenBucketSpec {
+    const RELOADABLE: bool = true;
+}
+
+impl GovernorKindOps for FlowRules {
+    type Spec = FlowRulesSpec;
+    fn build(spec: &FlowRulesSpec, _: &BuildCtx<'_>) -> Self {
+        FlowRules::new(spec)
+    }
+    fn apply_param(&mut self, p: &str, v: V, _now: SimTime) -> Result<(), String> {
+        self.apply_param(p, v)
+    }
+    /// Warm-up cold again, pacing "long ago"; the resource statistics survive, as
+    /// Sentinel's nodes do.
+    fn reload(&mut self, _now: SimTime) {
+        self.reset_controllers()
+    }
+}
+
+impl GovernorKindOps for ParamFlow {
+    type Spec = ParamFlowRuleSpec;
+    fn build(spec: &ParamFlowRuleSpec, _: &BuildCtx<'_>) -> Self {
+        ParamFlow::new(spec)
+    }
+    fn apply_param(&mut self, p: &str, v: V, _now: SimTime) -> Result<(), String> {
+        self.apply_param(p, v)
+    }
+    /// Every per-value bucket restarts.
+    fn reload(&mut self, _now: SimTime) {
+        self.reset()
+    }
+}
+
+impl GovernorKindOps for TokenBucket {
+    type Spec = TokenBucketSpec;
+    fn build(spec: &TokenBucketSpec, _: &BuildCtx<'_>) -> Self {
+        TokenBucket::new(spec)
+    }
+    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
+        self.apply_param(p, v, now)
+    }
+    /// The bucket is full again.
+    fn reload(&mut self, now: SimTime) {
+        self.reset(now)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

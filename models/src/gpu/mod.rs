@@ -25,7 +25,7 @@
 
 mod fit;
 mod profile;
-pub(crate) mod reach;
+
 mod server;
 mod server_batch;
 mod server_params;

@@ -4,7 +4,7 @@
 //! fit's errors on those rows.
 //!
 //! Regenerate after changing the fitter or the data:
-//! `cargo test -p models --test gpu_fit -- --ignored regenerate_shipped_coefficients`.
+//! `cargo test -p models --test suite -- --ignored gpu_fit::regenerate_shipped_coefficients`.
 //! The test `shipped_coefficients_match_a_refit` fails while this file is stale.
 
 use super::step::{ShippedFit, StepModel};

@@ -283,3 +283,37 @@ impl Governor for Retry {
         0
     }
 }
+
+impl crate::params::GovernorSpec for RetrySpec {
+    const NOT_SHADOWABLE: Option<&'static str> = Some(
+        "a retry cannot run in shadow mode (a shadow never re-sends a call, so there is nothing to record); use the retry itself",
+    );
+}
+
+impl crate::governor::GovernorKindOps for Retry {
+    type Spec = RetrySpec;
+    fn build(spec: &RetrySpec, ctx: &crate::governor::BuildCtx<'_>) -> Self {
+        Retry::new(spec, ctx.classes)
+    }
+    fn apply_param(
+        &mut self,
+        param: &str,
+        v: crate::params::ParamValue,
+        _now: SimTime,
+    ) -> Result<(), String> {
+        match (param, v) {
+            ("max_attempts", crate::params::ParamValue::Count(n)) => {
+                self.set_max_attempts(n as u32)
+            }
+            (p, v) => return Err(format!("retry.{p} = {v:?} is not run-time changeable")),
+        }
+        Ok(())
+    }
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("retries", self.retries),
+            ("retries_denied_by_budget", self.retries_denied_by_budget),
+            ("exhausted", self.exhausted),
+        ]
+    }
+}

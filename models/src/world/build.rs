@@ -218,6 +218,7 @@ impl QueueingWorld {
             s.app = a;
         }
         let n_govs = govs.len();
+        let registry = sc.registry();
         let mut w = QueueingWorld {
             seed: run.seed,
             warmup: SimTime::ZERO + run.warmup,
@@ -238,7 +239,8 @@ impl QueueingWorld {
             govs,
             gov_names,
             gov_wake: vec![None; n_govs],
-            params_now: sc.registry().iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
+            params_now: registry.iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
+            registry,
             gates,
             stations,
             conns: sc.connection_pools.iter().map(|s| conn::ConnPoolRt::new(s, ctx)).collect(),

@@ -1,11 +1,62 @@
-//! Run-time parameter changes applied to the running world (timeline, GUI).
+//! Run-time parameter changes applied to the running world (timeline, session, GUI).
+//!
+//! A change is validated first ([`crate::scenario::validate_change`]: known path, run-time
+//! parameter, typed value in range, reload only for reloadable kinds); a refused change is
+//! recorded as a `config_rejected` event and changes nothing, never a panic. An accepted
+//! change goes to the component that owns the parameter (`apply_param` of the station,
+//! quota, connection pool, GPU server or governor); the world only does the follow-ups that
+//! need it (start queued work on freed servers, wake calls, refresh gauges).
+//!
+//! API boundary: [`QueueingWorld::validate_change`], [`QueueingWorld::value_in_force`] and
+//! [`QueueingWorld::values_in_force`] are public (the live session API builds on them).
 
 use super::*;
+use crate::scenario::{ChangeError, validate_change};
 
 impl QueueingWorld {
-    /// Applies a run-time parameter change (already checked against the registry).
+    /// Checks a run-time change against the scenario's registry without applying it. `Ok`:
+    /// applying it (through the engine's change queue) cannot fail the registry checks.
+    pub fn validate_change(
+        &self,
+        path: &str,
+        value: &ParamValue,
+        reload: bool,
+    ) -> Result<(), ChangeError> {
+        validate_change(&self.registry, self.classes.len(), path, value, reload)
+    }
+
+    /// The value in force of a registered parameter: the scenario's, or the last change
+    /// applied (`None`: no such path).
+    pub fn value_in_force(&self, path: &str) -> Option<&ParamValue> {
+        self.params_now.get(path)
+    }
+
+    /// Every registered parameter with its value in force, sorted by path.
+    pub fn values_in_force(&self) -> impl Iterator<Item = (&str, &ParamValue)> {
+        self.params_now.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// The scenario's parameter registry (types, ranges, units, run-time flags, docs).
+    pub fn registry(&self) -> &crate::params::Registry {
+        &self.registry
+    }
+
+    /// Applies a run-time parameter change; a refused one is recorded (`config_rejected`)
+    /// and changes nothing.
     pub(super) fn set(&mut self, p: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
-        let (kind, name, param) = split_path(&p.path).expect("checked path");
+        if let Err(e) = self.validate_change(&p.path, &p.value, p.reload) {
+            self.events.push(ModelEvent {
+                time: ctx.now(),
+                component: p.path.rsplit_once('.').map_or(p.path.clone(), |(c, _)| c.into()),
+                kind: "config_rejected",
+                from: p.path.clone(),
+                to: e.to_string(),
+            });
+            return;
+        }
+        let Some((kind, name, param)) = split_path(&p.path) else {
+            unreachable!("validated: registered paths have three parts")
+        };
         let old = self.params_now.insert(p.path.clone(), p.value.clone());
         let from = old.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
         let reload = p.reload;
@@ -16,191 +67,187 @@ impl QueueingWorld {
             from: format!("{param} = {from}"),
             to: format!("{param} = {}", p.value),
         });
-        match (kind, param, p.value) {
-            ("station", "servers", ParamValue::Count(n)) => {
-                let st = self.stations.iter().position(|s| s.name == name).expect("checked") as u16;
-                self.stations[st as usize].st.servers = n;
-                self.stations[st as usize].servers.set(ctx.now(), n as i64);
-                while let Some((job, _)) = self.stations[st as usize].st.start_next() {
-                    self.start_service(st, job, ctx);
+        let now = ctx.now();
+        let v = p.value;
+        let r = match kind {
+            "station" => self.set_station(name, param, v, ctx),
+            "quota" => match self.quotas.iter_mut().find(|q| q.0 == name) {
+                Some(q) => q.1.apply_param(param, v, now),
+                None => Err(format!("no quota \"{name}\"")),
+            },
+            "source" => self.set_source(name, param, v, ctx),
+            "segment" => self.set_segment(name, v),
+            "connpool" => self.set_connpool(name, param, v, ctx),
+            "gpu_server" => match self.gpus.iter().position(|g| g.name == name) {
+                Some(g) => {
+                    // A cross-field rule (batched tokens ≥ sequences) may refuse it: recorded
+                    // before the server is kicked.
+                    if let Err(e) = self.gpus[g].server.apply_param(param, v) {
+                        self.refuse(&p.path, kind, name, param, old.clone(), e, now);
+                    }
+                    self.kick_gpu(g as u16, ctx);
+                    Ok(())
                 }
-                self.update_station_gauges(st, ctx);
+                None => Err(format!("no GPU server \"{name}\"")),
+            },
+            "app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue" => {
+                self.entry_set(kind, name, param, v, ctx);
+                Ok(())
             }
-            ("station", "service", ParamValue::DurationDist(d)) => {
-                self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.service = d;
-            }
-            ("station", "cancellation", ParamValue::Bool(b)) => {
-                self.stations
-                    .iter_mut()
-                    .find(|s| s.name == name)
-                    .expect("checked")
-                    .st
-                    .cancellation = b;
-            }
-            ("station", "error_rate", ParamValue::Float(x)) => {
-                self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.error_rate =
-                    x;
-            }
-            ("station", "latency_multiplier", ParamValue::Float(x)) => {
-                let st =
-                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
-                st.latency_multiplier = x;
-            }
-            ("station", "load_slope", ParamValue::Duration(d)) => {
-                self.stations.iter_mut().find(|s| s.name == name).expect("checked").st.load_slope =
-                    d;
-            }
-            ("station", "per_output_token", ParamValue::Duration(d)) => {
-                let st =
-                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
-                st.per_output_token = d;
-            }
-            ("station", "per_prompt_token", ParamValue::Duration(d)) => {
-                let st =
-                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
-                st.per_prompt_token = d;
-            }
-            ("station", "business_error_rate", ParamValue::Float(x)) => {
-                let st =
-                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
-                st.business_error_rate = x;
-            }
-            (
-                "station",
-                p @ ("chunk_tokens" | "stall_rate" | "stall_duration" | "stall_after"),
-                v,
-            ) => {
-                let st =
-                    &mut self.stations.iter_mut().find(|s| s.name == name).expect("checked").st;
-                st.stream.set(p, v).expect("a stream setting");
-            }
-            ("quota", param, v) => {
-                let now = ctx.now();
-                let q = &mut self.quotas.iter_mut().find(|q| q.0 == name).expect("checked").1;
-                match (param, v) {
-                    ("rpm", ParamValue::OptCount(n)) => q.set_rpm(n, now),
-                    ("tpm", ParamValue::OptCount(n)) => q.set_tpm(n, now),
-                    ("max_concurrency", ParamValue::OptCount(n)) => q.set_max_concurrency(n),
-                    ("refund_unused", ParamValue::Bool(b)) => q.set_refund_unused(b),
-                    (p, v) => unreachable!("quota.{p} = {v:?} is not run-time changeable"),
+            "call_site" => match (param, v, self.sites.iter_mut().find(|s| s.name == name)) {
+                ("enabled", ParamValue::Bool(b), Some(s)) => {
+                    s.enabled = b;
+                    Ok(())
                 }
+                (p, v, _) => Err(format!("call_site.{p} = {v} is not run-time changeable")),
+            },
+            k if crate::scenario::governor_kind_names().contains(&k) => {
+                self.set_governor(k, name, param, v, reload, ctx)
             }
-            ("source", "interarrival", ParamValue::DurationDist(d)) => {
-                self.sources.iter_mut().find(|s| s.name == name).expect("checked").interarrival =
-                    Some(d);
-            }
-            ("source", "rate_multiplier", ParamValue::Float(x)) => {
-                let i = self.sources.iter().position(|s| s.name == name).expect("checked");
-                self.set_rate(i as u16, x, ctx);
-            }
-            ("source", "users", ParamValue::Count(n)) => {
-                let i = self.sources.iter().position(|s| s.name == name).expect("checked");
-                self.set_clients(i as u16, n, ctx);
-            }
-            ("source", "think_time", ParamValue::DurationDist(d)) => {
-                let s = self.sources.iter_mut().find(|s| s.name == name).expect("checked");
-                s.traffic.closed.as_mut().expect("a closed-loop source").think_time = d;
-            }
-            ("segment", "class", ParamValue::OptCount(k)) => {
-                let p = self.population.as_mut().expect("checked: a population");
-                let i = p.names.iter().position(|s| s == name).expect("checked");
-                assert!(k.is_none_or(|k| (k as usize) < self.classes.len()), "checked class index");
-                p.class[i] = k.map(|k| k as u16);
-            }
-            (kind, param, v)
-                if self.gov_names.iter().any(|g| g.starts_with(&format!("{kind}."))) =>
-            {
-                // The declared governor and its per-instance copies (`path@app.k`).
-                let path = format!("{kind}.{name}");
-                // …and the shadow copy of the declaration (`shadow.<kind>.<name>`).
-                let copy = format!("{path}@");
-                let shadow = format!("shadow.{path}");
-                let all: Vec<usize> = (0..self.gov_names.len())
-                    .filter(|&i| {
-                        let n = &self.gov_names[i];
-                        *n == path || n.starts_with(&copy) || *n == shadow
-                    })
-                    .collect();
-                assert!(!all.is_empty(), "checked path");
-                for i in all {
-                    if let Err(e) = self.govs[i].apply_param(param, v.clone(), ctx.now()) {
-                        unreachable!("checked against the registry: {e}");
-                    }
-                    // A rule reload (checked: a reloadable kind) rebuilds the controllers.
-                    if reload {
-                        assert!(self.govs[i].reload(ctx.now()), "checked: reloadable kind");
-                    }
-                    callsite::drain(i, &mut self.govs, &mut self.woken);
-                    self.after_governor(i, ctx);
-                }
-                self.resume_woken(ctx);
-                self.update_gate_gauges(ctx);
-            }
-            ("connpool", param, v) => {
-                let now = ctx.now();
-                let p = self.conns.iter().position(|c| c.name == name).expect("checked");
-                let pool = &mut self.conns[p].pool;
-                match (param, v) {
-                    ("max_total", ParamValue::Count(n)) => pool.set_max_total(n, now),
-                    ("max_per_route", ParamValue::Count(n)) => pool.set_max_per_route(n, now),
-                    ("keep_alive", ParamValue::Duration(d)) => pool.set_keep_alive(d, now),
-                    ("validate_after_inactivity", ParamValue::Duration(d)) => {
-                        pool.set_validate_after_inactivity(d)
-                    }
-                    ("connection_request_timeout", ParamValue::Duration(d)) => {
-                        pool.set_connection_request_timeout(d)
-                    }
-                    ("server_idle_timeout", ParamValue::Duration(d)) => {
-                        pool.set_server_idle_timeout(d)
-                    }
-                    ("tcp_rtt", ParamValue::Duration(d)) => pool.set_tcp_rtt(d),
-                    ("tls_round_trips", ParamValue::Count(n)) => pool.set_tls_round_trips(n),
-                    ("stale_failure_delay", ParamValue::Duration(d)) => {
-                        pool.set_stale_failure_delay(d)
-                    }
-                    (p, v) => unreachable!("connpool.{p} = {v:?} is not run-time changeable"),
-                }
-                self.sync_conn_pool(p as u16, ctx);
-                self.resume_woken(ctx);
-            }
-            ("gpu_server", param, v) => {
-                let g = self.gpus.iter().position(|g| g.name == name).expect("checked");
-                let server = &mut self.gpus[g].server;
-                let r = match (param, v) {
-                    ("max_num_seqs", ParamValue::Count(n)) => server.set_max_num_seqs(n),
-                    ("max_num_batched_tokens", ParamValue::Count(n)) => {
-                        server.set_max_num_batched_tokens(n)
-                    }
-                    ("max_queue", ParamValue::Count(n)) => server.set_max_queue(n),
-                    ("cancellation", ParamValue::Bool(b)) => {
-                        server.set_cancellation(b);
-                        Ok(())
-                    }
-                    (p, v) => Err(format!("gpu_server.{p} = {v:?} is not run-time changeable")),
-                };
-                if let Err(e) = r {
-                    // A cross-field rule (batched tokens ≥ sequences): refused, recorded,
-                    // and the value in force stays the old one.
-                    if let Some(v) = old {
-                        self.params_now.insert(p.path.clone(), v);
-                    }
-                    self.events.push(ModelEvent {
-                        time: ctx.now(),
-                        component: format!("gpu_server.{name}"),
-                        kind: "config_rejected",
-                        from: param.to_string(),
-                        to: e,
-                    });
-                }
-                self.kick_gpu(g as u16, ctx);
-            }
-            (k @ ("app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue"), p, v) => {
-                self.entry_set(k, name, p, v, ctx)
-            }
-            ("call_site", "enabled", ParamValue::Bool(b)) => {
-                self.sites.iter_mut().find(|s| s.name == name).expect("checked").enabled = b;
-            }
-            (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
+            k => Err(format!("`{k}` parameters are not run-time changeable")),
+        };
+        if let Err(e) = r {
+            self.refuse(&p.path, kind, name, param, old, e, now);
         }
     }
+
+    /// A change the component refused (a cross-field rule): recorded, and the value in
+    /// force stays the old one.
+    #[allow(clippy::too_many_arguments)]
+    fn refuse(
+        &mut self,
+        path: &str,
+        kind: &str,
+        name: &str,
+        param: &str,
+        old: Option<ParamValue>,
+        e: String,
+        now: SimTime,
+    ) {
+        if let Some(v) = old {
+            self.params_now.insert(path.to_string(), v);
+        }
+        self.events.push(ModelEvent {
+            time: now,
+            component: format!("{kind}.{name}"),
+            kind: "config_rejected",
+            from: param.to_string(),
+            to: e,
+        });
+    }
+
+    fn set_station(
+        &mut self,
+        name: &str,
+        param: &str,
+        v: ParamValue,
+        ctx: &mut Ctx<'_, Ev>,
+    ) -> Result<(), String> {
+        let st = index_of(self.stations.iter().map(|s| s.name.as_str()), name, "station")? as u16;
+        self.stations[st as usize].st.apply_param(param, v)?;
+        if param == "servers" {
+            let n = self.stations[st as usize].st.servers;
+            self.stations[st as usize].servers.set(ctx.now(), n as i64);
+            while let Some((job, _)) = self.stations[st as usize].st.start_next() {
+                self.start_service(st, job, ctx);
+            }
+            self.update_station_gauges(st, ctx);
+        }
+        Ok(())
+    }
+
+    fn set_source(
+        &mut self,
+        name: &str,
+        param: &str,
+        v: ParamValue,
+        ctx: &mut Ctx<'_, Ev>,
+    ) -> Result<(), String> {
+        let i = index_of(self.sources.iter().map(|s| s.name.as_str()), name, "source")?;
+        match (param, v) {
+            ("interarrival", ParamValue::DurationDist(d)) => self.sources[i].interarrival = Some(d),
+            ("rate_multiplier", ParamValue::Float(x)) => self.set_rate(i as u16, x, ctx),
+            ("users", ParamValue::Count(n)) => self.set_clients(i as u16, n, ctx),
+            ("think_time", ParamValue::DurationDist(d)) => {
+                let closed = self.sources[i].traffic.closed.as_mut();
+                closed.ok_or("think_time: not a closed-loop source")?.think_time = d;
+            }
+            (p, v) => return Err(format!("source.{p} = {v} is not run-time changeable")),
+        }
+        Ok(())
+    }
+
+    fn set_segment(&mut self, name: &str, v: ParamValue) -> Result<(), String> {
+        let p = self.population.as_mut().ok_or("the scenario has no user population")?;
+        let i = p.names.iter().position(|s| s == name).ok_or("no such segment")?;
+        match v {
+            ParamValue::OptCount(k) if k.is_none_or(|k| (k as usize) < self.classes.len()) => {
+                p.class[i] = k.map(|k| k as u16);
+                Ok(())
+            }
+            v => Err(format!("segment.{name}.class = {v}: not a class index")),
+        }
+    }
+
+    fn set_connpool(
+        &mut self,
+        name: &str,
+        param: &str,
+        v: ParamValue,
+        ctx: &mut Ctx<'_, Ev>,
+    ) -> Result<(), String> {
+        let p = index_of(self.conns.iter().map(|c| c.name.as_str()), name, "connection pool")?;
+        self.conns[p].pool.apply_param(param, v, ctx.now())?;
+        self.sync_conn_pool(p as u16, ctx);
+        self.resume_woken(ctx);
+        Ok(())
+    }
+
+    fn set_governor(
+        &mut self,
+        kind: &str,
+        name: &str,
+        param: &str,
+        v: ParamValue,
+        reload: bool,
+        ctx: &mut Ctx<'_, Ev>,
+    ) -> Result<(), String> {
+        // The declared governor and its per-instance copies (`path@app.k`)…
+        let path = format!("{kind}.{name}");
+        let copy = format!("{path}@");
+        // …and the shadow copy of the declaration (`shadow.<kind>.<name>`).
+        let shadow = format!("shadow.{path}");
+        let all: Vec<usize> = (0..self.gov_names.len())
+            .filter(|&i| {
+                let n = &self.gov_names[i];
+                *n == path || n.starts_with(&copy) || *n == shadow
+            })
+            .collect();
+        if all.is_empty() {
+            return Err(format!("no governor `{path}`"));
+        }
+        let mut result = Ok(());
+        for i in all {
+            if let Err(e) = self.govs[i].apply_param(param, v.clone(), ctx.now()) {
+                result = Err(e);
+            } else if reload {
+                // A rule reload (validated: a reloadable kind) rebuilds the controllers.
+                self.govs[i].reload(ctx.now());
+            }
+            callsite::drain(i, &mut self.govs, &mut self.woken);
+            self.after_governor(i, ctx);
+        }
+        self.resume_woken(ctx);
+        self.update_gate_gauges(ctx);
+        result
+    }
+}
+
+/// The index of the component named `name` (validated paths always find it).
+fn index_of<'a>(
+    mut names: impl Iterator<Item = &'a str>,
+    name: &str,
+    what: &str,
+) -> Result<usize, String> {
+    names.position(|n| n == name).ok_or_else(|| format!("no {what} \"{name}\""))
 }

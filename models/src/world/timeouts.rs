@@ -225,7 +225,7 @@ impl QueueingWorld {
         let e = r.entry.as_ref().expect("entry");
         let blocking = self.apps[e.app as usize].spec.blocking;
         let pl = &self.pipelines[r.pipeline as usize].p;
-        crate::timeouts::stage_holds_thread(&pl.stages[stage as usize], blocking)
+        crate::pipeline::stage_holds_thread(&pl.stages[stage as usize], blocking)
     }
 
     /// Before a stage's calls are issued: the request's thread follows the stage's need.

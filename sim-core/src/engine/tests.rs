@@ -17,6 +17,10 @@ struct Toy {
     depth: GaugeId,
     done: CounterId,
     selfloop: bool,
+    /// Entities it claims beyond its queue (the same-instant guard's count).
+    claimed: u64,
+    /// What it reports holding (the entity and memory bounds).
+    held: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -109,7 +113,13 @@ impl World for Toy {
         }
     }
     fn live_entities(&self) -> u64 {
-        self.queue + 1
+        (self.queue + 1).saturating_add(self.claimed)
+    }
+    fn holdings(&self) -> Holdings {
+        Holdings { entities: self.held, bytes: self.held.saturating_mul(100) }
+    }
+    fn largest_holder(&self) -> String {
+        format!("`toy.station` ({} held)", self.held)
     }
     fn component_of(&self, ev: &Ev) -> String {
         match ev {
@@ -135,6 +145,8 @@ impl Toy {
             depth: ctx.metrics.gauge("toy.depth"),
             done: ctx.metrics.counter("toy.done"),
             selfloop: false,
+            claimed: 0,
+            held: 0,
         }
     }
 }
@@ -265,6 +277,93 @@ fn zero_time_loop_is_stopped_naming_the_component() {
     assert!(err.to_string().contains("zero-time loop"));
     // The error is sticky.
     assert_eq!(sim.step().unwrap_err(), err);
+}
+
+#[test]
+fn huge_entity_counts_cannot_lift_the_same_instant_limit() {
+    // A world claiming ~2⁶⁴ entities (a batch flood's unsent requests): the same-instant
+    // limit is 1,000 + 10 × min(2⁶⁴, max_entities = 5,000) = 51,000, not 2⁶⁴.
+    let mut sim = toy(
+        1,
+        None,
+        Limits {
+            same_instant_base: 1000,
+            same_instant_per_entity: 10,
+            max_entities: 5000,
+            ..Limits::default()
+        },
+    );
+    sim.run_until(SimTime(1_000_000_000)).unwrap();
+    sim.world.claimed = u64::MAX - 10;
+    sim.world.selfloop = true;
+    let now = sim.now();
+    sim.calendar.schedule(now, Phase::Dispatch, Ev::Loop);
+    let err = sim.run_until(SimTime(2_000_000_000)).unwrap_err();
+    assert!(matches!(err, SimError::ZeroTimeLoop { limit: 51_000, .. }), "{err:?}");
+}
+
+#[test]
+fn holdings_over_a_limit_end_the_run() {
+    // Entities: checked every CHECK_EVERY events, so the run stops within 1,024 events of
+    // the world reporting more than the limit, naming the limit and the largest holder.
+    let mut sim = toy(1, None, Limits { max_entities: 5000, ..Limits::default() });
+    sim.run_until(SimTime(1_000_000_000)).unwrap();
+    let before = sim.events_processed();
+    sim.world.held = 5001;
+    let err = sim.run_until(END).unwrap_err();
+    assert!(sim.events_processed() - before <= CHECK_EVERY, "stopped within one check interval");
+    match &err {
+        SimError::Overload {
+            limit: 5000, limit_name: "MAX_ENTITIES", component, amount, ..
+        } => {
+            assert!(*amount >= 5001);
+            assert_eq!(component, "`toy.station` (5001 held)");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("exceed the limit of 5000 (`MAX_ENTITIES`)"), "{err}");
+    assert_eq!(sim.step().unwrap_err(), err, "sticky");
+    // Bytes: the world's estimate plus the calendar's.
+    let mut sim = toy(1, None, Limits { max_bytes: 1 << 20, ..Limits::default() });
+    sim.world.held = 20_000; // 2 MB
+    let err = sim.run_until(END).unwrap_err();
+    assert!(matches!(err, SimError::Overload { limit_name: "MAX_RUN_BYTES", .. }), "{err:?}");
+    // Under the limits, the same run as without them (the checks only read).
+    let mut b =
+        toy(1, None, Limits { max_entities: 5000, max_bytes: 1 << 20, ..Limits::default() });
+    b.run_until(END).unwrap();
+    let mut c = toy(1, None, Limits::default());
+    c.run_until(END).unwrap();
+    assert_eq!(b.fingerprint(), c.fingerprint());
+}
+
+#[test]
+fn an_interrupt_ends_a_run_spinning_at_one_instant() {
+    // A loop at one instant with no same-instant limit to speak of spins until the flag is
+    // raised from another thread (a second signal); the run then ends with an error.
+    static FLAG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let mut sim = toy(
+        1,
+        None,
+        Limits {
+            same_instant_base: u64::MAX,
+            max_events: u64::MAX,
+            interrupt: Some(&FLAG),
+            ..Limits::default()
+        },
+    );
+    sim.run_until(SimTime(1_000_000_000)).unwrap();
+    sim.world.selfloop = true;
+    let now = sim.now();
+    sim.calendar.schedule(now, Phase::Dispatch, Ev::Loop);
+    let raiser = std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        FLAG.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let err = sim.run_until(SimTime(2_000_000_000)).unwrap_err();
+    raiser.join().unwrap();
+    assert!(matches!(err, SimError::Interrupted { .. }), "{err:?}");
+    assert!(err.to_string().contains("the run did not finish"), "{err}");
 }
 
 #[test]

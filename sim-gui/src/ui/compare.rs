@@ -5,9 +5,8 @@
 use crate::app::Workbench;
 use crate::session::Selection;
 use egui_plot::{Legend, Line, Plot, PlotPoint, PlotPoints};
-use models::scenario::{Scenario, SetParam};
+use models::scenario::Scenario;
 use models::summary::Summary;
-use sim_core::SimTime;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -27,11 +26,14 @@ pub enum Choice {
     Session,
 }
 
+/// Where the comparison thread leaves both sides (or why it could not run them).
+pub type Slot = Arc<Mutex<Option<Result<(Side, Side), String>>>>;
+
 pub struct CompareState {
     pub a: Choice,
     pub b: Choice,
     pub metric: String,
-    pub result: Arc<Mutex<Option<Result<(Side, Side), String>>>>,
+    pub result: Slot,
     pub busy: bool,
 }
 
@@ -75,11 +77,9 @@ fn resolve(w: &Workbench, c: Choice) -> Result<(String, Scenario), String> {
             Ok((label, sel.scenario()?))
         }
         Choice::Session => {
+            // What `Session::replay_scenario` gives: the changes appended in order.
             let mut sc = o.scenario.clone();
-            for c in &w.store.changes {
-                sc.timeline.push(SetParam::new(c.at - SimTime::ZERO, &c.path, c.value.clone()));
-            }
-            sc.timeline.sort_by_key(|s| s.at);
+            sc.timeline.extend(w.store.changes.iter().cloned());
             Ok((format!("this session ({} changes)", w.store.changes.len()), sc))
         }
     }

@@ -7,8 +7,24 @@
 use crate::app::Workbench;
 use crate::store::Store;
 use egui::{Color32, Pos2, Rect, Sense, Stroke, Vec2};
-use models::params::ParamValue;
+use models::observe::ComponentState;
 use models::scenario::Scenario;
+use sim_core::metrics::MetricReading;
+
+/// A metric reading as the inspector shows it.
+fn reading_text(r: &MetricReading) -> String {
+    let ms = |x: Option<f64>| x.map_or("-".to_string(), |ns| format!("{:.1}", ns / 1e6));
+    match r {
+        MetricReading::Counter(n) => n.to_string(),
+        MetricReading::Gauge(n) => n.to_string(),
+        MetricReading::Histogram { bucket_count, p50_ns, p95_ns, p99_ns } => format!(
+            "{bucket_count} in bucket, p50/p95/p99 {}/{}/{} ms",
+            ms(*p50_ns),
+            ms(*p95_ns),
+            ms(*p99_ns)
+        ),
+    }
+}
 
 #[derive(Default)]
 pub struct DiagramState {
@@ -113,95 +129,87 @@ pub fn graph(sc: &Scenario) -> Graph {
 
 const NODE_W: f32 = 170.0;
 
-/// Breaker state spans by component (computed once per frame).
-type States = std::collections::BTreeMap<String, Vec<(f64, f64, String)>>;
 const ROW_H: f32 = 18.0;
 
-/// The lines of figures a node shows: (text, optional bar fill 0..1).
-fn figures(store: &Store, w: &Workbench, id: &str, states: &States) -> Vec<(String, Option<f32>)> {
-    let limit = |path: &str| -> Option<u64> {
-        let o = w.opened.as_ref()?;
-        match crate::session::in_force(
-            &o.registry,
-            &o.scenario,
-            &store.changes,
-            store.status.now,
-            path,
-        )? {
-            ParamValue::Count(n) => Some(n),
-            ParamValue::OptCount(n) => n,
-            _ => None,
+/// `n / limit` (or `inf`) and the bar's fill.
+fn against(label: &str, used: u64, limit: Option<u64>) -> (String, Option<f32>) {
+    match limit {
+        Some(l) => {
+            (format!("{label} {used} / {l}"), Some((used as f32 / l.max(1) as f32).clamp(0.0, 1.0)))
         }
-    };
-    let bar = |x: i64, lim: Option<u64>| lim.map(|l| (x as f32 / l.max(1) as f32).clamp(0.0, 1.0));
+        None => (format!("{label} {used}"), None),
+    }
+}
+
+/// The lines of figures a node shows: (text, optional bar fill 0..1), from the session's
+/// component states (summed over the instances of a per-instance governor or an app).
+fn figures(store: &Store, id: &str) -> Vec<(String, Option<f32>)> {
     let count = |name: &str| store.summary_value(name).unwrap_or(0.0);
     let (kind, name) = id.split_once('.').unwrap_or((id, ""));
+    if kind == "source" {
+        let snap = store.status.observed.snapshot.as_ref();
+        let t = snap.and_then(|s| s.throughput.iter().find(|t| t.path == id));
+        let Some(t) = t else { return vec![("no traffic yet".into(), None)] };
+        return vec![
+            (format!("offered {}  ended {}", t.offered, t.ended), None),
+            (format!("rejected {}  failed {}", t.rejected, t.failed), None),
+        ];
+    }
+    let states: Vec<&ComponentState> = store.components(id).collect();
+    let used: u64 = states.iter().filter_map(|c| c.in_flight).map(|f| f.in_use).sum();
+    let limit: Option<u64> = match states.is_empty() {
+        true => None,
+        false => states.iter().map(|c| c.in_flight.and_then(|f| f.limit)).sum(),
+    };
+    let waiting: u64 = states.iter().map(|c| c.waiting).sum();
+    let figure = |n: &str| states.iter().filter_map(|c| c.figure(n)).sum::<f64>();
+    let has_flight = states.iter().any(|c| c.in_flight.is_some());
     match kind {
-        "source" => vec![
-            (format!("offered {:.0}", count(&format!("{id}.offered"))), None),
-            (
-                format!(
-                    "rejected {:.0}  failed {:.0}",
-                    count(&format!("{id}.rejected")),
-                    count(&format!("{id}.failed"))
-                ),
-                None,
-            ),
-        ],
         "station" => {
-            let busy = store.gauge(&format!("{id}.busy")).unwrap_or(0);
-            let q = store.gauge(&format!("{id}.queue_depth")).unwrap_or(0);
-            let servers = limit(&format!("{id}.servers"));
-            let cap = limit(&format!("{id}.queue_capacity"));
-            vec![
-                (
-                    format!(
-                        "in flight {busy} / {}",
-                        servers.map(|s| s.to_string()).unwrap_or("inf".into())
-                    ),
-                    bar(busy, servers),
-                ),
-                (
-                    format!("queue {q} / {}", cap.map(|s| s.to_string()).unwrap_or("inf".into())),
-                    bar(q, cap.or(Some(100))),
-                ),
-            ]
+            let cap = states.iter().find_map(|c| c.figure("queue_capacity")).map(|c| c as u64);
+            vec![against("in flight", used, limit), against("queue", waiting, cap.or(Some(100)))]
         }
-        "gpu_server" => {
-            let run = store.gauge(&format!("{id}.running")).unwrap_or(0);
-            let wait = store.gauge(&format!("{id}.waiting")).unwrap_or(0);
-            let seqs = limit(&format!("{id}.max_num_seqs"));
-            vec![
-                (format!("batch {run} / {}", seqs.unwrap_or(0)), bar(run, seqs)),
-                (format!("waiting {wait}"), None),
-                (
-                    format!(
-                        "KV {} tokens",
-                        store.gauge(&format!("{id}.kv_used_tokens")).unwrap_or(0)
-                    ),
-                    None,
-                ),
-            ]
-        }
-        "gate" => {
-            let used = store.gauge(&format!("{id}.in_use")).unwrap_or(0);
-            let waiting = store.gauge(&format!("{id}.waiting")).unwrap_or(0);
-            let permits = limit(&format!("{id}.permits"));
-            vec![(
-                format!("{name}: {used}/{} wait {waiting}", permits.unwrap_or(0)),
-                bar(used, permits),
-            )]
+        "gpu_server" => vec![
+            against("batch", used, limit),
+            (format!("waiting {waiting}"), None),
+            (format!("KV {:.0} tokens", figure("kv_used_tokens")), None),
+        ],
+        "app" => {
+            let mut out = Vec::new();
+            if has_flight {
+                out.push(against("threads", used, limit));
+            }
+            let mut per_class: Vec<(String, u64)> = Vec::new();
+            for (c, n) in states.iter().flat_map(|s| s.queues.iter()) {
+                match per_class.iter_mut().find(|x| x.0 == *c) {
+                    Some(x) => x.1 += n,
+                    None => per_class.push((c.clone(), *n)),
+                }
+            }
+            let q: Vec<String> = per_class.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            out.push((
+                format!("queued {}", if q.is_empty() { "0".into() } else { q.join(" ") }),
+                None,
+            ));
+            out
         }
         "circuit_breaker" | "degrade_rule" => {
-            let state = states
-                .get(id)
-                .and_then(|s| s.last().map(|x| x.2.clone()))
-                .unwrap_or_else(|| "CLOSED".into());
+            let b = states.iter().find_map(|c| c.breaker.as_ref());
+            let state = b.map_or("CLOSED", |b| b.state);
+            let rate = b.map_or(0.0, |b| b.failure_rate);
             let np = count(&format!("{id}.not_permitted")) + count(&format!("{id}.blocked"));
-            vec![(format!("{name}: {state}, refused {np:.0}"), None)]
+            vec![(format!("{name}: {state} {rate:.0}% fail, refused {np:.0}"), None)]
         }
         "retry" => vec![(format!("{name}: retries {:.0}", count(&format!("{id}.retries"))), None)],
-        _ => vec![(name.to_string(), None)],
+        _ if has_flight => {
+            let (text, fill) = against(name, used, limit);
+            let text = if waiting > 0 { format!("{text} wait {waiting}") } else { text };
+            vec![(text, fill)]
+        }
+        _ => match states.iter().find_map(|c| c.tokens_left) {
+            Some(t) => vec![(format!("{name}: {t} tokens left"), None)],
+            None => vec![(name.to_string(), None)],
+        },
     }
 }
 
@@ -234,7 +242,6 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
 /// Draws the graph in `rect`; returns the node (or governor) clicked.
 fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<String> {
     let painter = ui.painter_at(rect);
-    let states = w.store.breaker_states();
     let col_w = rect.width() / COLUMNS.len() as f32;
     let mut pos: Vec<(String, Rect)> = Vec::new();
     for (c, title) in COLUMNS.iter().enumerate() {
@@ -247,7 +254,7 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
             ui.visuals().weak_text_color(),
         );
         let nodes: Vec<&Node> = g.nodes.iter().filter(|n| n.column == c).collect();
-        let heights: Vec<f32> = nodes.iter().map(|n| node_height(w, n, &states)).collect();
+        let heights: Vec<f32> = nodes.iter().map(|n| node_height(&w.store, n)).collect();
         let total: f32 = heights.iter().sum::<f32>() + 24.0 * nodes.len().saturating_sub(1) as f32;
         let mut y = rect.top() + 32.0 + ((rect.height() - 40.0 - total) / 2.0).max(0.0);
         for (n, h) in nodes.iter().zip(heights) {
@@ -297,7 +304,7 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
             ui.visuals().strong_text_color(),
         );
         y += ROW_H;
-        for (text, fill) in figures(&w.store, w, &n.id, &states) {
+        for (text, fill) in figures(&w.store, &n.id) {
             line(&painter, r, y, &text, fill, None);
             y += ROW_H;
         }
@@ -312,14 +319,12 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
             if gresp.clicked() {
                 clicked = Some(gov.clone());
             }
-            let state_col = states
-                .get(gov)
-                .and_then(|s| s.last().map(|x| crate::ui::plots::state_color(&x.2)))
-                .or_else(|| {
-                    (gov.starts_with("circuit_breaker.") || gov.starts_with("degrade_rule."))
-                        .then(|| crate::ui::plots::state_color("CLOSED"))
-                });
-            for (text, fill) in figures(&w.store, w, gov, &states) {
+            let state_col = w
+                .store
+                .components(gov)
+                .find_map(|c| c.breaker.as_ref())
+                .map(|b| crate::ui::plots::state_color(b.state));
+            for (text, fill) in figures(&w.store, gov) {
                 line(&painter, gr, y, &text, fill, state_col);
             }
             y += ROW_H;
@@ -328,8 +333,8 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
     clicked
 }
 
-fn node_height(w: &Workbench, n: &Node, states: &States) -> f32 {
-    let lines = 1 + figures(&w.store, w, &n.id, states).len() + n.governors.len();
+fn node_height(store: &Store, n: &Node) -> f32 {
+    let lines = 1 + figures(store, &n.id).len() + n.governors.len();
     lines as f32 * ROW_H + 8.0
 }
 
@@ -368,27 +373,50 @@ fn inspector(w: &mut Workbench, ui: &mut egui::Ui, id: &str) {
     let prefix = format!("{id}.");
     egui::ScrollArea::vertical().id_salt("inspector").show(ui, |ui| {
         egui::Grid::new("inspector-figures").striped(true).show(ui, |ui| {
-            for (p, v) in w.store.status.gauges.iter().filter(|g| g.0.starts_with(&prefix)) {
-                ui.label(p.trim_start_matches(&prefix));
-                ui.monospace(v.to_string());
+            let mut row = |k: &str, v: String| {
+                ui.label(k);
+                ui.monospace(v);
                 ui.end_row();
+            };
+            for c in w.store.components(id) {
+                if c.path != id {
+                    row("instance", c.path.clone());
+                }
+                if let Some(b) = &c.breaker {
+                    row("state", b.state.to_string());
+                    row("failure rate", format!("{:.1}%", b.failure_rate));
+                    if b.slow_rate.is_finite() {
+                        row("slow rate", format!("{:.1}%", b.slow_rate));
+                    }
+                    row(
+                        "buffered / failed / slow",
+                        format!("{} / {} / {}", b.buffered_calls, b.failed_calls, b.slow_calls),
+                    );
+                }
+                if let Some(f) = c.in_flight {
+                    let lim = f.limit.map_or("unbounded".to_string(), |l| l.to_string());
+                    row("in flight / limit", format!("{} / {lim}", f.in_use));
+                }
+                row("waiting", c.waiting.to_string());
+                for (class, n) in &c.queues {
+                    row(&format!("queued {class}"), n.to_string());
+                }
+                if let Some(t) = c.tokens_left {
+                    row("tokens left", t.to_string());
+                }
+                for (n, v) in &c.figures {
+                    row(n, format!("{v}"));
+                }
             }
-            for (p, v) in w.store.status.counters.iter().filter(|g| g.0.starts_with(&prefix)) {
-                ui.label(p.trim_start_matches(&prefix));
-                ui.monospace(v.to_string());
-                ui.end_row();
+            for (p, v) in
+                w.store.status.observed.metrics.iter().filter(|g| g.0.starts_with(&prefix))
+            {
+                row(p.trim_start_matches(&prefix), reading_text(v));
             }
             if let Some(s) = &w.store.summary {
                 for (n, v) in s.values.iter().filter(|x| x.0.starts_with(&prefix)) {
-                    ui.label(n.trim_start_matches(&prefix));
-                    ui.monospace(crate::ui::events::value_text(v));
-                    ui.end_row();
+                    row(n.trim_start_matches(&prefix), crate::ui::events::value_text(v));
                 }
-            }
-            if let Some(spans) = w.store.breaker_states().get(id) {
-                ui.label("state");
-                ui.monospace(spans.last().map(|s| s.2.as_str()).unwrap_or("CLOSED"));
-                ui.end_row();
             }
         });
         ui.separator();

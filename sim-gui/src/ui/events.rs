@@ -6,6 +6,7 @@ use crate::app::{View, Workbench};
 use crate::ui::controls::clock;
 use crate::ui::plots::Span;
 use models::summary::Value;
+use sim_core::SimTime;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Filter {
@@ -44,7 +45,7 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
     let mut goto: Option<f64> = None;
     egui::Grid::new("changes").striped(true).show(ui, |ui| {
         for c in &w.store.changes {
-            if ui.link(clock(c.at)).clicked() {
+            if ui.link(clock(SimTime::ZERO + c.at)).clicked() {
                 goto = Some(c.at.0 as f64 / 1e9);
             }
             ui.monospace(&c.path);

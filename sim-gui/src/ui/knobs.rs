@@ -82,15 +82,7 @@ fn shown_value(w: &Workbench, s: &ParamSpec) -> ParamValue {
     if let Some((_, v)) = w.knobs.pending.iter().find(|(p, _)| *p == s.path) {
         return v.clone();
     }
-    let Some(o) = &w.opened else { return s.value.clone() };
-    crate::session::in_force(
-        &o.registry,
-        &o.scenario,
-        &w.store.changes,
-        w.store.status.now,
-        &s.path,
-    )
-    .unwrap_or_else(|| s.value.clone())
+    w.store.param(&s.path).unwrap_or(&s.value).clone()
 }
 
 fn knob(w: &mut Workbench, ui: &mut egui::Ui, s: &ParamSpec) {
@@ -195,7 +187,10 @@ fn editor(
         }
         (ParamType::Bool, ParamValue::Bool(b)) => ui.checkbox(b, "").labelled_by(label).changed(),
         (ParamType::DurationDist, val @ ParamValue::DurationDist(_)) => {
-            let shown = crate::export::value_text(val).unwrap_or_else(|| val.to_string());
+            let shown = match &*val {
+                ParamValue::DurationDist(d) => models::params::dist_to_text(d),
+                other => other.to_string(),
+            };
             let buf = w.knobs.dist_text.entry(s.path.clone()).or_insert(shown);
             let r = ui.add(egui::TextEdit::singleline(buf).desired_width(180.0)).labelled_by(label);
             if r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {

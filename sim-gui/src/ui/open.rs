@@ -4,6 +4,7 @@
 
 use crate::app::Workbench;
 use crate::session::Selection;
+use crate::worker::Cmd;
 use std::path::{Path, PathBuf};
 
 /// The in-app file browser (no native dialog: it works the same under Xvfb and in tests).
@@ -35,19 +36,28 @@ pub fn bar(w: &mut Workbench, ui: &mut egui::Ui) {
         ui.separator();
         let current = w.opened.as_ref().map(|o| o.exp.name.clone()).unwrap_or_default();
         let mut pick: Option<PathBuf> = None;
+        let mut entry = None;
         egui::ComboBox::from_id_salt("bundled")
             .selected_text(if current.is_empty() { "bundled…".to_string() } else { current })
             .width(180.0)
             .show_ui(ui, |ui| {
+                let mut group = "";
                 for e in &w.catalog {
-                    let r = ui.selectable_label(false, &e.name).on_hover_text(&e.description);
+                    if e.group != group {
+                        group = e.group;
+                        ui.weak(group);
+                    }
+                    let r = ui.selectable_label(false, e.name).on_hover_text(&e.description);
                     if r.clicked() {
-                        pick = Some(e.path.clone());
+                        entry = Some(e.clone());
                     }
                 }
             })
             .response
-            .on_hover_text("Bundled experiments (the files of `stormglass list`)");
+            .on_hover_text("Bundled experiments (the list of `stormglass list`)");
+        if let Some(e) = entry {
+            w.open_entry(&e);
+        }
         let l = ui.label("File:");
         let field = ui
             .add(
@@ -72,8 +82,7 @@ pub fn bar(w: &mut Workbench, ui: &mut egui::Ui) {
         ui.add(egui::TextEdit::singleline(&mut w.export_path).desired_width(200.0))
             .labelled_by(l.id);
         if ui.button("Export session").clicked() {
-            let name = w.opened.as_ref().map(|o| format!("{}-session", o.exp.name));
-            w.worker.export(&name.unwrap_or_else(|| "session".into()));
+            w.worker.send(Cmd::Export(PathBuf::from(w.export_path.trim())));
         }
     });
     save_export(w);
@@ -86,17 +95,13 @@ pub fn bar(w: &mut Workbench, ui: &mut egui::Ui) {
     browser(w, ui);
 }
 
-/// Writes the exported text once the worker answered.
+/// Shows where the worker wrote the export.
 fn save_export(w: &mut Workbench) {
     let Some(r) = w.store.exported.take() else { return };
-    let msg = match r.and_then(|text| {
-        std::fs::write(&w.export_path, text)
-            .map_err(|e| format!("cannot write {}: {e}", w.export_path))
-    }) {
-        Ok(()) => format!("session exported to {}", w.export_path),
+    w.store.notices.push(match r {
+        Ok(p) => format!("session exported to {}", p.display()),
         Err(e) => format!("export failed: {e}"),
-    };
-    w.store.notices.push(msg);
+    });
 }
 
 fn combo_and_seed(w: &mut Workbench, ui: &mut egui::Ui) {

@@ -271,20 +271,11 @@ fn limits(store: &Store, opened: Option<&crate::app::Opened>, k: PlotKind) -> Ve
     o.registry
         .iter()
         .filter(|s| s.path.ends_with(".permits") || s.path.ends_with(".servers"))
-        .filter_map(|s| {
-            let v = crate::session::in_force(
-                &o.registry,
-                &o.scenario,
-                &store.changes,
-                store.status.now,
-                &s.path,
-            )?;
-            match v {
-                models::params::ParamValue::Count(n) if n < 100_000 => {
-                    Some((format!("limit {}", s.path), n as f64))
-                }
-                _ => None,
+        .filter_map(|s| match store.param(&s.path)? {
+            models::params::ParamValue::Count(n) if *n < 100_000 => {
+                Some((format!("limit {}", s.path), *n as f64))
             }
+            _ => None,
         })
         .collect()
 }

@@ -1,0 +1,167 @@
+//! The console summary printed after a run: per variant × sweep point, one line per source
+//! and per class that had traffic — offered, goodput, failed / rejected / degraded (with
+//! their top reasons), still in flight at the end, p50 and p99 — from `summary.parquet`'s
+//! across-seed means (± the 95% half-width where it matters). Rates are per second of
+//! measured time (duration − warm-up); goodput counts successful, non-degraded answers.
+
+use crate::experiment::Experiment;
+use crate::report::num;
+use polars::prelude::*;
+
+/// How many reasons are named after a failed / rejected / degraded rate.
+const TOP_REASONS: usize = 2;
+
+struct Table {
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn render(&self, indent: &str) -> String {
+        let cols = self.rows.iter().map(|r| r.len()).max().unwrap_or(0);
+        let width: Vec<usize> = (0..cols)
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(c))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for r in &self.rows {
+            let cells: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(c, s)| format!("{s}{}", " ".repeat(width[c] - s.chars().count())))
+                .collect();
+            out.push_str(indent);
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The summary as text (one block per row of `summary`).
+pub fn summary_text(exp: &Experiment, summary: &DataFrame) -> String {
+    let measured_s = (exp.duration.0 - exp.warmup.0) as f64 / 1e9;
+    let names: Vec<String> = summary.get_column_names().iter().map(|s| s.to_string()).collect();
+    let get = |col: &str, row: usize| -> Option<f64> {
+        summary.column(col).ok()?.cast(&DataType::Float64).ok()?.f64().ok()?.get(row)
+    };
+    let params: Vec<&String> = names.iter().filter(|n| n.starts_with("param.")).collect();
+    let mut out = String::new();
+    for row in 0..summary.height() {
+        let variant = summary
+            .column("variant")
+            .ok()
+            .and_then(|c| c.str().ok()?.get(row).map(|s| s.to_string()))
+            .unwrap_or_default();
+        let mut label = variant;
+        for p in &params {
+            if let Ok(c) = summary.column(p) {
+                let v = c.get(row).map(|v| v.to_string()).unwrap_or_default();
+                if v != "null" {
+                    label.push_str(&format!("  {}={v}", p.trim_start_matches("param.")));
+                }
+            }
+        }
+        let runs = get("runs", row).unwrap_or(0.0);
+        out.push_str(&format!(
+            "{label}  ({runs} runs; means over seeds ± 95% CI; per second of {} s measured)\n",
+            num(measured_s)
+        ));
+        let rate = |prefix: &str, m: &str, with_ci: bool| -> String {
+            let mean = get(&format!("{prefix}.{m}.mean"), row);
+            let ci = get(&format!("{prefix}.{m}.ci95"), row);
+            match (mean, ci) {
+                (Some(x), Some(c)) if with_ci && c > 0.0 => {
+                    format!("{} ± {}", num(x / measured_s), num(c / measured_s))
+                }
+                (Some(x), _) => num(x / measured_s),
+                _ => "n/a".into(),
+            }
+        };
+        let plain = |prefix: &str, m: &str| -> String {
+            let mean = get(&format!("{prefix}.{m}.mean"), row);
+            let ci = get(&format!("{prefix}.{m}.ci95"), row);
+            match (mean, ci) {
+                (Some(x), Some(c)) if c > 0.0 => format!("{} ± {}", num(x), num(c)),
+                (Some(x), _) => num(x),
+                _ => "n/a".into(),
+            }
+        };
+        // "1.20 (gate_full 1.00, timeout 0.20)"
+        let by_reason = |prefix: &str, kind: &str| -> String {
+            let total = get(&format!("{prefix}.{kind}.mean"), row).unwrap_or(0.0);
+            let head = format!("{prefix}.{kind}_");
+            let mut rs: Vec<(f64, String)> = names
+                .iter()
+                .filter_map(|n| {
+                    let reason = n.strip_prefix(&head)?.strip_suffix(".mean")?;
+                    let v = get(n, row)?;
+                    (v > 0.0).then(|| (v, reason.to_string()))
+                })
+                .collect();
+            rs.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let top: Vec<String> = rs
+                .iter()
+                .take(TOP_REASONS)
+                .map(|(v, r)| format!("{r} {}", num(v / measured_s)))
+                .collect();
+            if top.is_empty() {
+                num(total / measured_s)
+            } else {
+                format!("{} ({})", num(total / measured_s), top.join(", "))
+            }
+        };
+        let mut t = Table {
+            rows: vec![
+                [
+                    "",
+                    "offered/s",
+                    "goodput/s",
+                    "failed/s",
+                    "rejected/s",
+                    "degraded/s",
+                    "in flight at end",
+                    "p50 ms",
+                    "p99 ms",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            ],
+        };
+        let scenarios = || exp.variants.iter().map(|v| v.scenario_or(&exp.scenario));
+        let sources = scenarios().flat_map(|s| s.sources.iter().map(|s| s.name.clone()));
+        let classes = scenarios().flat_map(|s| s.classes.iter().map(|c| c.name.clone()));
+        let mut seen: Vec<String> = Vec::new();
+        let all =
+            sources.map(|s| format!("source.{s}")).chain(classes.map(|c| format!("class.{c}")));
+        for prefix in all {
+            if seen.contains(&prefix) {
+                continue;
+            }
+            seen.push(prefix.clone());
+            let offered = get(&format!("{prefix}.offered.mean"), row);
+            if !offered.is_some_and(|o| o > 0.0) {
+                continue; // no traffic (or not in this variant)
+            }
+            t.rows.push(vec![
+                prefix.replacen('.', " ", 1),
+                rate(&prefix, "offered", false),
+                rate(&prefix, "success", true),
+                by_reason(&prefix, "failed"),
+                by_reason(&prefix, "rejected"),
+                by_reason(&prefix, "degraded"),
+                plain(&prefix, "in_flight_end"),
+                plain(&prefix, "latency_ms_p50"),
+                plain(&prefix, "latency_ms_p99"),
+            ]);
+        }
+        out.push_str(&t.render("  "));
+    }
+    out
+}

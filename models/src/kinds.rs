@@ -1,0 +1,106 @@
+//! The governor kind table: the one place a governor kind is declared.
+//!
+//! Each row names a kind's variant (`GovernorRef::Gate`, `GovernorKind::Gate`), the
+//! scenario list it is declared in (`gates`), its declaration type (serde + [`Params`] +
+//! [`GovernorSpec`]) and its run-time state (a [`Governor`] implementing
+//! [`GovernorKindOps`]). Everything else is derived from the table by the consumers that
+//! invoke [`with_governor_kinds!`] with a callback macro:
+//!
+//! | derived | where |
+//! | --- | --- |
+//! | the scenario's governor lists (fields, defaults, `map_timeline`) | `scenario` |
+//! | `GovernorRef` (its variants, `name`, `kind`, `list`, shadow refusal) | `scenario::govref` |
+//! | declaration lists, uniqueness and range checks, registration, `set_param` | `scenario::govref` |
+//! | `GovernorKind` (enum dispatch of [`Governor`]), building, run-time `apply_param`, rule reloads, summary counters, shadow copies | `callsite`, `govspec` |
+//!
+//! Adding a kind: its own file (the spec and the state, with the two trait impls) and one
+//! row here (`docs/extending.md`). A row whose types lack an impl does not compile.
+//!
+//! Architecture invariant: the table order is the arena order (declared governors are built
+//! and numbered kind by kind in this order, each in declaration order) and the order of the
+//! summary's governor columns; append new kinds at the end, never reorder (fingerprints).
+//!
+//! [`Params`]: crate::params::Params
+//! [`GovernorSpec`]: crate::params::GovernorSpec
+//! [`Governor`]: crate::governor::Governor
+//! [`GovernorKindOps`]: crate::governor::GovernorKindOps
+
+/// Calls `$callback! { rows }` with the governor kind table. A row is
+/// `/// doc` `Variant { list: field, spec: SpecType, state: StateType },`; attributes before
+/// a row (serde) apply to its scenario list field.
+#[macro_export]
+macro_rules! with_governor_kinds {
+    ($callback:ident) => {
+        $callback! {
+            /// A concurrency gate from `gates`.
+            Gate { list: gates, spec: $crate::gate::GateSpec, state: $crate::gate::Gate },
+            /// Sentinel flow rules (QPS, THREAD, pacing, warm-up), one resource each, from
+            /// `flow_rules`.
+            FlowRules {
+                list: flow_rules,
+                spec: $crate::flow::rules::FlowRulesSpec,
+                state: $crate::flow::rules::FlowRules,
+            },
+            /// A Sentinel hot-parameter limit (per user or per key) from `param_flow_rules`.
+            ParamFlow {
+                list: param_flow_rules,
+                spec: $crate::flow::hot_param::ParamFlowRuleSpec,
+                state: $crate::flow::hot_param::ParamFlow,
+            },
+            /// A token bucket on tokens (TPM-style) from `token_buckets`.
+            TokenBucket {
+                list: token_buckets,
+                spec: $crate::flow::token_bucket::TokenBucketSpec,
+                state: $crate::flow::token_bucket::TokenBucket,
+            },
+            /// A retry policy (Resilience4j names; budgets) from `retries`.
+            Retry { list: retries, spec: $crate::retry::RetrySpec, state: $crate::retry::Retry },
+            /// A response cache (TTL, LRU, semantic hit probability, stale serving) from
+            /// `caches`.
+            Cache { list: caches, spec: $crate::cache::CacheSpec, state: $crate::cache::Cache },
+            /// Single-flight (concurrent identical misses share one upstream call) from
+            /// `single_flights`.
+            SingleFlight {
+                list: single_flights,
+                spec: $crate::cache::singleflight::SingleFlightSpec,
+                state: $crate::cache::singleflight::SingleFlight,
+            },
+            /// A Resilience4j circuit breaker from `circuit_breakers`.
+            CircuitBreaker {
+                list: circuit_breakers,
+                spec: $crate::breaker::CircuitBreakerSpec,
+                state: $crate::breaker::CircuitBreaker,
+            },
+            /// A Sentinel degrade rule (circuit breaker) from `degrade_rules`.
+            DegradeRule {
+                list: degrade_rules,
+                spec: $crate::breaker::sentinel_degrade::DegradeRuleSpec,
+                state: $crate::breaker::sentinel_degrade::DegradeBreaker,
+            },
+            /// A request batcher (window + max batch: one upstream call per batch) from
+            /// `batchers`.
+            Batcher {
+                list: batchers,
+                spec: $crate::batcher::BatcherSpec,
+                state: $crate::batcher::governor::BatchGovernor,
+            },
+            /// A Resilience4j time limiter (a deadline from passing to the outcome) from
+            /// `time_limiters`.
+            TimeLimiter {
+                list: time_limiters,
+                spec: $crate::time_limiter::TimeLimiterSpec,
+                state: $crate::time_limiter::TimeLimiter,
+            },
+            /// A Sentinel cluster flow rule (token server + local fallback) from
+            /// `cluster_flow_rules`: one token server shared by all app instances; list
+            /// `cluster_flow.<name>` in `per_instance` to give each instance its own client
+            /// and local fallback rule.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            ClusterFlow {
+                list: cluster_flow_rules,
+                spec: $crate::flow::cluster::ClusterFlowRuleSpec,
+                state: $crate::flow::cluster::ClusterFlow,
+            },
+        }
+    };
+}

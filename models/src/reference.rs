@@ -1,0 +1,101 @@
+//! The parameter catalogue: every component kind that registers parameters, with its
+//! declarations, for tools that enumerate knobs without a scenario (the GUI, generated
+//! docs). `docs/scenario-reference.md`'s parameter table is [`parameter_table`]'s output
+//! (`models/tests/docs.rs` fails when they differ; `UPDATE_EXPECT=1 cargo test -p models
+//! --test docs` rewrites it).
+//!
+//! Key design decision: the governor kinds come from the kind table (`kinds.rs`), so a
+//! new kind is catalogued (and documented) without an edit here; the other kinds are listed
+//! once in [`param_kinds`]. `models/tests/docs.rs` also checks that every kind a scenario
+//! with every component registers is catalogued.
+//!
+//! API boundary: reads [`Params::decls`] only; knows nothing of instances or the world.
+
+use crate::params::{ParamDecl, Params};
+
+/// One component kind's parameters, as a scenario registers them under
+/// `<kind>.<instance>.<param>`.
+#[derive(Clone, Debug)]
+pub struct KindParams {
+    /// The registry kind (`gate`, `station`, …): the first path segment.
+    pub kind: &'static str,
+    /// The component group it belongs to (`governor`, `upstream`, `traffic`, `entry`,
+    /// `site`), for grouping knobs.
+    pub group: &'static str,
+    /// How the instance segment is written in docs (`<name>`, `<dispatcher>-<class>`).
+    pub instance: &'static str,
+    pub decls: Vec<ParamDecl>,
+}
+
+fn of<P: Params>(group: &'static str, instance: &'static str) -> KindParams {
+    KindParams { kind: P::KIND, group, instance, decls: P::decls() }
+}
+
+macro_rules! governor_params {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])?
+        $variant:ident { list: $list:ident, spec: $spec:ty, state: $state:ty $(,)? } ),* $(,)?) => {
+        /// The governor kinds' parameters, in kind-table order.
+        fn governor_kinds() -> Vec<KindParams> {
+            vec![$( of::<$spec>("governor", "<name>") ),*]
+        }
+    };
+}
+crate::with_governor_kinds!(governor_params);
+
+/// Every component kind that registers parameters, in the order of the reference table:
+/// traffic, call sites, upstreams, governors, entry path.
+pub fn param_kinds() -> Vec<KindParams> {
+    let mut v = vec![
+        of::<crate::class::ClassSpec>("traffic", "<name>"),
+        of::<crate::source::SourceSpec>("traffic", "<name>"),
+        of::<crate::users::SegmentParams>("traffic", "<name>"),
+        of::<crate::scenario::CallSiteSpec>("site", "<name>"),
+        of::<crate::station::StationSpec>("upstream", "<name>"),
+        of::<crate::quota::QuotaSpec>("upstream", "<name>"),
+        of::<crate::gpu::ServerSpec>("upstream", "<name>"),
+        of::<crate::connpool::ConnPoolSpec>("upstream", "<name>"),
+    ];
+    v.extend(governor_kinds());
+    v.extend([
+        of::<crate::app::AppSpec>("entry", "<name>"),
+        of::<crate::dispatch::DispatcherSpec>("entry", "<name>"),
+        of::<crate::pool::worker::ThreadPoolSpec>("entry", "<name>"),
+        of::<crate::timeouts::DispatcherQueue>("entry", "<dispatcher>-<class>"),
+        of::<crate::timeouts::PoolQueue>("entry", "<pool>"),
+    ]);
+    v
+}
+
+/// `rule7.count` → `rule<i>.count` (a flow rule's index): one row for all 16.
+fn generic_name(name: &str) -> Option<String> {
+    match name.split_once('.') {
+        Some((r, field)) if r.starts_with("rule") && r[4..].parse::<u32>().is_ok() => {
+            (r == "rule0").then(|| format!("rule<i>.{field}"))
+        }
+        _ => Some(name.to_string()),
+    }
+}
+
+/// The reference table of every parameter path (Markdown): path, type and range, unit,
+/// run-time, meaning.
+pub fn parameter_table() -> String {
+    let mut out = String::from(
+        "| path | type and range | unit | run-time | meaning |\n|---|---|---|---|---|\n",
+    );
+    for k in param_kinds() {
+        for d in &k.decls {
+            let Some(name) = generic_name(d.name) else { continue };
+            out.push_str(&format!(
+                "| `{}.{}.{}` | {} | {} | {} | {} |\n",
+                k.kind,
+                k.instance,
+                name,
+                d.ty.describe(),
+                d.unit.replace('|', "\\|"),
+                if d.runtime { "yes" } else { "no" },
+                d.doc.replace('|', "\\|"),
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,187 @@
+//! Governor references and declarations in the scenario (the schema side of the kind
+//! table, `kinds.rs`): [`GovernorRef`] (`Gate("name")` in a call-site
+//! stack), the declaration lists in arena order, registration, uniqueness and range
+//! checks and `set_param` for governor parameters — all expanded from the table.
+//!
+//! Architecture invariant: a governor's component path is `<Params::KIND>.<name>`, the
+//! same string in the registry, in metric names and in `events.parquet`.
+
+use super::{ScenarioSpec, SpecError};
+use crate::params::{GovernorSpec, ParamValue, Params, Registry};
+use serde::{Deserialize, Serialize};
+
+macro_rules! governor_ref {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])?
+        $variant:ident { list: $list:ident, spec: $spec:ty, state: $state:ty $(,)? } ),* $(,)?) => {
+        /// A governor in a call-site stack, by the name it is declared under.
+        #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        pub enum GovernorRef {
+            $( $(#[doc = $doc])* $variant(String), )*
+            /// Shadow mode ([`crate::shadow`]): a separate copy of the declared governor
+            /// that records what it would do and never acts. Component path
+            /// `shadow.<kind>.<name>`.
+            Shadow(Box<GovernorRef>),
+        }
+
+        impl GovernorRef {
+            pub fn name(&self) -> &str {
+                match self {
+                    $( GovernorRef::$variant(n) => n, )*
+                    GovernorRef::Shadow(r) => r.name(),
+                }
+            }
+            /// The registry kind (`gate`, `flow`, …).
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $( GovernorRef::$variant(_) => <$spec as Params>::KIND, )*
+                    GovernorRef::Shadow(r) => r.kind(),
+                }
+            }
+            /// The scenario list it is declared in.
+            pub fn list(&self) -> &'static str {
+                match self {
+                    $( GovernorRef::$variant(_) => stringify!($list), )*
+                    GovernorRef::Shadow(r) => r.list(),
+                }
+            }
+            /// Why a shadow cannot wrap this reference (`None`: it can).
+            pub fn not_shadowable(&self) -> Option<String> {
+                match self {
+                    $( GovernorRef::$variant(n) => <$spec as GovernorSpec>::NOT_SHADOWABLE
+                        .map(|why| format!("Shadow({}(\"{n}\")): {why}", stringify!($variant))), )*
+                    GovernorRef::Shadow(_) => {
+                        Some("Shadow(Shadow(..)): shadows do not nest".into())
+                    }
+                }
+            }
+        }
+
+        /// Kinds whose parameters may change with `reload: true` (a Sentinel rule reload),
+        /// in table order.
+        pub fn reloadable_kinds() -> Vec<&'static str> {
+            let mut out = Vec::new();
+            $( if <$spec as GovernorSpec>::RELOADABLE {
+                out.push(<$spec as Params>::KIND);
+            } )*
+            out
+        }
+
+        /// Every governor kind's registry name, in table order.
+        pub fn governor_kind_names() -> Vec<&'static str> {
+            vec![$( <$spec as Params>::KIND ),*]
+        }
+
+        impl<V> ScenarioSpec<V> {
+            /// Every declared governor, in arena order: the kind table's order, each kind
+            /// in declaration order.
+            pub fn declared_governors(&self) -> Vec<Declared> {
+                fn of<P: Params>(list: &'static str, v: &[P], out: &mut Vec<Declared>) {
+                    for (index, p) in v.iter().enumerate() {
+                        out.push(Declared {
+                            path: format!("{}.{}", P::KIND, p.instance_name()),
+                            list,
+                            index,
+                            name: p.instance_name().to_string(),
+                        });
+                    }
+                }
+                let mut out = Vec::new();
+                $( of(stringify!($list), &self.$list, &mut out); )*
+                out
+            }
+
+            pub(crate) fn register_governors(&self, r: &mut Registry) {
+                $( self.$list.iter().for_each(|c| r.add_component(c)); )*
+            }
+
+            /// Names unique within each governor list.
+            pub(crate) fn check_governor_names(&self) -> Result<(), SpecError> {
+                $( super::unique(
+                    stringify!($list),
+                    self.$list.iter().map(|s| s.instance_name()),
+                )?; )*
+                Ok(())
+            }
+
+            /// Every governor parameter against its registry type and range.
+            pub(crate) fn check_governor_ranges(&self) -> Result<(), SpecError> {
+                $( super::ranges(stringify!($list), &self.$list)?; )*
+                Ok(())
+            }
+
+            /// Sets a governor parameter in the declaration (`None`: `kind` is not a
+            /// governor kind).
+            pub(crate) fn set_governor_param(
+                &mut self,
+                kind: &str,
+                name: &str,
+                param: &str,
+                value: ParamValue,
+            ) -> Option<Result<(), String>> {
+                $( if kind == <$spec as Params>::KIND {
+                    let Some(c) = self.$list.iter_mut().find(|c| c.instance_name() == name)
+                    else {
+                        return Some(Err(format!("no {kind} named \"{name}\"")));
+                    };
+                    return Some(c.set(param, value));
+                } )*
+                None
+            }
+        }
+
+    };
+}
+crate::with_governor_kinds!(governor_ref);
+
+impl GovernorRef {
+    /// `<kind>.<name>`: its component path.
+    pub fn path(&self) -> String {
+        match self {
+            GovernorRef::Shadow(r) => format!("shadow.{}", r.path()),
+            _ => format!("{}.{}", self.kind(), self.name()),
+        }
+    }
+    /// The declared governor it refers to (itself, or the one a shadow copies).
+    pub fn declared(&self) -> &GovernorRef {
+        match self {
+            GovernorRef::Shadow(r) => r.declared(),
+            r => r,
+        }
+    }
+}
+
+/// One declared governor.
+pub struct Declared {
+    /// `<kind>.<name>`.
+    pub path: String,
+    /// The list it is declared in and its index there (for error paths).
+    pub list: &'static str,
+    pub index: usize,
+    pub name: String,
+}
+
+impl<V> ScenarioSpec<V> {
+    /// Every distinct shadow referenced by a call site, in order of first reference (call
+    /// sites in order, each stack top to bottom): the arena slots after the declared
+    /// governors.
+    pub fn shadow_refs(&self) -> Vec<GovernorRef> {
+        let mut out: Vec<GovernorRef> = Vec::new();
+        for c in &self.call_sites {
+            for g in &c.governors {
+                if matches!(g, GovernorRef::Shadow(_)) && !out.contains(g) {
+                    out.push(g.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Why a reference cannot be shadowed (`None`: it can): the kind's
+/// [`GovernorSpec::NOT_SHADOWABLE`], or a nested shadow.
+pub fn check_shadowable(r: &GovernorRef) -> Option<String> {
+    match r {
+        GovernorRef::Shadow(inner) => inner.not_shadowable(),
+        _ => None,
+    }
+}

@@ -1,0 +1,35 @@
+//! Every integration test of `models`, as modules of one test binary (one link at
+//! opt-level 3 instead of one per file): `cargo test -p models --test suite`, one
+//! module with `cargo test -p models --test suite -- interactions::`.
+
+mod support;
+
+mod abandoned_work;
+mod cluster_flow;
+mod connections;
+mod degradation;
+mod entry_path;
+mod every_component;
+mod governors;
+mod gpu_fit;
+mod gpu_world;
+mod incident_timeouts;
+mod incidents_breakers;
+mod incidents_governance;
+mod incidents_quota;
+mod incidents_regressions;
+mod interactions;
+mod limits;
+mod per_instance;
+mod provider_faults;
+mod queueing_theory;
+mod routing;
+mod scenarios;
+mod scripted;
+mod session;
+mod shadow;
+mod streaming;
+mod time_limiter;
+mod trace_replay;
+mod traffic;
+mod traffic_users;

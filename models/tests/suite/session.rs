@@ -1,0 +1,224 @@
+//! The live session (`models::session`): stepping equals one go, observing changes nothing,
+//! a change applied at an instant equals the same change on the scenario's timeline, an
+//! applied session replays headless to its fingerprint, a bad change is refused with its
+//! path and range, rewinding re-simulates to the same state.
+
+use crate::support::load;
+use models::params::ParamValue;
+use models::scenario::SetParam;
+use models::{RunConfig, Session};
+use sim_core::metrics::MetricReading;
+use sim_core::{SimDuration, SimTime};
+
+/// Two classes through an app (dispatcher class queues, a worker pool), a breaker and a gate
+/// in front of a station whose error rate the timeline raises from 3 s to 6 s: class
+/// queues fill, the gate saturates, the breaker opens and probes.
+const LIVE: &str = r#"Scenario(name: "live",
+    sources: [
+        (name: "vip", interarrival: Exponential(mean: "10ms"), target: "c", class: "P0", app: "svc"),
+        (name: "bulk", interarrival: Exponential(mean: "4ms"), target: "c", class: "P2", app: "svc"),
+    ],
+    gates: [(name: "g", permits: 20, acquire_timeout: "1s")],
+    circuit_breakers: [(name: "b", sliding_window_size: 20, minimum_number_of_calls: 20,
+        wait_duration_in_open_state: "2s")],
+    apps: [(
+        name: "svc",
+        dispatcher: Some((name: "d", policy: Strict, queues: [
+            (class: "P0", capacity: 100), (class: "P1", capacity: 100), (class: "P2", capacity: 100),
+        ])),
+        pool: Some(Shared((name: "workers", core_pool_size: 24, maximum_pool_size: 24, queue_capacity: 0))),
+    )],
+    call_sites: [(name: "c", governors: [CircuitBreaker("b"), Gate("g")], upstream: "llm", timeout: "2s")],
+    stations: [(name: "llm", servers: 25, queue_capacity: Some(50), service: Exponential(mean: "100ms"))],
+    timeline: [
+        (at: "3s", path: "station.llm.error_rate", value: Float(0.8)),
+        (at: "6s", path: "station.llm.error_rate", value: Float(0.0)),
+    ],
+)"#;
+
+fn cfg(seed: u64) -> RunConfig {
+    RunConfig {
+        sample_every: Some(SimDuration::from_ms(500)),
+        ..RunConfig::new(seed, SimDuration::from_secs(10))
+    }
+}
+
+fn secs(s: u64) -> SimTime {
+    SimTime::ZERO + SimDuration::from_secs(s)
+}
+
+#[test]
+fn stepping_in_any_mix_equals_one_go() {
+    let sc = load(LIVE);
+    let plain = models::run(&sc, &cfg(1));
+    assert!(plain.error.is_none() && plain.violations.is_empty());
+    let mut s = Session::new(sc, cfg(1));
+    assert_eq!(s.run_for(1000).unwrap(), 1000);
+    s.run_until(secs(2)).unwrap();
+    while s.now() < secs(4) && s.step().unwrap() {}
+    s.run_for(5).unwrap();
+    s.run_until(secs(100)).unwrap();
+    assert_eq!(s.now(), s.end(), "never past the end");
+    assert!(s.is_done());
+    assert!(!s.step().unwrap());
+    let out = s.finish();
+    assert_eq!(out.fingerprint, plain.fingerprint);
+    assert_eq!(out.summary, plain.summary);
+    assert_eq!(out.series, plain.series);
+}
+
+#[test]
+fn observing_after_every_event_changes_nothing() {
+    let sc = load(LIVE);
+    let plain = models::run(&sc, &cfg(2));
+    let mut s = Session::new(sc, cfg(2));
+    let paths: Vec<String> = s.metric_paths().map(|(p, _)| p.to_string()).collect();
+    assert!(paths.contains(&"station.llm.queue_depth".to_string()), "{paths:?}");
+    let (mut drained, mut opened, mut queued_p2, mut gate_full) = (0, false, 0u64, false);
+    while s.step().unwrap() {
+        for p in &paths {
+            assert!(s.read(p).is_some(), "{p} listed, so readable");
+        }
+        drained += s.drain_events().len();
+        s.drain_series();
+        let snap = s.snapshot();
+        opened |= snap.breakers().any(|(_, b)| b.state == "OPEN");
+        queued_p2 = queued_p2.max(snap.class_queued[2].1);
+        let gate = snap.component("gate.g").expect("the gate");
+        let f = gate.in_flight.expect("a limit");
+        assert!(f.in_use <= f.limit.unwrap(), "permits within the limit");
+        gate_full |= f.in_use == 20;
+        assert!(s.component("circuit_breaker.b").unwrap().breaker.is_some());
+    }
+    assert_eq!(drained, s.model_events().len(), "every event drained once");
+    // The run reaches what the snapshot should show: an open breaker (80 % errors for 3 s
+    // on a 20-call window), the gate at its 20 permits, a P2 backlog (250 req/s offered to
+    // 20 permits held ~100 ms each: 200/s at most).
+    assert!(opened && gate_full && queued_p2 > 0, "{opened} {gate_full} {queued_p2}");
+    let out = s.finish();
+    assert_eq!(out.fingerprint, plain.fingerprint, "observing changed the run");
+    assert_eq!(out.state_events.len(), drained);
+}
+
+#[test]
+fn a_session_change_equals_the_same_change_on_the_timeline() {
+    let sc = load(LIVE);
+    let mut s = Session::new(sc.clone(), cfg(3));
+    s.run_until(secs(4)).unwrap();
+    assert_eq!(s.value("gate.g.permits"), Some(&ParamValue::Count(20)));
+    let at = s.apply("gate.g.permits", ParamValue::Count(12)).unwrap();
+    assert_eq!(at, secs(4));
+    assert_eq!(s.value("gate.g.permits"), Some(&ParamValue::Count(20)), "not before the boundary");
+    s.step().unwrap();
+    assert_eq!(s.value("gate.g.permits"), Some(&ParamValue::Count(12)), "in force after it");
+    let live = s.finish();
+
+    let mut timeline = sc.clone();
+    timeline.timeline.push(SetParam::new(
+        SimDuration::from_secs(4),
+        "gate.g.permits",
+        ParamValue::Count(12),
+    ));
+    let headless = models::run(&timeline, &cfg(3));
+    assert_eq!(live.fingerprint, headless.fingerprint);
+    assert_ne!(live.fingerprint, models::run(&sc, &cfg(3)).fingerprint, "the change mattered");
+}
+
+#[test]
+fn an_applied_session_replays_to_its_fingerprint() {
+    let sc = load(LIVE);
+    let mut s = Session::new(sc, cfg(4));
+    // Mid-instant changes too: stepping leaves the clock inside an instant.
+    s.run_for(3000).unwrap();
+    s.apply("station.llm.servers", ParamValue::Count(40)).unwrap();
+    s.apply("circuit_breaker.b.failure_rate_threshold", ParamValue::Float(80.0)).unwrap();
+    s.run_until(secs(5)).unwrap();
+    s.apply("source.bulk.rate_multiplier", ParamValue::Float(2.0)).unwrap();
+    s.run_for(10).unwrap();
+    s.apply("gate.g.permits", ParamValue::Count(20)).unwrap();
+    assert_eq!(s.applied().len(), 4);
+    let replay = s.replay_scenario();
+    replay.check_timeline().expect("the replay's timeline is valid");
+    let cfg = *s.config();
+    let live = s.finish();
+    assert_eq!(live.fingerprint, models::run(&replay, &cfg).fingerprint);
+}
+
+#[test]
+fn a_bad_change_is_refused_with_its_path_and_range() {
+    let mut s = Session::new(load(LIVE), cfg(5));
+    s.run_for(100).unwrap();
+    let err = |r: Result<SimTime, models::session::ChangeError>| r.unwrap_err().to_string();
+    let e = err(s.apply("gate.g.permits", ParamValue::Count(0)));
+    assert!(e.starts_with("gate.g.permits: expected an integer in [1, "), "{e}");
+    let e = err(s.apply("gate.g.permits", ParamValue::Float(3.0)));
+    assert!(e.contains("gate.g.permits") && e.contains("expected an integer"), "{e}");
+    let e = err(s.apply("gate.nope.permits", ParamValue::Count(3)));
+    assert!(e.contains("unknown parameter path `gate.nope.permits`"), "{e}");
+    let e = err(s.apply("station.llm.queue_capacity", ParamValue::OptCount(Some(3))));
+    assert!(e.contains("cannot change during a run"), "{e}");
+    let e = err(s.apply_reload("gate.g.permits", ParamValue::Count(3)));
+    assert!(e.contains("reload") && e.contains("gate.g.permits"), "{e}");
+    // Consistency with the values in force: core ≤ maximum pool size.
+    let e = err(s.apply("pool.workers.core_pool_size", ParamValue::Count(30)));
+    assert!(
+        e.starts_with("pool.workers.core_pool_size: ") && e.contains("> maximum_pool_size 24"),
+        "{e}"
+    );
+    assert!(s.applied().is_empty(), "nothing refused is recorded");
+    s.apply("pool.workers.maximum_pool_size", ParamValue::Count(40)).unwrap();
+    let t = s.now() + SimDuration::from_ms(1);
+    s.run_until(t).unwrap();
+    s.apply("pool.workers.core_pool_size", ParamValue::Count(30)).unwrap();
+}
+
+#[test]
+fn rewinding_re_simulates_to_the_same_state() {
+    let sc = load(LIVE);
+    let mut s = Session::new(sc, cfg(6));
+    s.run_until(secs(2)).unwrap();
+    s.apply("gate.g.permits", ParamValue::Count(10)).unwrap();
+    s.run_until(secs(3)).unwrap();
+    let at_3s = (s.fingerprint_so_far(), s.snapshot());
+    s.run_until(secs(7)).unwrap();
+    s.apply("gate.g.permits", ParamValue::Count(50)).unwrap();
+    s.run_until(secs(8)).unwrap();
+    s.rewind(secs(3)).unwrap();
+    assert_eq!(s.now(), secs(3));
+    assert_eq!(s.applied().len(), 1, "the change after 3 s is forgotten");
+    assert_eq!((s.fingerprint_so_far(), s.snapshot()), at_3s);
+    let replay = s.replay_scenario();
+    let cfg = *s.config();
+    assert_eq!(s.finish().fingerprint, models::run(&replay, &cfg).fingerprint);
+}
+
+#[test]
+fn a_session_replaying_its_changes_finishes_like_the_original() {
+    // What an embedding program keeps after `finish` (to rewind or export later): a fresh
+    // session with the applied changes queued at their instants.
+    let mut s = Session::new(load(LIVE), cfg(8));
+    s.run_until(secs(2)).unwrap();
+    s.apply("gate.g.permits", ParamValue::Count(10)).unwrap();
+    s.run_until(secs(5)).unwrap();
+    s.apply("gate.g.permits", ParamValue::Count(40)).unwrap();
+    let (sc, cfg, applied) = (s.scenario().clone(), *s.config(), s.applied().to_vec());
+    let fp = s.finish().fingerprint;
+    let again = Session::replaying(sc, cfg, applied.clone());
+    assert_eq!(again.now(), SimTime::ZERO);
+    assert_eq!(again.applied(), &applied[..]);
+    assert!(again.next_event_time().is_some_and(|t| t < secs(1)), "arrivals every few ms");
+    assert_eq!(again.finish().fingerprint, fp);
+}
+
+#[test]
+fn metrics_read_by_path_while_running() {
+    let mut s = Session::new(load(LIVE), cfg(7));
+    s.run_until(secs(5)).unwrap();
+    let Some(MetricReading::Counter(n)) = s.read("source.vip.arrivals") else { panic!() };
+    // 100 req/s Poisson for 5 s: 500 expected, σ ≈ 22; ±6σ.
+    assert!((370..=630).contains(&n), "{n}");
+    let depth = s.series_of("station.llm.queue_depth.mean");
+    assert_eq!(depth.len(), 10, "ten closed 500 ms buckets in 5 s");
+    assert!(s.series_names().contains(&"source.vip.latency.p99_ms".to_string()));
+    assert_eq!(s.read("station.nope.queue_depth"), None);
+}

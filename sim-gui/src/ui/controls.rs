@@ -107,10 +107,14 @@ pub fn cursor(w: &mut Workbench, ui: &mut egui::Ui) {
                 .max_decimals(3)
                 .text("rewind"),
         );
-        if r.dragged() || r.changed() {
+        // The slider rounds what it shows to 3 decimals, which reads as a change: only a
+        // drag, or a value set more than that rounding away (typed, AccessKit), is the
+        // user's.
+        let moved = r.changed() && (t - now).abs() > 1e-3;
+        if r.dragged() || moved {
             w.cursor = Some(t.min(now));
         }
-        if (r.drag_stopped() || (r.changed() && !r.dragged()))
+        if (r.drag_stopped() || (moved && !r.dragged()))
             && let Some(c) = w.cursor.take()
             && c < now
         {

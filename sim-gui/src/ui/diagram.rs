@@ -281,7 +281,7 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
         let Some(r) = find(&n.id) else { continue };
         let selected = w.diagram.selected.as_deref() == Some(n.id.as_str());
         let resp = ui.interact(r, egui::Id::unique(("node", &n.id)), Sense::click());
-        let id = n.id.clone();
+        let id = format!("{} (request path)", n.id);
         resp.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &id));
         if resp.clicked() {
             clicked = Some(n.id.clone());
@@ -314,7 +314,7 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
                 Vec2::new(r.width() - 8.0, ROW_H * 1.0),
             );
             let gresp = ui.interact(gr, egui::Id::unique(("gov", &n.id, gov)), Sense::click());
-            let gid = gov.clone();
+            let gid = format!("{gov} (request path)");
             gresp.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &gid));
             if gresp.clicked() {
                 clicked = Some(gov.clone());

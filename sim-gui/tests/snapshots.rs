@@ -1,7 +1,7 @@
 //! Snapshot tests of the main views (plots, request path, events), rendered by egui_kittest's
 //! wgpu renderer on Mesa (lavapipe: no GPU, no display). The showcase runs to exactly 120 s
 //! first, so every figure on screen is deterministic except the wall-clock gauges (events
-//! per wall-second, simulated-to-real ratio), which are masked. The tolerance (a per-pixel
+//! per wall-second, simulated-to-real ratio) and the file path, which are masked. The tolerance (a per-pixel
 //! colour threshold and 1% of the pixels) absorbs rasteriser differences between machines.
 //!
 //! Regenerate after an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p sim-gui --test snapshots`.
@@ -9,9 +9,8 @@
 use egui_kittest::kittest::Queryable;
 use egui_kittest::{Harness, SnapshotOptions};
 use sim_core::{SimDuration, SimTime};
-use sim_gui::Workbench;
-use sim_gui::catalog;
 use sim_gui::worker::{Cmd, Speed};
+use sim_gui::{SHOWCASE, Workbench};
 use std::time::{Duration, Instant};
 
 const W: f32 = 1400.0;
@@ -33,11 +32,14 @@ fn options() -> SnapshotOptions {
     SnapshotOptions::new().threshold(1.0).max_failed_pixels((W * H * 0.01) as usize)
 }
 
+/// Masks what differs between machines or runs: the wall-clock gauges (events per
+/// wall-second, simulated-to-real ratio) and the file path (the checkout's location).
 fn mask_wall_clock(h: &mut Harness<'static, Workbench>) {
-    let rects: Vec<egui::Rect> = ["ev/s", "sim/real"]
+    let mut rects: Vec<egui::Rect> = ["ev/s", "sim/real"]
         .iter()
         .flat_map(|t| h.query_all_by_label_contains(t).map(|n| n.rect()).collect::<Vec<_>>())
         .collect();
+    rects.extend(h.query_all_by_label("File:").map(|n| n.rect()));
     for r in rects {
         h.mask(r.expand(2.0));
     }
@@ -45,12 +47,12 @@ fn mask_wall_clock(h: &mut Harness<'static, Workbench>) {
 
 #[test]
 fn main_views_match_their_snapshots() {
-    let path = catalog::find(catalog::SHOWCASE).expect("bundled");
-    let mut h = Harness::builder()
-        .with_size([W, H])
-        .wgpu()
-        .with_options(options())
-        .build_eframe(move |cc| Workbench::new(&cc.egui_ctx, Some(path)));
+    let mut h =
+        Harness::builder().with_size([W, H]).wgpu().with_options(options()).build_eframe(|cc| {
+            let mut w = Workbench::new(&cc.egui_ctx);
+            w.open_bundled(SHOWCASE);
+            w
+        });
     wait(&mut h, "the session opens", |w| w.store.generation >= 1);
     let t = SimTime::ZERO + SimDuration::from_secs(120);
     h.state_mut().speed = Speed::Max;

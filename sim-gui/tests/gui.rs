@@ -4,24 +4,35 @@
 //! thread, so the harness is driven with `step()` until a condition holds.
 
 use egui_kittest::Harness;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use models::params::ParamValue;
-use sim_gui::Workbench;
-use sim_gui::catalog;
+use sim_core::SimTime;
+use sim_gui::ui::controls::clock;
+use sim_gui::{SHOWCASE, Workbench};
 use std::time::{Duration, Instant};
 
-fn harness(name: &str) -> Harness<'static, Workbench> {
-    let path = catalog::find(name).expect("bundled");
-    Harness::builder()
-        .with_size([1400.0, 900.0])
-        .build_eframe(move |cc| Workbench::new(&cc.egui_ctx, Some(path)))
+fn harness(name: &'static str) -> Harness<'static, Workbench> {
+    Harness::builder().with_size([1400.0, 900.0]).build_eframe(move |cc| {
+        let mut w = Workbench::new(&cc.egui_ctx);
+        w.open_bundled(name);
+        w
+    })
 }
 
 /// Steps the harness until `cond` holds (the worker thread answers asynchronously).
 fn wait(h: &mut Harness<'static, Workbench>, what: &str, cond: impl Fn(&Workbench) -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !cond(h.state()) {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        let w = h.state();
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for: {what} (t = {:?}, running {}, generation {}, notices {:?}, load error {:?})",
+            w.store.status.now,
+            w.store.status.running,
+            w.store.generation,
+            w.store.notices,
+            w.load_error
+        );
         h.step();
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -39,24 +50,38 @@ fn run_pause_knob_step_records_the_change_at_the_instant_shown() {
     h.get_by_label("Pause").click();
     wait(&mut h, "the run pauses", |w| !w.store.status.running);
     let shown = h.state().store.status.now;
+    // The clock on screen (`t = m:ss.mmm / …`, read through AccessKit) is that instant.
+    let node = h.get_by_label_contains("t = ").accesskit_node();
+    let on_screen = node.label().or(node.value()).unwrap_or_default();
+    assert!(on_screen.starts_with(&format!("t = {} ", clock(shown))), "{on_screen}");
 
     // Move a knob: filter the knobs, then set the servers of the provider.
-    h.get_by_label("Search").click();
-    h.step();
-    h.get_by_label("Search").type_text("servers");
+    h.get_by_label("Search").set_text_value_accesskit("servers");
     h.step();
     h.step();
+    h.check_accessibility();
     h.get_by_label("servers").set_value_accesskit(30.0);
     wait(&mut h, "the change is recorded", |w| !w.store.changes.is_empty());
     let c = h.state().store.changes[0].clone();
     assert_eq!(c.path, "station.provider.servers");
     assert_eq!(c.value, ParamValue::Count(30));
-    assert_eq!(c.at, shown, "recorded at the instant the clock showed");
+    assert_eq!(SimTime::ZERO + c.at, shown, "recorded at the instant the clock showed");
 
     // One event: the event count grows by exactly one.
     let events = h.state().store.status.events;
     h.get_by_label("One event").click();
     wait(&mut h, "one event", |w| w.store.status.events == events + 1);
+
+    // The change took effect at the end of its instant (the event just processed may
+    // share it; the next instant is past it): the knob shows the value in force,
+    // highlighted as changed, with a reset.
+    let t = h.state().store.status.now;
+    h.get_by_label("Next instant").click();
+    wait(&mut h, "the next instant", |w| w.store.status.now > t);
+    wait(&mut h, "the value in force", |w| {
+        w.store.param("station.provider.servers") == Some(&ParamValue::Count(30))
+    });
+    h.get_by_label("reset");
 
     // Run on: the plot data grows, and the config change shows among the model events.
     h.get_by_label("Run").click();
@@ -83,9 +108,7 @@ fn a_bad_file_shows_its_positioned_error_and_the_session_stays() {
         "Scenario(\n    name: \"bad\",\n    sources: [(name: \"s\", interarrival: Exponential(mean: \"1s\"), target: \"c\")],\n    call_sites: [(name: \"c\", upstream: \"st\")],\n    stations: [(name: \"st\", servers: \"many\", service: Exponential(mean: \"1s\"))],\n)\n",
     )
     .unwrap();
-    h.get_by_label("File:").click();
-    h.step();
-    h.get_by_label("File:").type_text(&bad.display().to_string());
+    h.get_by_label("File:").set_text_value_accesskit(&bad.display().to_string());
     h.step();
     h.get_by_label("Open").click();
     h.step();
@@ -101,13 +124,20 @@ fn a_bad_file_shows_its_positioned_error_and_the_session_stays() {
 
 #[test]
 fn clicking_a_node_opens_its_inspector_and_knobs() {
-    let mut h = harness(catalog::SHOWCASE);
+    let mut h = harness(SHOWCASE);
     wait(&mut h, "the session opens", |w| w.store.generation >= 1);
     h.get_by_label("Request path").click();
     h.step();
-    h.get_by_label("circuit_breaker.llm-cb").click();
+    h.get_by_label("circuit_breaker.llm-cb (request path)").click();
     h.step();
     h.step();
     assert_eq!(h.state().diagram.selected.as_deref(), Some("circuit_breaker.llm-cb"));
-    h.get_by_label("failure_rate_threshold");
+    // The inspector: its state from the session's component states, and its knobs (also
+    // opened in the knobs panel: the threshold shows in both).
+    h.get_by_label("close");
+    h.get_by_label("failure rate");
+    h.get_by_label("CLOSED");
+    let knobs = h.query_all_by_label("failure_rate_threshold").count();
+    assert!(knobs >= 2, "the breaker's knobs in the inspector and the panel: {knobs}");
+    h.check_accessibility();
 }

@@ -9,7 +9,8 @@ use crate::ronfile::{InputError, Source};
 pub(crate) use crate::scenario_file::{ScenarioRef, join};
 pub use crate::scenario_file::{read_bounded, resolve_scenario};
 use crate::sweep::{
-    self, Constraint, ConstraintFile, Dimension, SweepFile, resolve_constraints, resolve_sweep,
+    self, Assignment, Constraint, ConstraintFile, Dimension, SweepFile, resolve_constraints,
+    resolve_sweep,
 };
 use crate::variant::{self, Base, Variant, VariantFile};
 use models::Scenario;
@@ -168,6 +169,12 @@ pub enum LoadError {
     Io { file: PathBuf, err: std::io::Error },
     #[error("{0}")]
     Input(#[from] InputError),
+    /// A run setting of a bare scenario, given by a command-line flag (or its default).
+    #[error("{file}: {flag}: {message}")]
+    Flag { file: PathBuf, flag: &'static str, message: String },
+    /// Several independent errors, one per line.
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
+    Many(Vec<LoadError>),
 }
 
 /// The first identifier of a RON text, skipping whitespace and comments.
@@ -193,8 +200,14 @@ fn top_level_name(text: &str) -> (&str, usize) {
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 fn read(path: &Path) -> Result<String, LoadError> {
-    read_bounded(path, MAX_INPUT_BYTES)
-        .map_err(|err| LoadError::Io { file: path.to_path_buf(), err })
+    let bytes = read_bounded(path, MAX_INPUT_BYTES)
+        .map_err(|err| LoadError::Io { file: path.to_path_buf(), err })?;
+    Ok(crate::ronfile::utf8(path, bytes)?)
+}
+
+/// Whether a file's text is an `Experiment(...)` (else a bare scenario, or neither).
+pub fn is_experiment(text: &str) -> bool {
+    top_level_name(text).0 == "Experiment"
 }
 
 /// Loads an experiment (or a bare scenario run with `defaults`) from a file.
@@ -211,7 +224,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
         "Scenario" => {
             let spec: ScenarioSpec<IgnoredAny> = src.parse()?;
             let scenario = resolve_scenario(&src, spec, "")?;
-            check_seed_count(&src, &defaults.seeds)?;
+            check_seed_count(&src, &defaults.seeds, Origin::Flags)?;
             let exp = Experiment {
                 name: scenario.name.clone(),
                 description: scenario.description.clone(),
@@ -229,13 +242,16 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 swept: vec![],
                 runs: vec![],
             };
-            check_settings(&src, &exp, "")?;
-            check_trace_coverage(&src, &exp, Some(""))?;
+            let mut errs = check_settings(&src, &exp, Origin::Flags);
+            if let Err(e) = check_trace_coverage(&src, &exp, Some("")) {
+                errs.push(e.into());
+            }
+            collect(errs)?;
             finish_plan(&src, exp)
         }
         "Experiment" => {
             let f: ExperimentFile = src.parse()?;
-            check_seed_count(&src, &f.seeds)?;
+            check_seed_count(&src, &f.seeds, Origin::File)?;
             let inline = matches!(f.scenario, ScenarioRef::Inline(_));
             // The base scenario's own file, when it has one (structural variants splice
             // its text).
@@ -266,14 +282,6 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
             let scenario = Arc::new(scenario);
             let scenario_file =
                 base_file.as_ref().map_or_else(|| path.to_path_buf(), |(p, _)| p.clone());
-            let variants =
-                variant::resolve_variants(&src, &Base { part, scenario: &scenario }, &f.variants)?;
-            let sweep = variant::for_every_variant(&variants, &scenario, |reg| {
-                resolve_sweep(&src, reg, &f.sweep)
-            })?;
-            let constraints = variant::for_every_variant(&variants, &scenario, |reg| {
-                resolve_constraints(&src, reg, &f.constraints)
-            })?;
             let exp = Experiment {
                 name: f.name,
                 description: f.description,
@@ -285,14 +293,45 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 sample_every: Some(f.sample_every).filter(|d| d.0 > 0),
                 seeds: f.seeds.to_vec(),
                 outputs: Outputs { requests: f.outputs.requests || defaults.outputs.requests },
-                variants,
-                sweep,
-                constraints,
+                variants: vec![],
+                sweep: vec![],
+                constraints: vec![],
                 swept: vec![],
                 runs: vec![],
             };
-            check_settings(&src, &exp, "")?;
-            check_trace_coverage(&src, &exp, inline.then_some("scenario"))?;
+            // Independent parts: report every one that is wrong, not only the first. The
+            // sweep and constraints are resolved against each variant's scenario, so they
+            // are looked at only when the variants resolve.
+            let mut errs = check_settings(&src, &exp, Origin::File);
+            if let Err(e) = check_trace_coverage(&src, &exp, inline.then_some("scenario")) {
+                errs.push(e.into());
+            }
+            let base = Base { part, scenario: &exp.scenario };
+            let resolved = match variant::resolve_variants(&src, &base, &f.variants) {
+                Err(e) => {
+                    errs.push(e.into());
+                    None
+                }
+                Ok(variants) => {
+                    let sweep = variant::for_every_variant(&variants, &exp.scenario, |reg| {
+                        resolve_sweep(&src, reg, &f.sweep)
+                    });
+                    let constraints = variant::for_every_variant(&variants, &exp.scenario, |reg| {
+                        resolve_constraints(&src, reg, &f.constraints)
+                    });
+                    match (sweep, constraints) {
+                        (Ok(s), Ok(c)) => Some((variants, s, c)),
+                        (s, c) => {
+                            errs.extend(s.err().map(LoadError::from));
+                            errs.extend(c.err().map(LoadError::from));
+                            None
+                        }
+                    }
+                }
+            };
+            collect(errs)?;
+            let (variants, sweep, constraints) = resolved.expect("no error, so resolved");
+            let exp = Experiment { variants, sweep, constraints, ..exp };
             finish_plan(&src, exp)
         }
         other => {
@@ -333,10 +372,16 @@ fn check_trace_coverage(
     Ok(())
 }
 
-fn check_seed_count(src: &Source<'_>, seeds: &Seeds) -> Result<(), InputError> {
+fn check_seed_count(src: &Source<'_>, seeds: &Seeds, origin: Origin) -> Result<(), LoadError> {
     let n = seeds.count();
     if n > MAX_RUNS as u64 {
-        return Err(src.error_at("seeds", format!("expected at most {MAX_RUNS} seeds, found {n}")));
+        let m = format!("expected at most {MAX_RUNS} seeds, found {n}");
+        return Err(match origin {
+            Origin::File => LoadError::Input(src.error_at("seeds", m)),
+            Origin::Flags => {
+                LoadError::Flag { file: src.file.to_path_buf(), flag: "--seeds", message: m }
+            }
+        });
     }
     Ok(())
 }
@@ -344,72 +389,179 @@ fn check_seed_count(src: &Source<'_>, seeds: &Seeds) -> Result<(), InputError> {
 /// Most time-series buckets one run may have (memory: rows per bucket × buckets).
 pub const MAX_BUCKETS: u64 = 1_000_000;
 
-fn check_settings(src: &Source<'_>, e: &Experiment, prefix: &str) -> Result<(), InputError> {
-    let at = |f: &str, m: String| src.error_at(&join(prefix, f), m);
+/// Longest experiment name: it names the results folder (file systems allow 255 bytes).
+pub const MAX_NAME: usize = 128;
+
+/// Where a run setting came from: a field of an experiment file, or (bare scenario) a
+/// command-line flag or its default.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    File,
+    Flags,
+}
+
+/// Every problem of the run settings (not only the first).
+fn check_settings(src: &Source<'_>, e: &Experiment, origin: Origin) -> Vec<LoadError> {
+    let mut errs = Vec::new();
+    let mut at = |f: &str, m: String| {
+        let flag = match f {
+            "duration" => "--duration",
+            "warmup" => "--warmup",
+            "sample_every" => "--sample-every",
+            "seeds" => "--seeds",
+            _ => "",
+        };
+        errs.push(if origin == Origin::Flags && !flag.is_empty() {
+            LoadError::Flag {
+                file: src.file.to_path_buf(),
+                flag,
+                message: format!("{m} (a bare scenario takes its run settings from the command line or their defaults)"),
+            }
+        } else {
+            LoadError::Input(src.error_at(f, m))
+        })
+    };
     if e.duration.0 == 0 {
-        return Err(at("duration", "expected a duration > 0, found \"0s\"".into()));
-    }
-    if e.warmup >= e.duration {
-        return Err(at(
+        at("duration", "expected a duration > 0, found \"0s\"".into());
+    } else if e.warmup >= e.duration {
+        at(
             "warmup",
             format!(
                 "expected a warm-up shorter than the duration \"{}\", found \"{}\"",
                 e.duration, e.warmup
             ),
-        ));
+        );
     }
     if let Some(every) = e.sample_every {
         let buckets = e.duration.0.div_ceil(every.0);
         if buckets > MAX_BUCKETS {
-            return Err(at(
+            at(
                 "sample_every",
                 format!(
                     "expected at most {MAX_BUCKETS} time-series buckets per run, found {buckets} (\"{}\" ÷ \"{every}\"); sample less often, or \"0s\" for none",
                     e.duration
                 ),
-            ));
+            );
         }
     }
     if e.seeds.is_empty() {
-        return Err(at("seeds", "expected at least one seed, found none".into()));
+        at("seeds", "expected at least one seed, found none".into());
     }
     if e.seeds.len() > MAX_RUNS {
-        return Err(at(
-            "seeds",
-            format!("expected at most {MAX_RUNS} seeds, found {}", e.seeds.len()),
-        ));
+        at("seeds", format!("expected at most {MAX_RUNS} seeds, found {}", e.seeds.len()));
     }
     let mut sorted = e.seeds.clone();
     sorted.sort_unstable();
     if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-        return Err(at("seeds", format!("seed {} is listed twice", w[0])));
+        at("seeds", format!("seed {} is listed twice", w[0]));
     }
     if e.name.is_empty()
         || e.name.starts_with('.')
         || !e.name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
     {
-        return Err(at(
+        at(
             "name",
             format!(
                 "expected a name of letters, digits, '_', '-' or '.', not starting with '.', found \"{}\" (it names the results folder)",
                 e.name
             ),
-        ));
+        );
+    } else if e.name.len() > MAX_NAME {
+        at(
+            "name",
+            format!(
+                "expected a name of at most {MAX_NAME} characters, found {} (it names the results folder)",
+                e.name.len()
+            ),
+        );
     }
-    Ok(())
+    errs
+}
+
+/// One error as is, several as [`LoadError::Many`].
+fn collect(mut errs: Vec<LoadError>) -> Result<(), LoadError> {
+    match errs.len() {
+        0 => Ok(()),
+        1 => Err(errs.pop().expect("one")),
+        _ => Err(LoadError::Many(errs)),
+    }
 }
 
 /// The text that identifies a resolved scenario: its RON form plus a hash of every trace
 /// it replays (trace rows live outside the scenario text, and editing a trace file must
 /// change the run ids of the runs that use it).
 pub fn canonical(sc: &Scenario) -> String {
-    let mut text = ron::to_string(sc).expect("scenarios serialize");
+    canonical_text(sc, ron::to_string(sc).expect("scenarios serialize"))
+}
+
+/// [`canonical`] from the scenario's RON text already made.
+fn canonical_text(sc: &Scenario, mut text: String) -> String {
     for s in &sc.sources {
         if let Some(d) = s.trace.as_ref().and_then(|t| t.data.as_ref()) {
             text.push_str(&format!("\ntrace {}: {:016x}", s.name, d.content_hash()));
         }
     }
     text
+}
+
+/// Applies a combination's assignments. A setter may refuse a value that breaks a rule
+/// with another parameter the same combination also changes (`maximum_pool_size` 4 before
+/// `core_pool_size` 2, while the core is still 8): refused ones are retried after the
+/// others, until a pass makes no progress. The first still refused is returned, with the
+/// field of its value.
+fn set_all(sc: &mut Scenario, all: &[&Assignment], fields: &[String]) -> Option<(String, String)> {
+    let mut pending: Vec<usize> = (0..all.len()).collect();
+    loop {
+        let mut refused = Vec::new();
+        let mut first = None;
+        for &i in &pending {
+            if let Err(m) = sc.set_param(&all[i].path, all[i].value.clone()) {
+                first.get_or_insert((fields[i].clone(), m));
+                refused.push(i);
+            }
+        }
+        if refused.is_empty() {
+            return None;
+        }
+        if refused.len() == pending.len() {
+            return first;
+        }
+        pending = refused;
+    }
+}
+
+/// `variant "v" with a=1, b=2`: one combination, for messages.
+fn describe(v: &Variant, set: &[&Assignment]) -> String {
+    if set.is_empty() {
+        return format!("variant \"{}\"", v.name);
+    }
+    // The values in effect: each path once, its last assignment (the sweep's over the
+    // variant's), in first-mention order.
+    let mut vals: Vec<(&str, String)> = Vec::new();
+    for a in set {
+        let v = format!("{}={}", a.path, a.value);
+        match vals.iter_mut().find(|(p, _)| *p == a.path) {
+            Some(slot) => slot.1 = v,
+            None => vals.push((&a.path, v)),
+        }
+    }
+    let vals: Vec<String> = vals.into_iter().map(|(_, v)| v).collect();
+    format!("variant \"{}\" with {}", v.name, vals.join(", "))
+}
+
+/// The whole validation of a scenario the file never states as such (a variant or sweep
+/// point applied to it): the cross-reference checks, the timeline, and every check made
+/// while reading a scenario (ranges, cross-field rules), by reading its RON `text` back.
+fn validate_resolved(sc: &Scenario, text: &str) -> Result<(), String> {
+    sc.check().map_err(|e| e.to_string())?;
+    sc.check_timeline().map_err(|e| e.to_string())?;
+    let mut de = ron::Deserializer::from_str(text).map_err(|e| e.to_string())?;
+    let back: Result<ScenarioSpec<IgnoredAny>, _> = serde_path_to_error::deserialize(&mut de);
+    back.map(|_| ()).map_err(|e| {
+        let path = e.path().to_string();
+        let m = e.into_inner().to_string();
+        if path.is_empty() || path == "." { m } else { format!("{path}: {m}") }
+    })
 }
 
 /// Plans the runs and checks the plan (constraints must leave something; a run limit).
@@ -429,7 +581,7 @@ fn finish_plan(src: &Source<'_>, mut exp: Experiment) -> Result<Experiment, Load
             .error_at("sweep", format!("the experiment plans more than {MAX_RUNS} runs; split it"))
             .into());
     }
-    exp.runs = exp.plan_runs();
+    exp.runs = exp.plan_runs(src)?;
     if exp.runs.is_empty() {
         return Err(src
             .error_at("constraints", "the constraints exclude every combination".into())
@@ -444,7 +596,11 @@ impl Experiment {
         self.runs.clone()
     }
 
-    fn plan_runs(&self) -> Vec<PlannedRun> {
+    /// Resolves every variant × sweep point, checks each resolved scenario as a whole (a
+    /// value may be in range alone and still break a cross-field rule with another), and
+    /// refuses two points that resolve alike (they would share run ids: one run's files
+    /// would replace the other's).
+    fn plan_runs(&self, src: &Source<'_>) -> Result<Vec<PlannedRun>, InputError> {
         let settings = mix64(
             mix64(self.duration.0)
                 ^ mix64(self.warmup.0.rotate_left(21))
@@ -452,23 +608,65 @@ impl Experiment {
         );
         let points = sweep::points(&self.sweep);
         let mut runs = Vec::new();
-        for v in &self.variants {
+        // Hash of (resolved scenario, settings, variant) → the point that has it.
+        let mut seen: std::collections::HashMap<u64, (usize, String)> =
+            std::collections::HashMap::new();
+        for (vi, v) in self.variants.iter().enumerate() {
             let mut point = 0;
-            for p in &points {
-                let mut sc = (**v.scenario_or(&self.scenario)).clone();
-                for a in v.set.iter().chain(p.iter()) {
-                    sc.set_param(&a.path, a.value.clone()).expect("values were checked at load");
+            for (pi, p) in points.iter().enumerate() {
+                let fields = self.assignment_fields(src, vi, pi);
+                let all: Vec<&Assignment> = v.set.iter().chain(p.iter()).collect();
+                let desc = describe(v, &all);
+                let base_sc = v.scenario_or(&self.scenario);
+                let mut sc = (**base_sc).clone();
+                let mut failed = set_all(&mut sc, &all, &fields);
+                let text = ron::to_string(&sc).expect("scenarios serialize");
+                if failed.is_none()
+                    && let Err(m) = validate_resolved(&sc, &text)
+                {
+                    failed = Some((fields.last().cloned().unwrap_or_default(), m));
                 }
-                let reg = sc.registry();
-                let get = |path: &str| reg.get(path).expect("checked path").value.clone();
-                if !self.constraints.iter().all(|c| c.holds(&get)) {
+                let excluded = match &failed {
+                    // The values as meant (the scenario could not take them).
+                    Some(_) => {
+                        let reg = base_sc.registry();
+                        let get = |path: &str| {
+                            all.iter().rev().find(|a| a.path == path).map_or_else(
+                                || reg.get(path).expect("checked path").value.clone(),
+                                |a| a.value.clone(),
+                            )
+                        };
+                        !self.constraints.iter().all(|c| c.holds(&get))
+                    }
+                    None => {
+                        let reg = sc.registry();
+                        let get = |path: &str| reg.get(path).expect("checked path").value.clone();
+                        !self.constraints.iter().all(|c| c.holds(&get))
+                    }
+                };
+                if excluded {
                     continue;
                 }
+                if let Some((field, m)) = failed {
+                    return Err(src.error_at(&field, format!("{desc}: {m}")));
+                }
+                let reg = sc.registry();
                 let params: Vec<Option<ParamValue>> =
                     self.swept.iter().map(|p| reg.get(p).map(|s| s.value.clone())).collect();
-                let canon = canonical(&sc);
+                let canon = canonical_text(&sc, text);
                 let base =
                     mix64(name_id(&canon) ^ settings ^ mix64(name_id(&v.name).rotate_left(7)));
+                if let Some((first, first_desc)) = seen.get(&base) {
+                    return Err(src.error_at(
+                        fields.last().map_or("sweep", |f| f.as_str()),
+                        format!(
+                            "{desc} resolves to the same scenario as point {first} ({first_desc}): \
+                             their runs would share run ids and one would overwrite the other; \
+                             remove the duplicate"
+                        ),
+                    ));
+                }
+                seen.insert(base, (point, desc));
                 let sc = Arc::new(sc);
                 for &seed in &self.seeds {
                     runs.push(PlannedRun {
@@ -483,7 +681,46 @@ impl Experiment {
                 point += 1;
             }
         }
-        runs
+        let mut ids = std::collections::HashSet::with_capacity(runs.len());
+        if let Some(r) = runs.iter().find(|r| !ids.insert(r.run_id.as_str())) {
+            return Err(src.error_at(
+                "seeds",
+                format!("two runs share the run id {} (a hash collision); change a seed", r.run_id),
+            ));
+        }
+        Ok(runs)
+    }
+
+    /// The field path in the file of each assignment of variant `vi` × sweep point `pi`
+    /// (the variant's `set` entries, then each dimension's value), for messages.
+    fn assignment_fields(&self, src: &Source<'_>, vi: usize, pi: usize) -> Vec<String> {
+        let mut out: Vec<String> = (0..self.variants[vi].set.len())
+            .map(|j| format!("variants[{vi}].set[{j}].value"))
+            .collect();
+        // Mixed-radix digits of `pi`, first dimension outermost (as `sweep::points`).
+        let mut rest = pi;
+        let mut digits = vec![0; self.sweep.len()];
+        for (d, dim) in self.sweep.iter().enumerate().rev() {
+            digits[d] = rest % dim.len().max(1);
+            rest /= dim.len().max(1);
+        }
+        for (d, dim) in self.sweep.iter().enumerate() {
+            let k = digits[d];
+            for m in 0..dim.get(k).map_or(0, |p| p.len()) {
+                let candidates = [
+                    format!("sweep[{d}].values[{k}]"),
+                    format!("sweep[{d}][{m}].values[{k}]"),
+                    format!("sweep[{d}][{k}][{m}].value"),
+                ];
+                let f = candidates
+                    .iter()
+                    .find(|c| src.offset(c).is_some())
+                    .cloned()
+                    .unwrap_or_else(|| format!("sweep[{d}]"));
+                out.push(f);
+            }
+        }
+        out
     }
 
     /// The model's run configuration for a seed.

@@ -10,6 +10,7 @@
 //! parsed with the registry's type. They never pass through an untyped `ron::Value`, which
 //! would lose enum names, and their errors still point at the right line and column.
 
+pub mod batch;
 pub mod catalog;
 pub mod console;
 pub mod embed;
@@ -24,6 +25,7 @@ pub mod ronfile;
 pub mod runner;
 pub mod scenario_file;
 pub mod session;
+pub mod staging;
 pub mod sweep;
 pub mod variant;
 

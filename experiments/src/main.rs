@@ -69,7 +69,10 @@ enum Cmd {
         overwrite: bool,
     },
     /// Check files without running them.
-    Validate { files: Vec<String> },
+    Validate {
+        #[arg(required = true)]
+        files: Vec<String>,
+    },
     /// Print the resolved parameters and the run list.
     Explain {
         #[command(flatten)]
@@ -119,6 +122,14 @@ fn parse_dur(flag: &str, s: &Option<String>, default: SimDuration) -> Result<Sim
     }
 }
 
+/// A file's text, invalid UTF-8 refused with its line and column.
+fn read_text(path: &Path) -> Result<String, String> {
+    let bytes =
+        experiments::experiment::read_bounded(path, experiments::experiment::MAX_INPUT_BYTES)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    experiments::ronfile::utf8(path, bytes).map_err(|e| e.to_string())
+}
+
 fn load(args: &RunArgs) -> Result<Experiment, String> {
     let d = RunDefaults::default();
     let defaults = RunDefaults {
@@ -130,17 +141,12 @@ fn load(args: &RunArgs) -> Result<Experiment, String> {
     };
     let path = Path::new(&args.file);
     let (shown, text) = if path.exists() {
-        (
-            path.to_path_buf(),
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?,
-        )
+        (path.to_path_buf(), read_text(path)?)
     } else if let Some(entry) = experiments::catalog::find(&args.file)? {
         match entry.source_path() {
             // In the source tree: relative references (scenario files, traces) resolve.
             Some(p) => {
-                let text = std::fs::read_to_string(&p)
-                    .map_err(|e| format!("{}: cannot read: {e}", p.display()))?;
+                let text = read_text(&p)?;
                 (p, text)
             }
             None => (entry.bundled_path(), entry.text.to_string()),
@@ -151,6 +157,21 @@ fn load(args: &RunArgs) -> Result<Experiment, String> {
             args.file
         ));
     };
+    if experiments::experiment::is_experiment(&text) {
+        let given = [
+            ("--seeds", args.seeds.is_some()),
+            ("--duration", args.duration.is_some()),
+            ("--warmup", args.warmup.is_some()),
+            ("--sample-every", args.sample_every.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|g| g.1) {
+            return Err(format!(
+                "{}: {flag} applies to a bare scenario file only; this is an experiment, which sets its own run settings (edit its `{}` field)",
+                shown.display(),
+                flag.trim_start_matches("--").replace('-', "_")
+            ));
+        }
+    }
     load_text(&shown, &text, &defaults).map_err(|e| e.to_string())
 }
 
@@ -209,10 +230,7 @@ fn main() -> ExitCode {
             if ok { ExitCode::SUCCESS } else { ExitCode::from(2) }
         }
         Cmd::Explain { args } => match load(&args) {
-            Ok(e) => {
-                explain(&e);
-                ExitCode::SUCCESS
-            }
+            Ok(e) => print_quietly(&explain(&e)),
             Err(e) => {
                 eprintln!("{e}");
                 ExitCode::from(2)
@@ -233,6 +251,10 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            if jobs == Some(0) {
+                eprintln!("--jobs: expected at least 1 run in parallel, found 0");
+                return ExitCode::from(2);
+            }
             let jobs = jobs.unwrap_or_else(|| {
                 std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
             });
@@ -312,46 +334,29 @@ fn run(
         eprintln!("{}: {e}", root.display());
         return ExitCode::FAILURE;
     }
-    let mine: Vec<usize> =
-        (0..exp.runs.len()).filter(|&i| results::shard_of(i, shards) == shard).collect();
-    let done_before = match results::completed_runs(&root) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("{}: {e}", root.display());
-            return ExitCode::FAILURE;
-        }
-    };
-    let mine_done = mine.iter().filter(|&&i| done_before.contains(&exp.runs[i].run_id)).count();
-    if mine_done > 0 && !resume && !overwrite {
-        eprintln!(
-            "{}: results of {mine_done} of this shard's {} runs exist already; add --resume to run only the missing ones, or --overwrite to run them all again",
-            root.display(),
-            mine.len()
-        );
-        return ExitCode::from(2);
-    }
-    if overwrite {
-        for &i in &mine {
-            for table in ["runs", "timeseries", "events", "timings", "requests"] {
-                for s in 0..shards.max(64) {
-                    let _ = std::fs::remove_file(
-                        root.join(table)
-                            .join(format!("shard={s}"))
-                            .join(format!("{}.parquet", exp.runs[i].run_id)),
-                    );
-                }
+    let experiments::batch::Prepared { mine, todo } =
+        match experiments::batch::prepare(&root, exp, (shard, shards), resume, overwrite) {
+            Ok(p) => p,
+            Err(experiments::batch::PrepareError::Refused(m)) => {
+                eprintln!("{m}");
+                return ExitCode::from(2);
             }
-        }
-    }
-    let todo: Vec<usize> = mine
-        .iter()
-        .copied()
-        .filter(|&i| overwrite || !done_before.contains(&exp.runs[i].run_id))
-        .collect();
+            Err(e) => {
+                eprintln!("{}: {e}", root.display());
+                return ExitCode::FAILURE;
+            }
+        };
     if let Err(e) = experiments::provenance::write(&root, exp, shards) {
         eprintln!("{}: cannot write the manifest: {e}", root.display());
         return ExitCode::FAILURE;
     }
+    let staging = match experiments::staging::Staging::create(&root) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{}: cannot create a staging folder: {e}", root.display());
+            return ExitCode::FAILURE;
+        }
+    };
     let _ = ctrlc::set_handler(|| {
         use experiments::runner::ABORT;
         if ABORT.load(Ordering::SeqCst) {
@@ -402,7 +407,7 @@ fn run(
     let mut errors = Vec::<String>::new();
     let total = todo.len();
     let mut report = |r: &RunRecord| {
-        if let Err(e) = results::write_run(&root, exp, shard, r) {
+        if let Err(e) = results::write_run(&root, &staging, exp, shard, r) {
             errors.push(format!("run {}: {e}", r.run_id));
         }
         finished += 1;
@@ -448,7 +453,7 @@ fn run(
         .map(|d| exp.runs.iter().all(|r| d.contains(&r.run_id)))
         .unwrap_or(false);
     if all_done {
-        match results::load(&root).and_then(|df| results::summarize(&df)) {
+        match results::load_planned(&root, exp).and_then(|df| results::summarize(&df)) {
             Ok(mut summary) => {
                 if let Err(e) = results::write_parquet(&root, "summary.parquet", &mut summary) {
                     eprintln!("writing summary.parquet: {e}");
@@ -475,21 +480,41 @@ fn run(
     }
 }
 
-fn explain(e: &Experiment) {
-    println!("experiment {} ({})", e.name, e.file.display());
-    if !e.description.is_empty() {
-        println!("  {}", e.description);
+/// Writes to stdout; a closed pipe (`stormglass explain … | head`) ends quietly.
+fn print_quietly(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("writing to stdout: {e}");
+            ExitCode::FAILURE
+        }
     }
-    println!(
+}
+
+/// The resolved parameters and the run list, as text.
+fn explain(e: &Experiment) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    macro_rules! out {
+        ($($t:tt)*) => { let _ = writeln!(o, $($t)*); };
+    }
+    out!("experiment {} ({})", e.name, e.file.display());
+    if !e.description.is_empty() {
+        out!("  {}", e.description);
+    }
+    out!(
         "duration {}  warm-up {}  sampling {}",
         e.duration,
         e.warmup,
         e.sample_every.map(|d| d.to_string()).unwrap_or("off".into())
     );
-    println!("\nparameters ({}):", e.scenario.registry().len());
+    out!("\nparameters ({}):", e.scenario.registry().len());
     for p in e.scenario.registry().iter() {
         let rt = if p.runtime { "run-time" } else { "static" };
-        println!(
+        out!(
             "  {:<36} = {:<40} [{}; {}; {rt}] {}",
             p.path,
             p.value.to_string(),
@@ -499,18 +524,18 @@ fn explain(e: &Experiment) {
         );
     }
     if !e.scenario.timeline.is_empty() {
-        println!("\ntimeline:");
+        out!("\ntimeline:");
         for t in &e.scenario.timeline {
             let reload = if t.reload { "  (rule reload)" } else { "" };
-            println!("  at {:<10} {} = {}{reload}", t.at.to_string(), t.path, t.value);
+            out!("  at {:<10} {} = {}{reload}", t.at.to_string(), t.path, t.value);
         }
     }
     if !e.swept.is_empty() || e.variants.len() > 1 {
-        println!("\nvariants ({}):", e.variants.len());
-        print!("{}", experiments::variant::describe(&e.variants));
-        println!("swept: {}", e.swept.join(", "));
+        out!("\nvariants ({}):", e.variants.len());
+        let _ = write!(o, "{}", experiments::variant::describe(&e.variants));
+        out!("swept: {}", e.swept.join(", "));
     }
-    println!("\nruns ({}):", e.runs.len());
+    out!("\nruns ({}):", e.runs.len());
     for r in &e.runs {
         let params: Vec<String> = e
             .swept
@@ -518,7 +543,7 @@ fn explain(e: &Experiment) {
             .zip(&r.params)
             .filter_map(|(p, v)| Some(format!("{p}={}", v.as_ref()?)))
             .collect();
-        println!(
+        out!(
             "  {}  {} point {} seed {}  {}",
             r.run_id,
             r.variant,
@@ -527,4 +552,5 @@ fn explain(e: &Experiment) {
             params.join("  ")
         );
     }
+    o
 }

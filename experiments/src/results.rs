@@ -21,6 +21,7 @@
 
 use crate::experiment::Experiment;
 use crate::runner::{RunRecord, Status};
+use crate::staging::Staging;
 use models::params::ParamValue;
 use models::summary::Value;
 use polars::prelude::*;
@@ -44,15 +45,13 @@ pub const RUN_COLUMNS: [&str; 13] = [
     "scenario",
 ];
 
-/// Writes `df` to `dir/name` atomically (temporary name, then rename).
+/// Writes `df` to `dir/name` atomically (temporary name, then rename), for files outside
+/// the table folders (`summary.parquet`): the temporary is `dir/.<name>.tmp-<pid>`.
 pub fn write_parquet(dir: &Path, name: &str, df: &mut DataFrame) -> PolarsResult<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let target = dir.join(name);
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let f = std::fs::File::create(&tmp)?;
-        ParquetWriter::new(f).with_compression(ParquetCompression::Zstd(None)).finish(df)?;
-    }
+    write_parquet_file(&tmp, df)?;
     std::fs::rename(&tmp, &target)?;
     Ok(target)
 }
@@ -81,60 +80,111 @@ fn part_dir(root: &Path, table: &str, shard: u32) -> PathBuf {
     root.join(table).join(format!("shard={shard}"))
 }
 
-/// Writes every table of one finished run into the experiment folder `root`.
-pub fn write_run(root: &Path, exp: &Experiment, shard: u32, rec: &RunRecord) -> PolarsResult<()> {
+/// The tables of a results folder that hold one part per run.
+pub const TABLES: [&str; 5] = ["runs", "timeseries", "events", "timings", "requests"];
+
+/// Writes every table of one finished run into the experiment folder `root`. Each part is
+/// written into `staging` (outside the table folders) and renamed into its table.
+pub fn write_run(
+    root: &Path,
+    staging: &Staging,
+    exp: &Experiment,
+    shard: u32,
+    rec: &RunRecord,
+) -> PolarsResult<()> {
     let one = std::slice::from_ref(rec);
     let name = format!("{}.parquet", rec.run_id);
-    write_parquet(&part_dir(root, "timeseries", shard), &name, &mut timeseries_frame(one)?)?;
-    write_parquet(&part_dir(root, "events", shard), &name, &mut events_frame(one)?)?;
-    write_parquet(&part_dir(root, "timings", shard), &name, &mut timings_frame(one)?)?;
+    let part = |table: &str, df: &mut DataFrame| -> PolarsResult<()> {
+        let dir = part_dir(root, table, shard);
+        std::fs::create_dir_all(&dir)?;
+        let tmp = staging.dir().join(format!("{table}-{name}"));
+        write_parquet_file(&tmp, df)?;
+        std::fs::rename(&tmp, dir.join(&name))?;
+        Ok(())
+    };
+    part("timeseries", &mut timeseries_frame(one)?)?;
+    part("events", &mut events_frame(one)?)?;
+    part("timings", &mut timings_frame(one)?)?;
     if exp.outputs.requests {
-        write_parquet(&part_dir(root, "requests", shard), &name, &mut requests_frame(exp, one)?)?;
+        part("requests", &mut requests_frame(exp, one)?)?;
     }
     // Last: its presence marks the run complete.
-    write_parquet(&part_dir(root, "runs", shard), &name, &mut runs_frame(exp, one)?)?;
+    part("runs", &mut runs_frame(exp, one)?)
+}
+
+fn write_parquet_file(path: &Path, df: &mut DataFrame) -> PolarsResult<()> {
+    let f = std::fs::File::create(path)?;
+    ParquetWriter::new(f).with_compression(ParquetCompression::Zstd(None)).finish(df)?;
     Ok(())
 }
 
-/// Run ids whose `runs` part exists (in any shard folder).
-pub fn completed_runs(root: &Path) -> std::io::Result<std::collections::BTreeSet<String>> {
-    let mut out = std::collections::BTreeSet::new();
-    let runs = root.join("runs");
-    if !runs.is_dir() {
+/// Every part file of one table: (run id, path), in any shard folder.
+pub fn parts(root: &Path, table: &str) -> std::io::Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let dir = root.join(table);
+    if !dir.is_dir() {
         return Ok(out);
     }
-    for shard in std::fs::read_dir(&runs)? {
+    for shard in std::fs::read_dir(&dir)? {
         let shard = shard?;
         if !shard.file_type()?.is_dir() {
             continue;
         }
         for f in std::fs::read_dir(shard.path())? {
-            let name = f?.file_name().into_string().unwrap_or_default();
+            let f = f?;
+            let name = f.file_name().into_string().unwrap_or_default();
             if let Some(id) = name.strip_suffix(".parquet")
                 && !name.starts_with('.')
             {
-                out.insert(id.to_string());
+                out.push((id.to_string(), f.path()));
             }
         }
     }
     Ok(out)
 }
 
-/// Removes temporary files a killed writer may have left (never visible as results).
+/// Run ids whose `runs` part exists (in any shard folder).
+pub fn completed_runs(root: &Path) -> std::io::Result<std::collections::BTreeSet<String>> {
+    Ok(parts(root, "runs")?.into_iter().map(|(id, _)| id).collect())
+}
+
+/// Parts of any table whose run is not in `planned` (left by an earlier batch of an
+/// edited experiment, or of another experiment of the same name).
+pub fn foreign_parts(
+    root: &Path,
+    planned: &std::collections::HashSet<&str>,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for t in TABLES {
+        out.extend(
+            parts(root, t)?
+                .into_iter()
+                .filter(|(id, _)| !planned.contains(id.as_str()))
+                .map(|p| p.1),
+        );
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Removes what a killed writer may have left: staging folders of processes that have
+/// ended (never another live shard's) and root-level temporaries of this process's kind
+/// (`.<name>.tmp-<pid>`) whose pid is not running.
 pub fn remove_temporaries(root: &Path) -> std::io::Result<()> {
     if !root.is_dir() {
         return Ok(());
     }
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let e = e?;
-            let name = e.file_name().into_string().unwrap_or_default();
-            if e.file_type()?.is_dir() {
-                stack.push(e.path());
-            } else if name.starts_with('.') && name.contains(".tmp-") {
-                std::fs::remove_file(e.path())?;
-            }
+    Staging::remove_dead(root)?;
+    for e in std::fs::read_dir(root)? {
+        let e = e?;
+        let name = e.file_name().into_string().unwrap_or_default();
+        let pid = name.rsplit_once(".tmp-").and_then(|(_, p)| p.parse::<u32>().ok());
+        if name.starts_with('.')
+            && e.file_type()?.is_file()
+            && let Some(pid) = pid
+            && !process_alive(pid)
+        {
+            std::fs::remove_file(e.path())?;
         }
     }
     Ok(())
@@ -143,6 +193,14 @@ pub fn remove_temporaries(root: &Path) -> std::io::Result<()> {
 /// The scenario a run ran (its variant's).
 fn run_scenario<'a>(exp: &'a Experiment, r: &RunRecord) -> &'a models::Scenario {
     exp.runs.get(r.run_index).map_or(&exp.scenario, |p| &p.scenario)
+}
+
+/// Whether a process with this id runs (Linux: `/proc/<pid>`; elsewhere assumed alive, so
+/// nothing is removed that might be in use).
+fn process_alive(pid: u32) -> bool {
+    pid == std::process::id()
+        || !Path::new("/proc/self").exists()
+        || Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// The runs table.
@@ -229,7 +287,10 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
         } else {
             let v: Vec<Option<f64>> = records
                 .iter()
+                // A statistic of an empty set (no requests, steps, streams) is
+                // NaN in the model; here it is null (docs/results.md).
                 .map(|r| find(r).and_then(|v| if let Value::F64(x) = v { Some(x) } else { None }))
+                .map(|x| x.filter(|x| !x.is_nan()))
                 .collect();
             Column::new(name.into(), v)
         };
@@ -345,13 +406,7 @@ pub fn timings_frame(records: &[RunRecord]) -> PolarsResult<DataFrame> {
                 "events_per_second".into(),
                 records
                     .iter()
-                    .map(|r| {
-                        if r.wall_seconds > 0.0 {
-                            r.events as f64 / r.wall_seconds
-                        } else {
-                            f64::NAN
-                        }
-                    })
+                    .map(|r| (r.wall_seconds > 0.0).then(|| r.events as f64 / r.wall_seconds))
                     .collect::<Vec<_>>(),
             ),
         ],
@@ -370,7 +425,7 @@ pub fn timeseries_frame(records: &[RunRecord]) -> PolarsResult<DataFrame> {
             run_id.push(r.run_id.as_str());
             start.push(row.bucket_start_ns as f64 / 1e9);
             metric.push(row.metric.as_str());
-            value.push(row.value);
+            value.push(Some(row.value).filter(|v| !v.is_nan()));
         }
     }
     DataFrame::new(
@@ -438,6 +493,74 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
 /// Reads the runs table of a results folder (all shards), in plan order.
 pub fn load(dir: impl AsRef<Path>) -> PolarsResult<DataFrame> {
     scan(dir, "runs")?.sort(["run_index"], Default::default()).collect()
+}
+
+/// Whether the `runs` part at `path` carries the labels the current plan gives run
+/// `index` (`run_index`, `point`, the swept-parameter columns). A run whose resolved
+/// scenario did not change keeps its run id when the experiment is edited, but its place
+/// in the plan (and the set of swept columns) may change: such a part must be written
+/// again, or two points would share a `point` label.
+pub fn labels_match(path: &Path, exp: &Experiment, index: usize) -> bool {
+    let Ok(f) = std::fs::File::open(path) else { return false };
+    let Ok(df) = ParquetReader::new(f).finish() else { return false };
+    let run = &exp.runs[index];
+    let u = |c: &str| df.column(c).ok()?.u64().ok()?.get(0);
+    if u("run_index") != Some(index as u64) || u("point") != Some(run.point as u64) {
+        return false;
+    }
+    let have = df.get_column_names().iter().filter(|n| n.starts_with("param.")).count();
+    have == exp.swept.len()
+        && exp.swept.iter().zip(&run.params).all(|(p, v)| match v {
+            Some(v) => {
+                let want = param_column(p, &[Some(v)]);
+                df.column(want.name()).is_ok_and(|c| c.equals_missing(&want))
+            }
+            // The run's variant has no such parameter: its column (named by the type the
+            // other runs give it) holds null.
+            None => df.columns().iter().any(|c| {
+                let n = c.name().as_str();
+                let plain = format!("param.{p}");
+                (n == plain || n.strip_prefix(&plain).is_some_and(|r| r.starts_with('_')))
+                    && c.null_count() == c.len()
+            }),
+        })
+}
+
+/// The runs table of the current plan only, in plan order: parts of runs the plan does
+/// not list are left out, and every planned run must be present exactly once with the
+/// plan's labels, so a summary counts exactly the runs `manifest.ron` lists.
+pub fn load_planned(dir: impl AsRef<Path>, exp: &Experiment) -> PolarsResult<DataFrame> {
+    let planned: std::collections::HashSet<&str> =
+        exp.runs.iter().map(|r| r.run_id.as_str()).collect();
+    let all = scan(dir, "runs")?.collect()?;
+    let mask: BooleanChunked = all
+        .column("run_id")?
+        .str()?
+        .iter()
+        .map(|id| Some(id.is_some_and(|id| planned.contains(id))))
+        .collect();
+    let df = all
+        .filter(&mask)?
+        .unique_stable(Some(&["run_id".to_string()]), UniqueKeepStrategy::First, None)?
+        .sort(["run_index"], Default::default())?;
+    let got: Vec<(Option<&str>, Option<u64>, Option<u64>)> = df
+        .column("run_id")?
+        .str()?
+        .iter()
+        .zip(df.column("run_index")?.u64()?.iter())
+        .zip(df.column("point")?.u64()?.iter())
+        .map(|((a, b), c)| (a, b, c))
+        .collect();
+    let want: Vec<(Option<&str>, Option<u64>, Option<u64>)> = exp
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (Some(r.run_id.as_str()), Some(i as u64), Some(r.point as u64)))
+        .collect();
+    if got != want {
+        polars_bail!(ComputeError: "the runs table does not match the plan in manifest.ron ({} parts for {} planned runs, or labels of an earlier plan); rerun with --resume", got.len(), want.len());
+    }
+    Ok(df)
 }
 
 /// Lazily scans one table of a results folder (`runs`, `timeseries`, `events`, `timings`,

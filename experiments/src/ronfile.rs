@@ -30,6 +30,26 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
+/// The text of a file's bytes; invalid UTF-8 is an error at its line:column.
+pub fn utf8(file: &Path, bytes: Vec<u8>) -> Result<String, InputError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let text = std::str::from_utf8(&bytes[..good]).expect("valid up to here");
+        let (line, col) = line_col(text, good);
+        InputError {
+            file: file.to_path_buf(),
+            line,
+            col,
+            field: String::new(),
+            message: format!(
+                "invalid UTF-8 (byte 0x{:02x} at byte offset {good}); files must be UTF-8 text",
+                bytes[good]
+            ),
+        }
+    })
+}
+
 /// Makes ron's messages read as "expected X, found Y" where they do not already.
 fn polish(msg: String) -> String {
     msg.replace("Unexpected missing field named", "missing field")

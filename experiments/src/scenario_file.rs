@@ -56,8 +56,14 @@ fn load_traces(
         let Some(t) = s.trace.as_mut() else { continue };
         let field = join(prefix, &format!("sources[{i}].trace.file"));
         let path = dir.join(&t.file);
-        let text = read_bounded(&path, models::trace::MAX_FILE_BYTES).map_err(|e| {
+        let bytes = read_bounded(&path, models::trace::MAX_FILE_BYTES).map_err(|e| {
             src.error_at(&field, format!("cannot read trace {}: {e}", path.display()))
+        })?;
+        let text = crate::ronfile::utf8(&path, bytes).map_err(|e| {
+            src.error_at(
+                &field,
+                format!("{}: line {}, column {}: {}", path.display(), e.line, e.col, e.message),
+            )
         })?;
         let data = models::trace::TraceData::parse_csv(&text, t)
             .map_err(|e| src.error_at(&field, format!("{}: {e}", path.display())))?;
@@ -67,8 +73,10 @@ fn load_traces(
 }
 
 /// Reads a regular file of at most `max` bytes: a device (`/dev/zero`), a FIFO or a file
-/// growing past the bound is refused instead of being read until memory runs out.
-pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<String> {
+/// growing past the bound is refused instead of being read until memory runs out. The bytes
+/// are returned as read: [`crate::ronfile::utf8`] turns them into text with a positioned
+/// error.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Error, ErrorKind, Read};
     // Looked at before opening: opening a FIFO blocks until something writes to it.
     if !std::fs::metadata(path)?.is_file() {
@@ -78,10 +86,10 @@ pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<String> {
         ));
     }
     let file = std::fs::File::open(path)?;
-    let mut text = String::new();
-    file.take(max + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > max {
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
         return Err(Error::new(ErrorKind::InvalidInput, format!("larger than {max} bytes")));
     }
-    Ok(text)
+    Ok(bytes)
 }

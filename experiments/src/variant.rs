@@ -176,15 +176,18 @@ fn structural_scenario(
     let (file_text, from) = match &v.scenario {
         Some(ScenarioRef::File(rel)) => {
             let p = src.file.parent().unwrap_or(Path::new(".")).join(rel);
-            let text = std::fs::read_to_string(&p).map_err(|e| {
-                tag(
-                    &v.name,
-                    src.error_at(
-                        &own_path,
-                        format!("scenario file \"{rel}\": {}: cannot read: {e}", p.display()),
-                    ),
-                )
-            })?;
+            let bytes = crate::scenario_file::read_bounded(&p, crate::experiment::MAX_INPUT_BYTES)
+                .map_err(|e| {
+                    tag(
+                        &v.name,
+                        src.error_at(
+                            &own_path,
+                            format!("scenario file \"{rel}\": {}: cannot read: {e}", p.display()),
+                        ),
+                    )
+                })?;
+            // Invalid UTF-8 is that file's own positioned error.
+            let text = crate::ronfile::utf8(&p, bytes).map_err(|e| tag(&v.name, e))?;
             (Some((p, text)), Some(format!("File(\"{rel}\")")))
         }
         Some(ScenarioRef::Inline(_)) => (None, Some("Inline".to_string())),

@@ -162,6 +162,17 @@ pub trait GovernorKindOps: Governor + Clone {
     }
     /// The world gave this declared governor `copies` per-instance copies.
     fn on_per_instance(&mut self, _copies: usize) {}
+    /// Values worth a time series, `<kind>.<name>.<gauge>` (an adaptive limit's limit), in
+    /// a stable order; the names must not depend on the state. The world samples them
+    /// after every interaction with the governor.
+    fn gauges(&self) -> Vec<(&'static str, i64)> {
+        Vec::new()
+    }
+    /// Calls in flight past this governor and the limit in force (`None`: unbounded), for
+    /// the session's component state; `None` if it limits no concurrency.
+    fn in_flight_limit(&self) -> Option<(u64, Option<u64>)> {
+        None
+    }
 }
 
 /// What building a governor may read besides its declaration.

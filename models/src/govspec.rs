@@ -107,6 +107,25 @@ macro_rules! governor_runtime {
                 }
             }
 
+            /// The governor's gauges ([`GovernorKindOps::gauges`]; a shadow's are its inner
+            /// governor's).
+            pub fn gauges(&self) -> Vec<(&'static str, i64)> {
+                match self {
+                    $( GovernorKind::$variant(g) => <$state as GovernorKindOps>::gauges(g), )*
+                    GovernorKind::Shadow(s) => s.inner().gauges(),
+                }
+            }
+
+            /// Calls in flight and the limit ([`GovernorKindOps::in_flight_limit`]).
+            pub fn in_flight_limit(&self) -> Option<(u64, Option<u64>)> {
+                match self {
+                    $( GovernorKind::$variant(g) => {
+                        <$state as GovernorKindOps>::in_flight_limit(g)
+                    } )*
+                    GovernorKind::Shadow(s) => s.inner().in_flight_limit(),
+                }
+            }
+
             /// Whether a shadow may wrap this governor.
             pub fn shadowable(&self) -> bool {
                 match self {

@@ -101,6 +101,18 @@ macro_rules! with_governor_kinds {
                 spec: $crate::flow::cluster::ClusterFlowRuleSpec,
                 state: $crate::flow::cluster::ClusterFlow,
             },
+            /// An adaptive concurrency limit (Netflix concurrency-limits `AIMDLimit`) from
+            /// `aimd_limits`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            AimdLimit { list: aimd_limits, spec: $crate::aimd::AimdLimitSpec, state: $crate::aimd::AimdLimit },
+            /// An adaptive concurrency limit (Netflix concurrency-limits `Gradient2Limit`)
+            /// from `gradient2_limits`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            Gradient2Limit {
+                list: gradient2_limits,
+                spec: $crate::gradient2::Gradient2LimitSpec,
+                state: $crate::gradient2::Gradient2Limit,
+            },
         }
     };
 }

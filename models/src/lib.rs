@@ -14,6 +14,8 @@
 //! [`scenario`] (the RON types), [`params`] (the registry), [`world`] (the running model),
 //! [`run`] (one run → [`summary`] and records).
 
+pub mod adaptive;
+pub mod aimd;
 pub mod app;
 pub mod attributes;
 pub mod batcher;
@@ -30,6 +32,7 @@ pub mod gate;
 pub mod governor;
 pub mod govspec;
 pub mod gpu;
+pub mod gradient2;
 pub mod ids;
 pub mod kinds;
 pub mod observe;
@@ -39,6 +42,7 @@ pub mod pipeline;
 pub mod pool;
 pub mod profile;
 pub mod quota;
+pub mod recovery;
 pub mod reference;
 pub mod retry;
 pub mod run;

@@ -204,11 +204,17 @@ pub fn governor_state(path: &str, g: &GovernorKind, now: SimTime) -> ComponentSt
             s.figures = inner.figures;
             s.figures.push(("would_reject", sh.counters.would_reject as f64));
         }
-        GovernorKind::ParamFlow(_)
-        | GovernorKind::Cache(_)
-        | GovernorKind::SingleFlight(_)
-        | GovernorKind::Batcher(_)
-        | GovernorKind::TimeLimiter(_) => {}
+        // Kinds without figures of their own here; what they declare generically
+        // (gauges, in flight against a limit) is added below.
+        _ => {}
+    }
+    if s.in_flight.is_none()
+        && let Some((in_use, limit)) = g.in_flight_limit()
+    {
+        s.in_flight = Some(InFlight { in_use, limit });
+    }
+    if !matches!(g, GovernorKind::Shadow(_)) {
+        s.figures.extend(g.gauges().into_iter().map(|(n, v)| (n, v as f64)));
     }
     s
 }

@@ -71,7 +71,14 @@ pub fn simulation(sc: &Scenario, cfg: &RunConfig) -> Simulation<QueueingWorld> {
 /// experiment has the same schema.
 pub fn summary_template(sc: &Scenario) -> Summary {
     let sim = simulation(sc, &RunConfig::new(0, SimDuration::ZERO));
-    sim.world().summary(SimTime::ZERO)
+    let mut s = sim.world().summary(SimTime::ZERO);
+    if let Some(spec) = &sc.recovery {
+        crate::recovery::push_columns(
+            &mut s,
+            &crate::recovery::verdict(spec, &[], SimDuration::ZERO),
+        );
+    }
+    s
 }
 
 /// Runs a checked scenario to `cfg.duration`.
@@ -87,7 +94,11 @@ pub fn run(sc: &Scenario, cfg: &RunConfig) -> RunOutput {
 pub fn finish(sim: Simulation<QueueingWorld>, end: SimTime, error: Option<SimError>) -> RunOutput {
     let end = end.max(sim.now());
     let mut done = sim.finish(end);
-    let summary = done.world.summary(end);
+    let mut summary = done.world.summary(end);
+    if let Some(spec) = done.world.recovery() {
+        let v = crate::recovery::verdict(spec, &done.series, end - SimTime::ZERO);
+        crate::recovery::push_columns(&mut summary, &v);
+    }
     let mut fingerprint = done.fingerprint;
     fold_summary(&mut fingerprint, &summary);
     RunOutput {

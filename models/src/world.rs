@@ -519,6 +519,8 @@ pub struct RequestRecord {
 pub struct QueueingWorld {
     seed: u64,
     warmup: SimTime,
+    /// The scenario's metastability verdict window, computed after the run from its series.
+    recovery: Option<crate::recovery::RecoverySpec>,
     sources: Vec<SourceRt>,
     classes: Vec<ClassRt>,
     pipelines: Vec<PipelineRt>,
@@ -533,6 +535,8 @@ pub struct QueueingWorld {
     /// The scenario's parameter registry: what a run-time change is validated against.
     registry: crate::params::Registry,
     gates: Vec<GateRt>,
+    /// Governors with declared gauges: arena index and the gauge of each, in order.
+    gov_gauges: Vec<(usize, Vec<GaugeId>)>,
     stations: Vec<StationRt>,
     quotas: Vec<(String, crate::quota::Quota)>,
     gpus: Vec<gpu::GpuRt>,

@@ -132,6 +132,11 @@ impl<V: DistValue> Dist<V> {
             DistSpec::LogNormal { mean, cv } => {
                 let m = check_positive("LogNormal mean", mean.to_base())?;
                 let cv = check_positive("LogNormal cv", *cv)?;
+                // σ² = ln(1 + cv²): beyond this bound cv² overflows, σ and μ become
+                // infinite and draws NaN (found by the fuzzer with `cv: 1e308`).
+                if cv > 1000.0 {
+                    return Err(format!("LogNormal cv must lie in (0, 1000], found {cv:e}"));
+                }
                 let s2 = libm::log1p(cv * cv);
                 Sampler::LogNormal { mu: libm::log(m) - s2 / 2.0, sigma: libm::sqrt(s2) }
             }
@@ -346,6 +351,7 @@ mod tests {
         let cases: &[(DistSpec<f64>, &str)] = &[
             (DistSpec::Exponential { mean: 0.0 }, "Exponential mean must be finite and > 0"),
             (DistSpec::LogNormal { mean: 5.0, cv: -1.0 }, "LogNormal cv must be finite and > 0"),
+            (DistSpec::LogNormal { mean: 5.0, cv: 1e308 }, "LogNormal cv must lie in (0, 1000]"),
             (DistSpec::Gamma { mean: 5.0, cv: 100.0 }, "Gamma cv must lie in"),
             (DistSpec::Uniform { low: 3.0, high: 1.0 }, "low must be ≤ high"),
             (DistSpec::Empirical { samples: vec![] }, "at least one sample"),

@@ -442,12 +442,19 @@ impl crate::params::Params for ThreadPoolSpec {
             }
             ("keep_alive_time", V::Duration(d)) => self.keep_alive_time = d,
             ("queue_capacity", V::Count(n)) => self.queue_capacity = n,
-            (p, v) => {
+            ("core_pool_size", V::Count(n)) => {
                 return Err(format!(
-                    "pool `{}`: cannot set `{p}` to {v:?} (unknown, or core_pool_size {} > maximum_pool_size {})",
-                    self.name, self.core_pool_size, self.maximum_pool_size
+                    "pool `{}`: core_pool_size {n} > maximum_pool_size {}",
+                    self.name, self.maximum_pool_size
                 ));
             }
+            ("maximum_pool_size", V::Count(n)) => {
+                return Err(format!(
+                    "pool `{}`: maximum_pool_size {n} < core_pool_size {} (and must be ≥ 1)",
+                    self.name, self.core_pool_size
+                ));
+            }
+            (p, v) => return Err(format!("pool `{}`: cannot set `{p}` to {v}", self.name)),
         }
         Ok(())
     }

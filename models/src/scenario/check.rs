@@ -31,7 +31,8 @@ impl<V> ScenarioSpec<V> {
         self.check_apps()
     }
 
-    /// The scenario has sources and 1–64 classes; class and source names are unique.
+    /// The scenario has sources and 1–64 classes; class and source names are unique; a
+    /// recovery window is consistent.
     fn check_top_level(&self) -> Result<(), SpecError> {
         if self.sources.is_empty() {
             return Err(SpecError {
@@ -47,6 +48,12 @@ impl<V> ScenarioSpec<V> {
         }
         unique("classes", self.classes.iter().map(|s| s.name.as_str()))?;
         unique("sources", self.sources.iter().map(|s| s.name.as_str()))?;
+        if let Some(r) = &self.recovery {
+            r.check().map_err(|(field, message)| SpecError {
+                path: format!("recovery.{field}"),
+                message,
+            })?;
+        }
         Ok(())
     }
 

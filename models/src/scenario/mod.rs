@@ -94,6 +94,10 @@ macro_rules! scenario_spec {
             /// Parameter changes during the run.
             #[serde(default = "Vec::new")]
             pub timeline: Vec<SetParam<V>>,
+            /// The trigger window of a metastability verdict (`recovery.<column>` summary
+            /// columns); `None`: no verdict.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub recovery: Option<crate::recovery::RecoverySpec>,
         }
 
         impl<V> ScenarioSpec<V> {
@@ -124,6 +128,7 @@ macro_rules! scenario_spec {
                     users: self.users,
                     apps: self.apps,
                     timeline,
+                    recovery: self.recovery,
                 })
             }
         }

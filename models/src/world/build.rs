@@ -60,6 +60,21 @@ impl QueueingWorld {
                 });
             }
         }
+        // Gauges a governor kind declares (`GovernorKindOps::gauges`), for every copy.
+        let gov_gauges: Vec<(usize, Vec<GaugeId>)> = govs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, g)| {
+                let names = g.gauges();
+                (!names.is_empty()).then(|| {
+                    let ids = names
+                        .iter()
+                        .map(|(n, _)| ctx.metrics.gauge(&format!("{}.{n}", gov_names[i])))
+                        .collect();
+                    (i, ids)
+                })
+            })
+            .collect();
         let stacks_of = |stack: &[usize]| -> Vec<Vec<usize>> {
             if !stack.iter().any(|&g| copies[g].is_some()) {
                 return Vec::new();
@@ -241,7 +256,9 @@ impl QueueingWorld {
             gov_wake: vec![None; n_govs],
             params_now: registry.iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             registry,
+            recovery: sc.recovery.clone(),
             gates,
+            gov_gauges,
             stations,
             conns: sc.connection_pools.iter().map(|s| conn::ConnPoolRt::new(s, ctx)).collect(),
             gpus: sc.gpu_servers.iter().map(|s| gpu::GpuRt::new(s, ctx)).collect(),

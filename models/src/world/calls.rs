@@ -598,10 +598,15 @@ impl QueueingWorld {
     }
 
     pub(super) fn update_gate_gauges(&mut self, ctx: &mut Ctx<'_, Ev>) {
-        if self.gates.is_empty() {
+        if self.gates.is_empty() && self.gov_gauges.is_empty() {
             return;
         }
         let now = ctx.now();
+        for (g, ids) in &self.gov_gauges {
+            for ((_, v), &id) in self.govs[*g].gauges().iter().zip(ids) {
+                ctx.metrics.set(id, now, *v);
+            }
+        }
         for rt in &self.gates {
             let gate = self.govs[rt.gov].as_gate().expect("a gate");
             ctx.metrics.set(rt.in_use, now, gate.in_use() as i64);

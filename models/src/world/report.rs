@@ -10,6 +10,11 @@ impl QueueingWorld {
     }
 
     /// The model's results at `end`.
+    /// The scenario's metastability verdict window, if it declares one.
+    pub fn recovery(&self) -> Option<&crate::recovery::RecoverySpec> {
+        self.recovery.as_ref()
+    }
+
     pub fn summary(&self, end: SimTime) -> Summary {
         let mut out = Summary::default();
         let mut oldest: Vec<Option<SimTime>> = vec![None; self.sources.len()];

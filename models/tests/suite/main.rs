@@ -5,6 +5,7 @@
 mod support;
 
 mod abandoned_work;
+mod adaptive;
 mod cluster_flow;
 mod connections;
 mod degradation;
@@ -23,6 +24,7 @@ mod limits;
 mod per_instance;
 mod provider_faults;
 mod queueing_theory;
+mod recovery;
 mod routing;
 mod scenarios;
 mod scripted;

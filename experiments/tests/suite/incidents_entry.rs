@@ -3,7 +3,7 @@
 //! first seeds (every variant on the same traffic), and the direction and size of the
 //! effect asserted with bounds derived from the physics.
 
-mod incident_support;
+use crate::incident_support;
 use incident_support::*;
 
 /// Incident 8. 40 requests/s × 3 parallel calls of ~0.4 s: the slowest of three takes

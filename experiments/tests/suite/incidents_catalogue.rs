@@ -2,7 +2,7 @@
 //! incident, each valid, with a description, the `failure` and `fix` variants, at least 5
 //! seeds, and named after its file.
 
-mod incident_support;
+use crate::incident_support;
 use incident_support::*;
 
 /// The 18 incidents of SPEC §6, in order (file stem after the number).

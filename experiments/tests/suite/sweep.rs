@@ -117,3 +117,84 @@ fn run_ids_change_when_a_trace_file_changes() {
     assert_eq!(a, c);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn load(extra: &str) -> Result<experiments::Experiment, String> {
+    load_text(Path::new("plan.ron"), &BASE.replace("EXTRA", extra), &RunDefaults::default())
+        .map_err(|e| e.to_string())
+}
+
+/// Planning never loses a run: every planned run has its own id (refusals of collisions
+/// and of invalid combinations, with their messages, are in `bad_input/`).
+fn unique_ids(e: &experiments::Experiment) -> bool {
+    e.runs.iter().map(|r| &r.run_id).collect::<std::collections::HashSet<_>>().len() == e.runs.len()
+}
+
+/// Two fractional values of a count that would run as one integer (60.9 and 60 both as
+/// 60) are refused at load, whichever check sees them first: never two points sharing
+/// one run id (the second would overwrite the first's files).
+#[test]
+fn fractional_values_never_collapse_into_one_run() {
+    let err = load(r#"sweep: [Grid(path: "gate.g.permits", values: [4.2, 4.7, 8])],"#)
+        .expect_err("refused");
+    assert!(err.contains("plan.ron:12:") && err.contains("sweep[0].values["), "{err}");
+}
+
+/// A variant without overlay and a sweep value equal to the scenario's own: every run of
+/// the plan still has its own id (the variant's name is part of it).
+#[test]
+fn an_empty_variant_and_the_scenario_value_keep_distinct_ids() {
+    let e = load(
+        r#"variants: [(name: "plain"), (name: "same", set: [(path: "gate.g.permits", value: 4)])],
+           sweep: [Grid(path: "gate.g.permits", values: [4, 8])],"#,
+    )
+    .unwrap();
+    assert_eq!(e.runs.len(), 2 * 2 * 2);
+    assert!(unique_ids(&e));
+}
+
+/// A sweep of two parameters tied by a rule (core ≤ maximum): the points the constraint
+/// keeps are valid whatever order the values are set in (maximum 4 with core 2 while the
+/// scenario's core is 8), and the invalid one (maximum 4, core 8) is dropped, not refused.
+#[test]
+fn tied_parameters_set_in_any_order_and_constraints_drop_invalid_points() {
+    let text = r#"Experiment(
+    name: "pool",
+    scenario: Inline(Scenario(
+        name: "s",
+        sources: [(name: "chat", interarrival: Exponential(mean: "10ms"), target: "llm", app: "svc")],
+        apps: [(name: "svc", instances: 1, pool: Some(Shared((name: "w", core_pool_size: 8, maximum_pool_size: 8, queue_capacity: 0))))],
+        call_sites: [(name: "llm", upstream: "llm")],
+        stations: [(name: "llm", servers: 8, service: Exponential(mean: "50ms"))],
+    )),
+    duration: "10s",
+    sweep: [Grid(path: "pool.w.maximum_pool_size", values: [16, 4]), Grid(path: "pool.w.core_pool_size", values: [2, 8])],
+    CONSTRAINT
+)"#;
+    let e = load_text(
+        Path::new("pool.ron"),
+        &text.replace(
+            "CONSTRAINT",
+            r#"constraints: [(left: "pool.w.core_pool_size", op: Le, right: "pool.w.maximum_pool_size")],"#,
+        ),
+        &RunDefaults::default(),
+    )
+    .unwrap();
+    let val = |v: &Option<models::params::ParamValue>| {
+        v.as_ref().expect("every point has it").to_string()
+    };
+    let got: Vec<String> =
+        e.runs.iter().map(|r| format!("{} {}", val(&r.params[0]), val(&r.params[1]))).collect();
+    assert_eq!(got, ["16 2", "16 8", "4 2"]);
+    assert!(unique_ids(&e));
+    // Without the constraint the invalid point is refused, with the point named.
+    let err =
+        load_text(Path::new("pool.ron"), &text.replace("CONSTRAINT", ""), &RunDefaults::default())
+            .expect_err("maximum 4 < core 8")
+            .to_string();
+    assert!(
+        err.contains(
+            "variant \"default\" with pool.w.maximum_pool_size=4, pool.w.core_pool_size=8"
+        ),
+        "{err}"
+    );
+}

@@ -3,7 +3,7 @@
 //! first seeds (every variant on the same traffic), and the direction and size of the
 //! effect asserted with bounds derived from the physics.
 
-mod incident_support;
+use crate::incident_support;
 use incident_support::*;
 
 /// Incident 13. A fault of 6 s (60–66 s): the breaker opens within ~1 s (10 calls of the

@@ -3,7 +3,7 @@
 //! first seeds (every variant on the same traffic), and the direction and size of the
 //! effect asserted with bounds derived from the physics.
 
-mod incident_support;
+use crate::incident_support;
 use incident_support::*;
 
 /// Incident 5. 200 requests/s × a mean fan-out of 0.3·(3+4+5) + 0.1·8 = 4.4 = 880 LLM

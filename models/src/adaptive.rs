@@ -1,0 +1,229 @@
+//! The limiter shared by the adaptive concurrency limits: Netflix concurrency-limits'
+//! `SimpleLimiter` over a `Limit` algorithm (`aimd.rs`: `AIMDLimit`, `gradient2.rs`:
+//! `Gradient2Limit`).
+//!
+//! A call passes while fewer than `limit` calls are in flight past this level, else it is
+//! rejected at once (`gate_full`, like a fail-fast gate: `SimpleLimiter.acquire` returns
+//! no listener). When a passed call's outcome comes back the algorithm takes a sample, as
+//! `AbstractLimiter.createListener` builds it: `rtt` = now − the time the call passed,
+//! `inflight` = the calls in flight just after it passed (the listener's
+//! `currentInflight`), `didDrop` for a failure below this level (timeout, 429, 5xx,
+//! connect error, interrupted stream: `onDropped`). A business error (the upstream
+//! answered), a degraded answer or a refusal by a level below, and a call cancelled from
+//! above take no sample (`onIgnore`). `AbstractLimit.onSample` then sets the limit the
+//! algorithm returns.
+//!
+//! The limit is the gauge `<kind>.<name>.limit` (with `in_flight`); each decrease is a
+//! `limit_decrease` event (`from` → `to`); increases show in the gauge only (they can
+//! happen once per call).
+//!
+//! Architecture invariant: `in_flight` = calls passed − calls returned (outcome or
+//! abandon); every passed call is in `started` exactly until it returns, and samples at
+//! most once.
+
+use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
+use crate::ids::CallId;
+use crate::outcome::{Outcome, Reason};
+use crate::params::{GovernorSpec, ParamValue};
+use sim_core::{SimDuration, SimTime};
+use std::collections::BTreeMap;
+
+/// Largest limit (a bound on the state, as a gate's permits).
+pub const MAX_LIMIT: u64 = 10_000_000;
+
+/// A `Limit` algorithm: its declaration and how a sample moves the limit.
+pub trait LimitAlgorithm: Clone + std::fmt::Debug {
+    type Spec: GovernorSpec;
+    /// The algorithm's state and the limit before the first sample (`initialLimit`).
+    fn new(spec: &Self::Spec) -> (Self, u64);
+    /// `_update(startTime, rtt, inflight, didDrop)`: the limit after one sample.
+    fn update(&mut self, limit: u64, rtt: SimDuration, inflight: u64, did_drop: bool) -> u64;
+    /// A run-time change of one of its parameters (applies from the next sample).
+    fn apply_param(&mut self, param: &str, v: ParamValue) -> Result<(), String>;
+}
+
+/// Run-time state: `SimpleLimiter` over the algorithm `A`.
+#[derive(Clone, Debug)]
+pub struct SimpleLimiter<A> {
+    algo: A,
+    limit: u64,
+    /// Calls past this level: when each passed, and the in-flight count just after.
+    started: BTreeMap<CallId, (SimTime, u64)>,
+    events: Vec<GovEvent>,
+    pub passed: u64,
+    pub rejected: u64,
+    pub succeeded: u64,
+    pub dropped: u64,
+    pub ignored: u64,
+}
+
+impl<A: LimitAlgorithm> SimpleLimiter<A> {
+    pub fn new(spec: &A::Spec) -> Self {
+        let (algo, limit) = A::new(spec);
+        SimpleLimiter {
+            algo,
+            limit,
+            started: BTreeMap::new(),
+            events: Vec::new(),
+            passed: 0,
+            rejected: 0,
+            succeeded: 0,
+            dropped: 0,
+            ignored: 0,
+        }
+    }
+
+    /// The limit in force.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+    /// Calls past this level.
+    pub fn in_flight(&self) -> u64 {
+        self.started.len() as u64
+    }
+
+    fn sample(&mut self, rtt: SimDuration, inflight: u64, did_drop: bool, now: SimTime) {
+        let next = self.algo.update(self.limit, rtt, inflight, did_drop);
+        if next < self.limit {
+            self.events.push(GovEvent {
+                time: now,
+                kind: "limit_decrease",
+                from: self.limit.to_string(),
+                to: next.to_string(),
+            });
+        }
+        self.limit = next;
+    }
+}
+
+/// A sample's `didDrop` (`Some(true)`: `onDropped`, `Some(false)`: `onSuccess`), or
+/// `None` for an outcome that takes no sample (`onIgnore`).
+fn classify(o: Outcome) -> Option<bool> {
+    match o {
+        Outcome::Success => Some(false),
+        Outcome::Failed(Reason::BusinessError) => None,
+        Outcome::Failed(_) => Some(true),
+        Outcome::Degraded(_) | Outcome::Rejected(_) => None,
+    }
+}
+
+impl<A: LimitAlgorithm> Governor for SimpleLimiter<A> {
+    fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
+        if self.in_flight() >= self.limit {
+            self.rejected += 1;
+            return CallDecision::Reject(Reason::GateFull);
+        }
+        let inflight = self.in_flight() + 1;
+        let prev = self.started.insert(call.call, (now, inflight));
+        assert!(prev.is_none(), "call {:?} passed the limit twice", call.call);
+        self.passed += 1;
+        CallDecision::Pass
+    }
+
+    fn on_outcome(&mut self, call: &CallInfo, outcome: Outcome, now: SimTime) -> OutcomeDecision {
+        let (start, inflight) =
+            self.started.remove(&call.call).expect("an outcome of a call that passed");
+        match classify(outcome) {
+            Some(drop) => {
+                if drop {
+                    self.dropped += 1;
+                } else {
+                    self.succeeded += 1;
+                }
+                self.sample(now - start, inflight, drop, now);
+            }
+            None => self.ignored += 1,
+        }
+        OutcomeDecision::PassUp(outcome)
+    }
+
+    fn on_abandon(&mut self, call: &CallInfo, _now: SimTime) {
+        // Cancelled from above: no sample (`onIgnore`).
+        let gone = self.started.remove(&call.call);
+        assert!(gone.is_some(), "abandoned call never passed this limit");
+        self.ignored += 1;
+    }
+
+    fn take_woken(&mut self, _out: &mut Vec<CallId>) {}
+
+    fn waiting(&self) -> usize {
+        0
+    }
+
+    fn take_events(&mut self, out: &mut Vec<GovEvent>) {
+        out.append(&mut self.events);
+    }
+}
+
+impl<A: LimitAlgorithm> crate::governor::GovernorKindOps for SimpleLimiter<A> {
+    type Spec = A::Spec;
+    fn build(spec: &A::Spec, _: &crate::governor::BuildCtx<'_>) -> Self {
+        SimpleLimiter::new(spec)
+    }
+    fn apply_param(&mut self, param: &str, v: ParamValue, _now: SimTime) -> Result<(), String> {
+        self.algo.apply_param(param, v)
+    }
+    fn summary_counters(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("passed", self.passed),
+            ("rejected", self.rejected),
+            ("succeeded", self.succeeded),
+            ("dropped", self.dropped),
+            ("ignored", self.ignored),
+            ("in_flight_end", self.in_flight()),
+            ("limit_end", self.limit),
+        ]
+    }
+    fn gauges(&self) -> Vec<(&'static str, i64)> {
+        vec![("limit", self.limit as i64), ("in_flight", self.in_flight() as i64)]
+    }
+    fn in_flight_limit(&self) -> Option<(u64, Option<u64>)> {
+        Some((self.in_flight(), Some(self.limit)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aimd::{AimdLimit, AimdLimitSpec};
+
+    /// Script through the governor interface (AIMD): the limit rejects at once, samples
+    /// carry the in-flight count at acquisition, ignored outcomes take no sample.
+    #[test]
+    fn limiter_script() {
+        let mut l: AimdLimit = SimpleLimiter::new(&AimdLimitSpec {
+            initial_limit: 2,
+            min_limit: 1,
+            max_limit: 3,
+            ..AimdLimitSpec::defaults("a")
+        });
+        let c = |i| CallInfo::simple(i, 0);
+        let t = SimTime(0);
+        assert_eq!(l.on_call(&c(1), t), CallDecision::Pass);
+        assert_eq!(l.on_call(&c(2), t), CallDecision::Pass);
+        assert_eq!(l.on_call(&c(3), t), CallDecision::Reject(Reason::GateFull));
+        // Call 1 passed with inflight 1: 1×2 ≥ 2 → 3.
+        let t1 = SimTime(1_000_000);
+        l.on_outcome(&c(1), Outcome::Success, t1);
+        assert_eq!(l.limit(), 3);
+        // A business error is ignored: no sample.
+        l.on_outcome(&c(2), Outcome::Failed(Reason::BusinessError), t1);
+        assert_eq!((l.limit(), l.ignored), (3, 1));
+        // A timeout is a drop: (int)(3 × 0.9) = 2, one event.
+        assert_eq!(l.on_call(&c(4), t1), CallDecision::Pass);
+        l.on_outcome(&c(4), Outcome::Failed(Reason::Timeout), SimTime(2_000_000));
+        assert_eq!(l.limit(), 2);
+        let mut ev = vec![];
+        l.take_events(&mut ev);
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].kind, ev[0].from.as_str(), ev[0].to.as_str()),
+            ("limit_decrease", "3", "2")
+        );
+        // Cancelled from above: the slot is given back, no sample.
+        assert_eq!(l.on_call(&c(5), t1), CallDecision::Pass);
+        l.on_abandon(&c(5), t1);
+        assert_eq!((l.in_flight(), l.limit(), l.ignored), (0, 2, 2));
+        assert_eq!((l.passed, l.rejected, l.succeeded, l.dropped), (4, 1, 1, 1));
+    }
+}

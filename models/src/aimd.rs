@@ -1,0 +1,227 @@
+//! An adaptive concurrency limit: Netflix concurrency-limits' `AIMDLimit` (additive
+//! increase, multiplicative decrease) under the shared `SimpleLimiter` (`adaptive.rs`),
+//! from `aimd_limits`.
+//!
+//! `AIMDLimit._update` on each sample:
+//! * a drop or `rtt > timeout`: `limit = (int)(limit × backoff_ratio)`;
+//! * else, if `inflight × 2 ≥ limit`: `limit + 1` (grow only while the limit is used);
+//! * the result clamped, `min(max_limit, max(min_limit, x))` (with `min_limit >
+//!   max_limit` the limit is `max_limit`, as in the library).
+//!
+//! Gauges `aimd_limit.<name>.{limit, in_flight}`, `limit_decrease` events and the
+//! summary counters come from the limiter.
+
+use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, SimpleLimiter};
+use crate::params::{ParamDecl, ParamType, ParamValue as V};
+use serde::{Deserialize, Serialize};
+use sim_core::SimDuration;
+
+/// Configuration, named as `AIMDLimit.Builder` names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "AimdLimit")]
+pub struct AimdLimitSpec {
+    /// Name; parameters live under `aimd_limit.<name>.*`.
+    #[serde(deserialize_with = "crate::validate::name")]
+    pub name: String,
+    /// The limit before the first sample (`initialLimit`, default 20).
+    #[serde(default = "twenty")]
+    pub initial_limit: u64,
+    /// The lowest limit (`minLimit`, default 20).
+    #[serde(default = "twenty")]
+    pub min_limit: u64,
+    /// The highest limit (`maxLimit`, default 200).
+    #[serde(default = "two_hundred")]
+    pub max_limit: u64,
+    /// Factor applied on a drop (`backoffRatio`, [0.5, 1.0), default 0.9).
+    #[serde(default = "point_nine")]
+    pub backoff_ratio: f64,
+    /// A round trip longer than this counts as a drop (`timeout`, default 5 s).
+    #[serde(default = "five_seconds")]
+    pub timeout: SimDuration,
+}
+
+fn twenty() -> u64 {
+    20
+}
+fn two_hundred() -> u64 {
+    200
+}
+fn point_nine() -> f64 {
+    0.9
+}
+fn five_seconds() -> SimDuration {
+    SimDuration::from_secs(5)
+}
+
+impl AimdLimitSpec {
+    /// The library's defaults under a name.
+    pub fn defaults(name: &str) -> Self {
+        AimdLimitSpec {
+            name: name.into(),
+            initial_limit: twenty(),
+            min_limit: twenty(),
+            max_limit: two_hundred(),
+            backoff_ratio: point_nine(),
+            timeout: five_seconds(),
+        }
+    }
+}
+
+/// The algorithm's state: its parameters in force.
+#[derive(Clone, Debug)]
+pub struct Aimd {
+    min_limit: u64,
+    max_limit: u64,
+    backoff_ratio: f64,
+    timeout: SimDuration,
+}
+
+/// The run-time state of an `AimdLimit`.
+pub type AimdLimit = SimpleLimiter<Aimd>;
+
+impl LimitAlgorithm for Aimd {
+    type Spec = AimdLimitSpec;
+    fn new(spec: &AimdLimitSpec) -> (Self, u64) {
+        let a = Aimd {
+            min_limit: spec.min_limit,
+            max_limit: spec.max_limit,
+            backoff_ratio: spec.backoff_ratio,
+            timeout: spec.timeout,
+        };
+        (a, spec.initial_limit)
+    }
+
+    /// `AIMDLimit._update`.
+    fn update(&mut self, limit: u64, rtt: SimDuration, inflight: u64, did_drop: bool) -> u64 {
+        let mut l = limit;
+        if did_drop || rtt > self.timeout {
+            // Java's `(int) (currentLimit * backoffRatio)`: truncation toward zero.
+            l = (l as f64 * self.backoff_ratio) as u64;
+        } else if inflight * 2 >= l {
+            l += 1;
+        }
+        l.max(self.min_limit).min(self.max_limit)
+    }
+
+    fn apply_param(&mut self, param: &str, v: V) -> Result<(), String> {
+        match (param, v) {
+            ("min_limit", V::Count(n)) => self.min_limit = n,
+            ("max_limit", V::Count(n)) => self.max_limit = n,
+            ("backoff_ratio", V::Float(x)) => self.backoff_ratio = x,
+            ("timeout", V::Duration(d)) => self.timeout = d,
+            (p, v) => return Err(format!("aimd_limit.{p} = {v:?} is not run-time changeable")),
+        }
+        Ok(())
+    }
+}
+
+impl crate::params::Params for AimdLimitSpec {
+    const KIND: &'static str = "aimd_limit";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        let limit = ParamType::Count { min: 1, max: MAX_LIMIT };
+        vec![
+            ParamDecl {
+                name: "initial_limit",
+                ty: limit.clone(),
+                unit: "calls",
+                runtime: false,
+                doc: "the limit before the first sample (initialLimit)",
+            },
+            ParamDecl {
+                name: "min_limit",
+                ty: limit.clone(),
+                unit: "calls",
+                runtime: true,
+                doc: "the lowest limit (minLimit)",
+            },
+            ParamDecl {
+                name: "max_limit",
+                ty: limit,
+                unit: "calls",
+                runtime: true,
+                doc: "the highest limit (maxLimit)",
+            },
+            ParamDecl {
+                name: "backoff_ratio",
+                ty: ParamType::Float { min: 0.5, max: 0.999_999 },
+                unit: "ratio",
+                runtime: true,
+                doc: "factor applied to the limit on a drop, in [0.5, 1.0) (backoffRatio)",
+            },
+            ParamDecl {
+                name: "timeout",
+                ty: ParamType::Duration {
+                    min: SimDuration::from_ns(1),
+                    max: SimDuration::from_secs(86_400),
+                },
+                unit: "ns",
+                runtime: true,
+                doc: "a round trip longer than this counts as a drop (timeout)",
+            },
+        ]
+    }
+    fn get(&self, p: &str) -> Option<V> {
+        Some(match p {
+            "initial_limit" => V::Count(self.initial_limit),
+            "min_limit" => V::Count(self.min_limit),
+            "max_limit" => V::Count(self.max_limit),
+            "backoff_ratio" => V::Float(self.backoff_ratio),
+            "timeout" => V::Duration(self.timeout),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
+        match (p, v) {
+            ("initial_limit", V::Count(n)) => self.initial_limit = n,
+            ("min_limit", V::Count(n)) => self.min_limit = n,
+            ("max_limit", V::Count(n)) => self.max_limit = n,
+            ("backoff_ratio", V::Float(x)) => self.backoff_ratio = x,
+            ("timeout", V::Duration(d)) => self.timeout = d,
+            (p, v) => return Err(format!("aimd_limit has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}
+
+impl crate::params::GovernorSpec for AimdLimitSpec {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (limit before, min, max, rtt ms, inflight, drop, limit after, why).
+    type Row = (u64, u64, u64, u64, u64, bool, u64, &'static str);
+
+    /// `AIMDLimit._update(startTime, rtt, inflight, didDrop)`, row by row from the
+    /// library's formula: (limit before, min, max, rtt ms, inflight, drop) → limit after.
+    #[test]
+    fn update_table() {
+        #[rustfmt::skip]
+        let rows: &[Row] = &[
+            (20, 20, 200, 10, 10, false, 21, "inflight×2 = 20 ≥ 20: additive increase"),
+            (20, 20, 200, 10, 9, false, 20, "inflight×2 = 18 < 20: app-limited, unchanged"),
+            (100, 20, 200, 10, 60, true, 90, "drop: ×0.9"),
+            (25, 20, 200, 10, 20, true, 22, "drop: (int)22.5 = 22, truncated"),
+            (21, 20, 200, 10, 20, true, 20, "drop: (int)18.9 = 18, raised to min 20"),
+            (100, 20, 200, 5001, 60, false, 90, "rtt 5.001 s > timeout 5 s: a drop"),
+            (100, 20, 200, 5000, 60, false, 101, "rtt = timeout is no drop (strictly greater)"),
+            (200, 20, 200, 10, 150, false, 200, "at max: clamped"),
+            (55, 20, 50, 10, 1, false, 50, "above max (initial): clamped on the first sample"),
+            (30, 40, 30, 10, 1, false, 30, "min > max: min(max, max(min, x)) = max"),
+            (11, 1, 200, 10, 5, true, 9, "(int)9.9 = 9: truncation, not rounding"),
+        ];
+        for &(before, min, max, rtt_ms, inflight, drop, after, why) in rows {
+            let spec =
+                AimdLimitSpec { min_limit: min, max_limit: max, ..AimdLimitSpec::defaults("a") };
+            let (mut a, _) = Aimd::new(&spec);
+            assert_eq!(
+                a.update(before, SimDuration::from_ms(rtt_ms), inflight, drop),
+                after,
+                "{why}"
+            );
+        }
+    }
+}

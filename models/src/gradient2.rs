@@ -1,0 +1,314 @@
+//! An adaptive concurrency limit: Netflix concurrency-limits' `Gradient2Limit` (latency
+//! gradient against a long-term RTT) under the shared `SimpleLimiter` (`adaptive.rs`),
+//! from `gradient2_limits`.
+//!
+//! `Gradient2Limit._update` on each sample (`rtt` in ns, as the library's nanoTime):
+//! * `long` = the exponential average of the RTTs (`ExpAvgMeasurement(long_window, 10)`:
+//!   the plain mean of the first 10 samples, then factor 2 ÷ (long_window + 1));
+//! * if `long ÷ rtt > 2` the stored average is scaled by 0.95 (recovering after a long
+//!   overload), the sample's `long` unchanged;
+//! * if `inflight < estimate ÷ 2` the limit stays (app-limited);
+//! * else `gradient = max(0.5, min(1, rtt_tolerance × long ÷ rtt))`, `new = estimate ×
+//!   gradient + queue_size`, smoothed `estimate × (1 − smoothing) + new × smoothing`,
+//!   clamped to `[min_limit, max_concurrency]`; the limit is `(int) estimate`.
+//!
+//! Drops take a sample like any other (the algorithm ignores `didDrop`). Not modelled: the
+//! `WindowedLimit` wrapper (samples aggregated per window before `_update`) and a
+//! `queueSize` function of the limit (the fixed `queueSize(int)` form is).
+
+use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, SimpleLimiter};
+use crate::params::{ParamDecl, ParamType, ParamValue as V};
+use serde::{Deserialize, Serialize};
+use sim_core::SimDuration;
+
+/// Configuration, named as `Gradient2Limit.Builder` names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Gradient2Limit")]
+pub struct Gradient2LimitSpec {
+    /// Name; parameters live under `gradient2_limit.<name>.*`.
+    #[serde(deserialize_with = "crate::validate::name")]
+    pub name: String,
+    /// `initialLimit` (default 20).
+    #[serde(default = "twenty")]
+    pub initial_limit: u64,
+    /// `minLimit` (default 20).
+    #[serde(default = "twenty")]
+    pub min_limit: u64,
+    /// `maxConcurrency` (default 200).
+    #[serde(default = "two_hundred")]
+    pub max_concurrency: u64,
+    /// `smoothing` (default 0.2).
+    #[serde(default = "point_two")]
+    pub smoothing: f64,
+    /// `queueSize` (default 4).
+    #[serde(default = "four")]
+    pub queue_size: u64,
+    /// `longWindow`, in samples (default 600).
+    #[serde(default = "six_hundred")]
+    pub long_window: u64,
+    /// `rttTolerance` (≥ 1, default 1.5).
+    #[serde(default = "one_point_five")]
+    pub rtt_tolerance: f64,
+}
+
+fn twenty() -> u64 {
+    20
+}
+fn two_hundred() -> u64 {
+    200
+}
+fn point_two() -> f64 {
+    0.2
+}
+fn four() -> u64 {
+    4
+}
+fn six_hundred() -> u64 {
+    600
+}
+fn one_point_five() -> f64 {
+    1.5
+}
+
+impl Gradient2LimitSpec {
+    /// The library's defaults under a name.
+    pub fn defaults(name: &str) -> Self {
+        Gradient2LimitSpec {
+            name: name.into(),
+            initial_limit: twenty(),
+            min_limit: twenty(),
+            max_concurrency: two_hundred(),
+            smoothing: point_two(),
+            queue_size: four(),
+            long_window: six_hundred(),
+            rtt_tolerance: one_point_five(),
+        }
+    }
+}
+
+/// `ExpAvgMeasurement`: the mean of the first `warmup` samples, then an exponential average.
+#[derive(Clone, Debug)]
+struct ExpAvg {
+    value: f64,
+    sum: f64,
+    count: u32,
+    window: u64,
+}
+
+impl ExpAvg {
+    /// `ExpAvgMeasurement.add`.
+    fn add(&mut self, sample: f64) -> f64 {
+        const WARMUP: u32 = 10;
+        if self.count < WARMUP {
+            self.count += 1;
+            self.sum += sample;
+            self.value = self.sum / self.count as f64;
+        } else {
+            let factor = 2.0 / (self.window as f64 + 1.0);
+            self.value = self.value * (1.0 - factor) + sample * factor;
+        }
+        self.value
+    }
+}
+
+/// The algorithm's state.
+#[derive(Clone, Debug)]
+pub struct Gradient2 {
+    estimate: f64,
+    long_rtt: ExpAvg,
+    min_limit: u64,
+    max_limit: u64,
+    smoothing: f64,
+    queue_size: u64,
+    tolerance: f64,
+}
+
+/// The run-time state of a `Gradient2Limit`.
+pub type Gradient2Limit = SimpleLimiter<Gradient2>;
+
+impl LimitAlgorithm for Gradient2 {
+    type Spec = Gradient2LimitSpec;
+    fn new(spec: &Gradient2LimitSpec) -> (Self, u64) {
+        let g = Gradient2 {
+            estimate: spec.initial_limit as f64,
+            long_rtt: ExpAvg { value: 0.0, sum: 0.0, count: 0, window: spec.long_window },
+            min_limit: spec.min_limit,
+            max_limit: spec.max_concurrency,
+            smoothing: spec.smoothing,
+            queue_size: spec.queue_size,
+            tolerance: spec.rtt_tolerance,
+        };
+        (g, spec.initial_limit)
+    }
+
+    /// `Gradient2Limit._update`.
+    fn update(&mut self, _limit: u64, rtt: SimDuration, inflight: u64, _did_drop: bool) -> u64 {
+        let queue = self.queue_size as f64;
+        let short = rtt.0 as f64;
+        let long = self.long_rtt.add(short);
+        if long / short > 2.0 {
+            self.long_rtt.value *= 0.95;
+        }
+        if (inflight as f64) < self.estimate / 2.0 {
+            return self.estimate as u64;
+        }
+        let gradient = (self.tolerance * long / short).min(1.0).max(0.5);
+        let new = self.estimate * gradient + queue;
+        let new = self.estimate * (1.0 - self.smoothing) + new * self.smoothing;
+        self.estimate = new.min(self.max_limit as f64).max(self.min_limit as f64);
+        self.estimate as u64
+    }
+
+    fn apply_param(&mut self, param: &str, v: V) -> Result<(), String> {
+        match (param, v) {
+            ("min_limit", V::Count(n)) => self.min_limit = n,
+            ("max_concurrency", V::Count(n)) => self.max_limit = n,
+            ("smoothing", V::Float(x)) => self.smoothing = x,
+            ("queue_size", V::Count(n)) => self.queue_size = n,
+            ("rtt_tolerance", V::Float(x)) => self.tolerance = x,
+            (p, v) => {
+                return Err(format!("gradient2_limit.{p} = {v:?} is not run-time changeable"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl crate::params::Params for Gradient2LimitSpec {
+    const KIND: &'static str = "gradient2_limit";
+    fn instance_name(&self) -> &str {
+        &self.name
+    }
+    fn decls() -> Vec<ParamDecl> {
+        let limit = ParamType::Count { min: 1, max: MAX_LIMIT };
+        let d = |name, ty, unit, runtime, doc| ParamDecl { name, ty, unit, runtime, doc };
+        vec![
+            d(
+                "initial_limit",
+                limit.clone(),
+                "calls",
+                false,
+                "the limit before the first sample (initialLimit)",
+            ),
+            d("min_limit", limit.clone(), "calls", true, "the lowest limit (minLimit)"),
+            d("max_concurrency", limit, "calls", true, "the highest limit (maxConcurrency)"),
+            d(
+                "smoothing",
+                ParamType::Float { min: 0.0, max: 1.0 },
+                "ratio",
+                true,
+                "weight of a new estimate (smoothing)",
+            ),
+            d(
+                "queue_size",
+                ParamType::Count { min: 0, max: MAX_LIMIT },
+                "calls",
+                true,
+                "growth allowed while latency stays low (queueSize)",
+            ),
+            d(
+                "long_window",
+                ParamType::Count { min: 1, max: 1_000_000 },
+                "samples",
+                false,
+                "window of the long-term RTT average (longWindow)",
+            ),
+            d(
+                "rtt_tolerance",
+                ParamType::Float { min: 1.0, max: 100.0 },
+                "ratio",
+                true,
+                "acceptable RTT growth over the long-term average (rttTolerance)",
+            ),
+        ]
+    }
+    fn get(&self, p: &str) -> Option<V> {
+        Some(match p {
+            "initial_limit" => V::Count(self.initial_limit),
+            "min_limit" => V::Count(self.min_limit),
+            "max_concurrency" => V::Count(self.max_concurrency),
+            "smoothing" => V::Float(self.smoothing),
+            "queue_size" => V::Count(self.queue_size),
+            "long_window" => V::Count(self.long_window),
+            "rtt_tolerance" => V::Float(self.rtt_tolerance),
+            _ => return None,
+        })
+    }
+    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
+        match (p, v) {
+            ("initial_limit", V::Count(n)) => self.initial_limit = n,
+            ("min_limit", V::Count(n)) => self.min_limit = n,
+            ("max_concurrency", V::Count(n)) => self.max_concurrency = n,
+            ("smoothing", V::Float(x)) => self.smoothing = x,
+            ("queue_size", V::Count(n)) => self.queue_size = n,
+            ("long_window", V::Count(n)) => self.long_window = n,
+            ("rtt_tolerance", V::Float(x)) => self.rtt_tolerance = x,
+            (p, v) => return Err(format!("gradient2_limit has no parameter `{p}` of type {v:?}")),
+        }
+        Ok(())
+    }
+}
+
+impl crate::params::GovernorSpec for Gradient2LimitSpec {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn algo() -> Gradient2 {
+        Gradient2::new(&Gradient2LimitSpec::defaults("g")).0
+    }
+
+    /// `Gradient2Limit._update` by hand from the library's formula, defaults (initial 20,
+    /// min 20, max 200, smoothing 0.2, queue 4, tolerance 1.5).
+    #[test]
+    fn update_by_the_formula() {
+        let ms = SimDuration::from_ms;
+        // App-limited: inflight 9 < 20 / 2 = 10 → unchanged (the RTT is still averaged).
+        let mut g = algo();
+        assert_eq!(g.update(20, ms(100), 9, false), 20);
+        assert_eq!(g.long_rtt.value, 100e6);
+        // First sample at the average (long = short): gradient min(1, 1.5) = 1; new = 20 + 4
+        // = 24, smoothed 20 × 0.8 + 24 × 0.2 = 20.8 → limit 20.
+        let mut g = algo();
+        assert_eq!(g.update(20, ms(100), 10, false), 20);
+        assert!((g.estimate - 20.8).abs() < 1e-12);
+        // Five more equal samples: each adds 4 × 0.2 = 0.8 → 24.8 → 24.
+        for _ in 0..5 {
+            g.update(0, ms(100), 30, false);
+        }
+        assert!((g.estimate - 24.8).abs() < 1e-9, "{}", g.estimate);
+        // A sample 3× the average (warm-up mean: (6 × 100 + 300) / 7 = 128.57 ms): gradient
+        // max(0.5, 1.5 × 128.57 / 300 = 0.643) → new = 24.8 × 0.643 + 4, smoothed.
+        let long = (600.0 + 300.0) / 7.0;
+        let gradient: f64 = 1.5 * long / 300.0;
+        let want = 24.8 * 0.8 + (24.8 * gradient + 4.0) * 0.2;
+        g.update(0, ms(300), 30, false);
+        assert!((g.estimate - want).abs() < 1e-9, "{} vs {want}", g.estimate);
+        // A sample ten times faster than the average: long ÷ short > 2 → the stored average
+        // is scaled by 0.95 after the sample is folded in.
+        let before = g.long_rtt.value;
+        let folded = (before * 7.0 + 10e6) / 8.0;
+        g.update(0, ms(10), 30, false);
+        assert!((g.long_rtt.value - folded * 0.95).abs() < 1e-3);
+        // Bounds: never below min_limit.
+        let mut g = algo();
+        for _ in 0..50 {
+            g.update(0, ms(1000), 100, false);
+            g.update(0, ms(5000), 100, false);
+        }
+        assert!(g.estimate >= 20.0);
+    }
+
+    /// `ExpAvgMeasurement(600, 10)`: the plain mean while warming up, then factor 2/601.
+    #[test]
+    fn exp_avg_warms_up_then_decays() {
+        let mut a = ExpAvg { value: 0.0, sum: 0.0, count: 0, window: 600 };
+        for i in 1..=10 {
+            a.add(i as f64);
+        }
+        assert_eq!(a.value, 5.5);
+        let f = 2.0 / 601.0;
+        assert_eq!(a.add(100.0), 5.5 * (1.0 - f) + 100.0 * f);
+    }
+}

@@ -79,6 +79,23 @@ impl Session {
         }
     }
 
+    /// Opens a session at t = 0 with `changes` (each stamped with its instant `at`, in the
+    /// order they were applied) already queued: the session a rewind re-simulates, and
+    /// the one an embedding program keeps after [`Session::finish`] to rewind or export.
+    /// Every change must have been accepted by [`Session::check`] on this scenario.
+    pub fn replaying(
+        scenario: impl Into<Arc<Scenario>>,
+        cfg: RunConfig,
+        changes: Vec<SetParam<ParamValue>>,
+    ) -> Session {
+        let mut s = Session::new(scenario, cfg);
+        for c in changes {
+            s.sim.schedule_change(SimTime::ZERO + c.at, c.clone()).expect("at or after 0");
+            s.applied.push(c);
+        }
+        s
+    }
+
     /// The scenario as opened (without the session's changes).
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
@@ -116,6 +133,11 @@ impl Session {
     /// Nothing is left to do before the end (the clock may still be short of it).
     pub fn is_done(&self) -> bool {
         self.sim.error().is_some() || self.sim.next_event_time().is_none_or(|t| t > self.end)
+    }
+
+    /// When the next event is due (`None`: none is left before the end).
+    pub fn next_event_time(&self) -> Option<SimTime> {
+        self.sim.next_event_time().filter(|t| *t <= self.end)
     }
 
     /// Processes the next event at or before the end. `Ok(false)`: none is left (the clock
@@ -310,11 +332,7 @@ impl Session {
         let t = t.min(self.now());
         let kept: Vec<_> =
             self.applied.iter().filter(|c| SimTime::ZERO + c.at <= t).cloned().collect();
-        let mut fresh = Session::new(self.scenario.clone(), self.cfg);
-        for c in kept {
-            fresh.sim.schedule_change(SimTime::ZERO + c.at, c.clone()).expect("at or after 0");
-            fresh.applied.push(c);
-        }
+        let mut fresh = Session::replaying(self.scenario.clone(), self.cfg, kept);
         fresh.run_until(t)?;
         *self = fresh;
         Ok(())

@@ -193,6 +193,24 @@ fn rewinding_re_simulates_to_the_same_state() {
 }
 
 #[test]
+fn a_session_replaying_its_changes_finishes_like_the_original() {
+    // What an embedding program keeps after `finish` (to rewind or export later): a fresh
+    // session with the applied changes queued at their instants.
+    let mut s = Session::new(load(LIVE), cfg(8));
+    s.run_until(secs(2)).unwrap();
+    s.apply("gate.g.permits", ParamValue::Count(10)).unwrap();
+    s.run_until(secs(5)).unwrap();
+    s.apply("gate.g.permits", ParamValue::Count(40)).unwrap();
+    let (sc, cfg, applied) = (s.scenario().clone(), *s.config(), s.applied().to_vec());
+    let fp = s.finish().fingerprint;
+    let again = Session::replaying(sc, cfg, applied.clone());
+    assert_eq!(again.now(), SimTime::ZERO);
+    assert_eq!(again.applied(), &applied[..]);
+    assert!(again.next_event_time().is_some_and(|t| t < secs(1)), "arrivals every few ms");
+    assert_eq!(again.finish().fingerprint, fp);
+}
+
+#[test]
 fn metrics_read_by_path_while_running() {
     let mut s = Session::new(load(LIVE), cfg(7));
     s.run_until(secs(5)).unwrap();

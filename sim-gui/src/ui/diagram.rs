@@ -1,0 +1,426 @@
+//! The request path, generated from the scenario: sources → app instances (dispatcher,
+//! pool) → pipelines → call sites with their governor stacks → upstreams (stations, GPU
+//! servers). Updated live: queue depth and in-flight against each limit as bars, breakers
+//! coloured by state, rejections and 429s as counts. Clicking a node opens its inspector
+//! (its gauges, counters and summary figures) and its knobs.
+
+use crate::app::Workbench;
+use crate::store::Store;
+use egui::{Color32, Pos2, Rect, Sense, Stroke, Vec2};
+use models::observe::ComponentState;
+use models::scenario::Scenario;
+use sim_core::metrics::MetricReading;
+
+/// A metric reading as the inspector shows it.
+fn reading_text(r: &MetricReading) -> String {
+    let ms = |x: Option<f64>| x.map_or("-".to_string(), |ns| format!("{:.1}", ns / 1e6));
+    match r {
+        MetricReading::Counter(n) => n.to_string(),
+        MetricReading::Gauge(n) => n.to_string(),
+        MetricReading::Histogram { bucket_count, p50_ns, p95_ns, p99_ns } => format!(
+            "{bucket_count} in bucket, p50/p95/p99 {}/{}/{} ms",
+            ms(*p50_ns),
+            ms(*p95_ns),
+            ms(*p99_ns)
+        ),
+    }
+}
+
+#[derive(Default)]
+pub struct DiagramState {
+    /// The selected component path (`station.llm`, `gate.llm-permits` …).
+    pub selected: Option<String>,
+}
+
+/// One box of the diagram.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    /// Component path (`source.chat`).
+    pub id: String,
+    pub column: usize,
+    /// The governor stack of a call site, outermost first (component paths).
+    pub governors: Vec<String>,
+}
+
+/// The diagram's structure: nodes by column, edges by node id.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub edges: Vec<(String, String)>,
+}
+
+pub const COLUMNS: [&str; 5] = ["sources", "app instances", "pipelines", "call sites", "upstreams"];
+
+/// The upstream's component path (a station or a GPU server).
+fn upstream_id(sc: &Scenario, name: &str) -> String {
+    if sc.gpu_servers.iter().any(|g| g.name == name) {
+        format!("gpu_server.{name}")
+    } else {
+        format!("station.{name}")
+    }
+}
+
+/// Builds the graph of a scenario.
+pub fn graph(sc: &Scenario) -> Graph {
+    let mut g = Graph::default();
+    let target_id = |t: &str| {
+        if sc.pipelines.iter().any(|p| p.name == t) {
+            format!("pipeline.{t}")
+        } else {
+            format!("call_site.{t}")
+        }
+    };
+    let node = |id: String, column: usize| Node { id, column, governors: Vec::new() };
+    for s in &sc.sources {
+        g.nodes.push(node(format!("source.{}", s.name), 0));
+        match &s.app {
+            Some(a) => {
+                g.edges.push((format!("source.{}", s.name), format!("app.{a}")));
+                g.edges.push((format!("app.{a}"), target_id(&s.target)));
+            }
+            None => g.edges.push((format!("source.{}", s.name), target_id(&s.target))),
+        }
+    }
+    for a in &sc.apps {
+        g.nodes.push(node(format!("app.{}", a.name), 1));
+    }
+    for p in &sc.pipelines {
+        g.nodes.push(node(format!("pipeline.{}", p.name), 2));
+        for st in p.stages.iter().flat_map(|s| s.steps()) {
+            let e = (format!("pipeline.{}", p.name), format!("call_site.{}", st.call));
+            if !g.edges.contains(&e) {
+                g.edges.push(e);
+            }
+        }
+    }
+    for c in &sc.call_sites {
+        let id = format!("call_site.{}", c.name);
+        let governors = c
+            .governors
+            .iter()
+            .map(|r| match r {
+                models::govspec::GovernorRef::Shadow(inner) => {
+                    format!("shadow.{}.{}", inner.kind(), inner.name())
+                }
+                r => format!("{}.{}", r.kind(), r.name()),
+            })
+            .collect();
+        g.nodes.push(Node { id: id.clone(), column: 3, governors });
+        let mut ups: Vec<&str> = vec![c.upstream.as_str()];
+        ups.extend(c.split.iter().map(|s| s.0.as_str()));
+        for u in ups {
+            let e = (id.clone(), upstream_id(sc, u));
+            if !g.edges.contains(&e) {
+                g.edges.push(e);
+            }
+        }
+        if let Some(b) = &c.backup {
+            g.edges.push((id.clone(), format!("call_site.{b}")));
+        }
+    }
+    for s in &sc.stations {
+        g.nodes.push(node(format!("station.{}", s.name), 4));
+    }
+    for s in &sc.gpu_servers {
+        g.nodes.push(node(format!("gpu_server.{}", s.name), 4));
+    }
+    g
+}
+
+const NODE_W: f32 = 170.0;
+
+const ROW_H: f32 = 18.0;
+
+/// `n / limit` (or `inf`) and the bar's fill.
+fn against(label: &str, used: u64, limit: Option<u64>) -> (String, Option<f32>) {
+    match limit {
+        Some(l) => {
+            (format!("{label} {used} / {l}"), Some((used as f32 / l.max(1) as f32).clamp(0.0, 1.0)))
+        }
+        None => (format!("{label} {used}"), None),
+    }
+}
+
+/// The lines of figures a node shows: (text, optional bar fill 0..1), from the session's
+/// component states (summed over the instances of a per-instance governor or an app).
+fn figures(store: &Store, id: &str) -> Vec<(String, Option<f32>)> {
+    let count = |name: &str| store.summary_value(name).unwrap_or(0.0);
+    let (kind, name) = id.split_once('.').unwrap_or((id, ""));
+    if kind == "source" {
+        let snap = store.status.observed.snapshot.as_ref();
+        let t = snap.and_then(|s| s.throughput.iter().find(|t| t.path == id));
+        let Some(t) = t else { return vec![("no traffic yet".into(), None)] };
+        return vec![
+            (format!("offered {}  ended {}", t.offered, t.ended), None),
+            (format!("rejected {}  failed {}", t.rejected, t.failed), None),
+        ];
+    }
+    let states: Vec<&ComponentState> = store.components(id).collect();
+    let used: u64 = states.iter().filter_map(|c| c.in_flight).map(|f| f.in_use).sum();
+    let limit: Option<u64> = match states.is_empty() {
+        true => None,
+        false => states.iter().map(|c| c.in_flight.and_then(|f| f.limit)).sum(),
+    };
+    let waiting: u64 = states.iter().map(|c| c.waiting).sum();
+    let figure = |n: &str| states.iter().filter_map(|c| c.figure(n)).sum::<f64>();
+    let has_flight = states.iter().any(|c| c.in_flight.is_some());
+    match kind {
+        "station" => {
+            let cap = states.iter().find_map(|c| c.figure("queue_capacity")).map(|c| c as u64);
+            vec![against("in flight", used, limit), against("queue", waiting, cap.or(Some(100)))]
+        }
+        "gpu_server" => vec![
+            against("batch", used, limit),
+            (format!("waiting {waiting}"), None),
+            (format!("KV {:.0} tokens", figure("kv_used_tokens")), None),
+        ],
+        "app" => {
+            let mut out = Vec::new();
+            if has_flight {
+                out.push(against("threads", used, limit));
+            }
+            let mut per_class: Vec<(String, u64)> = Vec::new();
+            for (c, n) in states.iter().flat_map(|s| s.queues.iter()) {
+                match per_class.iter_mut().find(|x| x.0 == *c) {
+                    Some(x) => x.1 += n,
+                    None => per_class.push((c.clone(), *n)),
+                }
+            }
+            let q: Vec<String> = per_class.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            out.push((
+                format!("queued {}", if q.is_empty() { "0".into() } else { q.join(" ") }),
+                None,
+            ));
+            out
+        }
+        "circuit_breaker" | "degrade_rule" => {
+            let b = states.iter().find_map(|c| c.breaker.as_ref());
+            let state = b.map_or("CLOSED", |b| b.state);
+            let rate = b.map_or(0.0, |b| b.failure_rate);
+            let np = count(&format!("{id}.not_permitted")) + count(&format!("{id}.blocked"));
+            vec![(format!("{name}: {state} {rate:.0}% fail, refused {np:.0}"), None)]
+        }
+        "retry" => vec![(format!("{name}: retries {:.0}", count(&format!("{id}.retries"))), None)],
+        _ if has_flight => {
+            let (text, fill) = against(name, used, limit);
+            let text = if waiting > 0 { format!("{text} wait {waiting}") } else { text };
+            vec![(text, fill)]
+        }
+        _ => match states.iter().find_map(|c| c.tokens_left) {
+            Some(t) => vec![(format!("{name}: {t} tokens left"), None)],
+            None => vec![(name.to_string(), None)],
+        },
+    }
+}
+
+pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
+    let Some(o) = &w.opened else {
+        ui.label("No experiment open.");
+        return;
+    };
+    let g = graph(&o.scenario);
+    let inspector_w = if w.diagram.selected.is_some() { 330.0 } else { 0.0 };
+    let mut clicked: Option<String> = None;
+    ui.horizontal_top(|ui| {
+        let size =
+            Vec2::new((ui.available_width() - inspector_w).max(300.0), ui.available_height());
+        let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
+        clicked = draw(w, ui, &g, rect);
+        if let Some(sel) = w.diagram.selected.clone() {
+            ui.vertical(|ui| {
+                ui.set_width(inspector_w - 10.0);
+                inspector(w, ui, &sel);
+            });
+        }
+    });
+    if let Some(c) = clicked {
+        w.diagram.selected =
+            if w.diagram.selected.as_deref() == Some(c.as_str()) { None } else { Some(c) };
+    }
+}
+
+/// Draws the graph in `rect`; returns the node (or governor) clicked.
+fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<String> {
+    let painter = ui.painter_at(rect);
+    let col_w = rect.width() / COLUMNS.len() as f32;
+    let mut pos: Vec<(String, Rect)> = Vec::new();
+    for (c, title) in COLUMNS.iter().enumerate() {
+        let x = rect.left() + col_w * (c as f32 + 0.5);
+        painter.text(
+            Pos2::new(x, rect.top() + 8.0),
+            egui::Align2::CENTER_TOP,
+            *title,
+            egui::FontId::proportional(13.0),
+            ui.visuals().weak_text_color(),
+        );
+        let nodes: Vec<&Node> = g.nodes.iter().filter(|n| n.column == c).collect();
+        let heights: Vec<f32> = nodes.iter().map(|n| node_height(&w.store, n)).collect();
+        let total: f32 = heights.iter().sum::<f32>() + 24.0 * nodes.len().saturating_sub(1) as f32;
+        let mut y = rect.top() + 32.0 + ((rect.height() - 40.0 - total) / 2.0).max(0.0);
+        for (n, h) in nodes.iter().zip(heights) {
+            let width = NODE_W.min(col_w - 16.0);
+            let r = Rect::from_min_size(Pos2::new(x - width / 2.0, y), Vec2::new(width, h));
+            pos.push((n.id.clone(), r));
+            y += h + 24.0;
+        }
+    }
+    let find = |id: &str| pos.iter().find(|p| p.0 == id).map(|p| p.1);
+    for (a, b) in &g.edges {
+        if let (Some(ra), Some(rb)) = (find(a), find(b)) {
+            let (p0, p1) = if ra.center().x < rb.center().x {
+                (ra.right_center(), rb.left_center())
+            } else {
+                (ra.center_bottom(), rb.center_top())
+            };
+            painter.line_segment([p0, p1], Stroke::new(1.5, ui.visuals().weak_text_color()));
+            painter.circle_filled(p1, 3.0, ui.visuals().weak_text_color());
+        }
+    }
+    let mut clicked = None;
+    for n in &g.nodes {
+        let Some(r) = find(&n.id) else { continue };
+        let selected = w.diagram.selected.as_deref() == Some(n.id.as_str());
+        let resp = ui.interact(r, egui::Id::unique(("node", &n.id)), Sense::click());
+        let id = format!("{} (request path)", n.id);
+        resp.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &id));
+        if resp.clicked() {
+            clicked = Some(n.id.clone());
+        }
+        let fill =
+            if selected { ui.visuals().selection.bg_fill } else { ui.visuals().faint_bg_color };
+        painter.rect(
+            r,
+            6.0,
+            fill,
+            Stroke::new(1.0, ui.visuals().text_color()),
+            egui::StrokeKind::Inside,
+        );
+        let mut y = r.top() + 4.0;
+        painter.text(
+            Pos2::new(r.left() + 6.0, y),
+            egui::Align2::LEFT_TOP,
+            &n.id,
+            egui::FontId::proportional(13.0),
+            ui.visuals().strong_text_color(),
+        );
+        y += ROW_H;
+        for (text, fill) in figures(&w.store, &n.id) {
+            line(&painter, r, y, &text, fill, None);
+            y += ROW_H;
+        }
+        for gov in &n.governors {
+            let gr = Rect::from_min_size(
+                Pos2::new(r.left() + 4.0, y),
+                Vec2::new(r.width() - 8.0, ROW_H * 1.0),
+            );
+            let gresp = ui.interact(gr, egui::Id::unique(("gov", &n.id, gov)), Sense::click());
+            let gid = format!("{gov} (request path)");
+            gresp.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &gid));
+            if gresp.clicked() {
+                clicked = Some(gov.clone());
+            }
+            let state_col = w
+                .store
+                .components(gov)
+                .find_map(|c| c.breaker.as_ref())
+                .map(|b| crate::ui::plots::state_color(b.state));
+            for (text, fill) in figures(&w.store, gov) {
+                line(&painter, gr, y, &text, fill, state_col);
+            }
+            y += ROW_H;
+        }
+    }
+    clicked
+}
+
+fn node_height(store: &Store, n: &Node) -> f32 {
+    let lines = 1 + figures(store, &n.id).len() + n.governors.len();
+    lines as f32 * ROW_H + 8.0
+}
+
+/// One figure line in a node: a bar behind the text when it has a fill.
+fn line(p: &egui::Painter, r: Rect, y: f32, text: &str, fill: Option<f32>, color: Option<Color32>) {
+    let band =
+        Rect::from_min_size(Pos2::new(r.left() + 4.0, y), Vec2::new(r.width() - 8.0, ROW_H - 3.0));
+    if let Some(c) = color {
+        p.rect_filled(band, 3.0, c.gamma_multiply(0.6));
+    }
+    if let Some(f) = fill {
+        p.rect_filled(band, 2.0, Color32::from_gray(60).gamma_multiply(0.4));
+        let mut full = band;
+        full.set_width(band.width() * f);
+        let c =
+            if f > 0.9 { Color32::from_rgb(210, 90, 60) } else { Color32::from_rgb(80, 140, 210) };
+        p.rect_filled(full, 2.0, c.gamma_multiply(0.7));
+    }
+    p.text(
+        Pos2::new(band.left() + 3.0, y + 1.0),
+        egui::Align2::LEFT_TOP,
+        text,
+        egui::FontId::proportional(12.0),
+        Color32::from_gray(230),
+    );
+}
+
+/// The selected component's state and figures, and its knobs.
+fn inspector(w: &mut Workbench, ui: &mut egui::Ui, id: &str) {
+    ui.horizontal(|ui| {
+        ui.heading(id);
+        if ui.small_button("close").clicked() {
+            w.diagram.selected = None;
+        }
+    });
+    let prefix = format!("{id}.");
+    egui::ScrollArea::vertical().id_salt("inspector").show(ui, |ui| {
+        egui::Grid::new("inspector-figures").striped(true).show(ui, |ui| {
+            let mut row = |k: &str, v: String| {
+                ui.label(k);
+                ui.monospace(v);
+                ui.end_row();
+            };
+            for c in w.store.components(id) {
+                if c.path != id {
+                    row("instance", c.path.clone());
+                }
+                if let Some(b) = &c.breaker {
+                    row("state", b.state.to_string());
+                    row("failure rate", format!("{:.1}%", b.failure_rate));
+                    if b.slow_rate.is_finite() {
+                        row("slow rate", format!("{:.1}%", b.slow_rate));
+                    }
+                    row(
+                        "buffered / failed / slow",
+                        format!("{} / {} / {}", b.buffered_calls, b.failed_calls, b.slow_calls),
+                    );
+                }
+                if let Some(f) = c.in_flight {
+                    let lim = f.limit.map_or("unbounded".to_string(), |l| l.to_string());
+                    row("in flight / limit", format!("{} / {lim}", f.in_use));
+                }
+                row("waiting", c.waiting.to_string());
+                for (class, n) in &c.queues {
+                    row(&format!("queued {class}"), n.to_string());
+                }
+                if let Some(t) = c.tokens_left {
+                    row("tokens left", t.to_string());
+                }
+                for (n, v) in &c.figures {
+                    row(n, format!("{v}"));
+                }
+            }
+            for (p, v) in
+                w.store.status.observed.metrics.iter().filter(|g| g.0.starts_with(&prefix))
+            {
+                row(p.trim_start_matches(&prefix), reading_text(v));
+            }
+            if let Some(s) = &w.store.summary {
+                for (n, v) in s.values.iter().filter(|x| x.0.starts_with(&prefix)) {
+                    row(n.trim_start_matches(&prefix), crate::ui::events::value_text(v));
+                }
+            }
+        });
+        ui.separator();
+        ui.strong("Knobs");
+        crate::ui::knobs::component_knobs(w, ui, id);
+    });
+}

@@ -1,0 +1,235 @@
+//! Knobs generated from the parameter registry, grouped by component (`gate.llm`): drag
+//! values and sliders with units and ranges, toggles for booleans, a limit switch for
+//! optional counts, a text field for distributions; a search field; values that differ
+//! from the scenario's highlighted, with a reset. Run-time parameters apply at the current
+//! instant; the others are marked and apply on reset.
+
+use crate::app::Workbench;
+use models::params::{ParamSpec, ParamType, ParamValue};
+use sim_core::SimDuration;
+use std::collections::BTreeMap;
+
+#[derive(Default)]
+pub struct KnobsState {
+    pub search: String,
+    /// Non-run-time values waiting for the next reset.
+    pub pending: Vec<(String, ParamValue)>,
+    /// Text being edited for distribution knobs.
+    pub dist_text: BTreeMap<String, String>,
+    /// A value being dragged (applied when the drag ends).
+    pub editing: Option<(String, ParamValue)>,
+}
+
+const CHANGED: egui::Color32 = egui::Color32::from_rgb(230, 180, 60);
+
+pub fn panel(w: &mut Workbench, ui: &mut egui::Ui) {
+    ui.heading("Knobs");
+    ui.horizontal(|ui| {
+        let l = ui.label("Search");
+        ui.add(egui::TextEdit::singleline(&mut w.knobs.search).desired_width(200.0))
+            .labelled_by(l.id);
+    });
+    if !w.knobs.pending.is_empty() {
+        ui.colored_label(CHANGED, format!("{} value(s) apply on reset", w.knobs.pending.len()));
+    }
+    let Some(o) = &w.opened else {
+        ui.label("No experiment open.");
+        return;
+    };
+    let needle = w.knobs.search.to_lowercase();
+    let specs: Vec<ParamSpec> = o
+        .registry
+        .iter()
+        .filter(|s| needle.is_empty() || s.path.to_lowercase().contains(&needle))
+        .cloned()
+        .collect();
+    let mut groups: BTreeMap<String, Vec<ParamSpec>> = BTreeMap::new();
+    for s in specs {
+        let comp = s.path.rsplit_once('.').map(|x| x.0).unwrap_or(&s.path).to_string();
+        groups.entry(comp).or_default().push(s);
+    }
+    egui::ScrollArea::vertical().show(ui, |ui| {
+        for (comp, specs) in groups {
+            let open = !needle.is_empty() || w.diagram.selected.as_deref() == Some(comp.as_str());
+            egui::CollapsingHeader::new(&comp)
+                .id_salt(&comp)
+                .open(if open { Some(true) } else { None })
+                .show(ui, |ui| {
+                    for s in &specs {
+                        knob(w, ui, s);
+                    }
+                });
+        }
+    });
+}
+
+/// The knobs of one component (the diagram's inspector shows them too).
+pub fn component_knobs(w: &mut Workbench, ui: &mut egui::Ui, comp: &str) {
+    let Some(o) = &w.opened else { return };
+    let prefix = format!("{comp}.");
+    let specs: Vec<ParamSpec> =
+        o.registry.iter().filter(|s| s.path.starts_with(&prefix)).cloned().collect();
+    if specs.is_empty() {
+        ui.weak("no parameters");
+    }
+    for s in &specs {
+        knob(w, ui, s);
+    }
+}
+
+/// The value a knob shows: a pending reset value, else the value in force now.
+fn shown_value(w: &Workbench, s: &ParamSpec) -> ParamValue {
+    if let Some((_, v)) = w.knobs.pending.iter().find(|(p, _)| *p == s.path) {
+        return v.clone();
+    }
+    w.store.param(&s.path).unwrap_or(&s.value).clone()
+}
+
+fn knob(w: &mut Workbench, ui: &mut egui::Ui, s: &ParamSpec) {
+    let param = s.path.rsplit('.').next().unwrap_or(&s.path);
+    let current = shown_value(w, s);
+    let changed = current != s.value;
+    let mut v = match &w.knobs.editing {
+        Some((p, x)) if *p == s.path => x.clone(),
+        _ => current.clone(),
+    };
+    let mut commit = false;
+    ui.horizontal(|ui| {
+        let mut text = egui::RichText::new(param);
+        if changed {
+            text = text.color(CHANGED).strong();
+        }
+        let label = ui.label(text).on_hover_text(format!(
+            "{}\n{} ({}){}",
+            s.doc,
+            s.ty.describe(),
+            s.unit,
+            if s.runtime { "" } else { "\ncannot change during a run: applies on reset" }
+        ));
+        commit = editor(w, ui, s, &mut v, label.id);
+        if !s.runtime {
+            ui.weak("(on reset)");
+        }
+        if changed
+            && ui.small_button("reset").on_hover_text(format!("back to {}", s.value)).clicked()
+        {
+            v = s.value.clone();
+            commit = true;
+        }
+    });
+    if commit {
+        w.knobs.editing = None;
+    } else if v != current {
+        w.knobs.editing = Some((s.path.clone(), v.clone()));
+    }
+    if commit && v != current {
+        if s.runtime {
+            w.apply(&s.path, v);
+        } else {
+            w.knobs.pending.retain(|(p, _)| *p != s.path);
+            w.knobs.pending.push((s.path.clone(), v));
+        }
+    }
+}
+
+/// Whether a widget's edit is finished (a drag released, a click, a typed value).
+fn done(r: &egui::Response) -> bool {
+    r.drag_stopped() || (r.changed() && !r.dragged())
+}
+
+/// The editor of one value; returns true when an edit is to be applied.
+fn editor(
+    w: &mut Workbench,
+    ui: &mut egui::Ui,
+    s: &ParamSpec,
+    v: &mut ParamValue,
+    label: egui::Id,
+) -> bool {
+    let unit = format!(" {}", s.unit);
+    let id = egui::Id::unique(("knob", &s.path));
+    match (&s.ty, v) {
+        (ParamType::Count { min, max }, ParamValue::Count(n)) => {
+            let r = dragged_u64(ui, id, n, *min, *max, &unit).labelled_by(label);
+            done(&r)
+        }
+        (ParamType::OptCount { min, max }, ParamValue::OptCount(n)) => {
+            let mut on = n.is_some();
+            let t = ui.checkbox(&mut on, "limit").labelled_by(label);
+            let mut commit = t.changed();
+            if t.changed() {
+                *n = if on { Some((*min).max(1)) } else { None };
+            }
+            if let Some(x) = n.as_mut() {
+                commit |= done(&dragged_u64(ui, id, x, *min, *max, &unit).labelled_by(label));
+            } else {
+                ui.weak("unbounded");
+            }
+            commit
+        }
+        (ParamType::Duration { min, max }, ParamValue::Duration(d)) => {
+            let mut ms = d.0 as f64 / 1e6;
+            let (lo, hi) = (min.0 as f64 / 1e6, max.0 as f64 / 1e6);
+            let speed = (ms.abs() * 0.01).max(0.1);
+            let r = ui
+                .add(egui::DragValue::new(&mut ms).range(lo..=hi).speed(speed).suffix(" ms"))
+                .labelled_by(label);
+            *d = SimDuration((ms * 1e6).round().clamp(min.0 as f64, max.0 as f64) as u64);
+            done(&r)
+        }
+        (ParamType::Float { min, max }, ParamValue::Float(x)) => {
+            let r = if max.is_finite() && min.is_finite() && max - min <= 1000.0 {
+                ui.add(egui::Slider::new(x, *min..=*max).suffix(unit))
+            } else {
+                ui.add(egui::DragValue::new(x).range(*min..=*max).speed(0.01).suffix(unit))
+            }
+            .labelled_by(label);
+            done(&r)
+        }
+        (ParamType::Bool, ParamValue::Bool(b)) => ui.checkbox(b, "").labelled_by(label).changed(),
+        (ParamType::DurationDist, val @ ParamValue::DurationDist(_)) => {
+            let shown = match &*val {
+                ParamValue::DurationDist(d) => models::params::dist_to_text(d),
+                other => other.to_string(),
+            };
+            let buf = w.knobs.dist_text.entry(s.path.clone()).or_insert(shown);
+            let r = ui.add(egui::TextEdit::singleline(buf).desired_width(180.0)).labelled_by(label);
+            if r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {
+                let text = buf.clone();
+                w.knobs.dist_text.remove(&s.path);
+                match ron::Deserializer::from_str(&text)
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut de| s.ty.deserialize_value(&mut de).map_err(|e| e.to_string()))
+                {
+                    Ok(parsed) => {
+                        *val = parsed;
+                        return true;
+                    }
+                    Err(e) => w.store.notices.push(format!("{}: {e}", s.path)),
+                }
+            } else if !r.has_focus() {
+                w.knobs.dist_text.remove(&s.path);
+            }
+            false
+        }
+        _ => {
+            ui.weak("(unsupported value)");
+            false
+        }
+    }
+}
+
+/// A drag value for a whole number (typed, dragged, or set through AccessKit).
+fn dragged_u64(
+    ui: &mut egui::Ui,
+    id: egui::Id,
+    n: &mut u64,
+    min: u64,
+    max: u64,
+    unit: &str,
+) -> egui::Response {
+    ui.push_id(id, |ui| {
+        let speed = ((*n as f64) * 0.02).max(0.05);
+        ui.add(egui::DragValue::new(n).range(min..=max).speed(speed).suffix(unit))
+    })
+    .inner
+}

@@ -1,0 +1,74 @@
+//! Snapshot tests of the main views (plots, request path, events), rendered by egui_kittest's
+//! wgpu renderer on Mesa (lavapipe: no GPU, no display). The showcase runs to exactly 120 s
+//! first, so every figure on screen is deterministic except the wall-clock gauges (events
+//! per wall-second, simulated-to-real ratio) and the file path, which are masked. The tolerance (a per-pixel
+//! colour threshold and 1% of the pixels) absorbs rasteriser differences between machines.
+//!
+//! Regenerate after an intended change: `UPDATE_SNAPSHOTS=1 cargo test -p sim-gui --test snapshots`.
+
+use egui_kittest::kittest::Queryable;
+use egui_kittest::{Harness, SnapshotOptions};
+use sim_core::{SimDuration, SimTime};
+use sim_gui::worker::{Cmd, Speed};
+use sim_gui::{SHOWCASE, Workbench};
+use std::time::{Duration, Instant};
+
+const W: f32 = 1400.0;
+const H: f32 = 900.0;
+
+fn wait(h: &mut Harness<'static, Workbench>, what: &str, cond: impl Fn(&Workbench) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !cond(h.state()) {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        h.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for _ in 0..4 {
+        h.step();
+    }
+}
+
+fn options() -> SnapshotOptions {
+    SnapshotOptions::new().threshold(1.0).max_failed_pixels((W * H * 0.01) as usize)
+}
+
+/// Masks what differs between machines or runs: the wall-clock gauges (events per
+/// wall-second, simulated-to-real ratio) and the file path (the checkout's location).
+fn mask_wall_clock(h: &mut Harness<'static, Workbench>) {
+    let mut rects: Vec<egui::Rect> = ["ev/s", "sim/real"]
+        .iter()
+        .flat_map(|t| h.query_all_by_label_contains(t).map(|n| n.rect()).collect::<Vec<_>>())
+        .collect();
+    rects.extend(h.query_all_by_label("File:").map(|n| n.rect()));
+    for r in rects {
+        h.mask(r.expand(2.0));
+    }
+}
+
+#[test]
+fn main_views_match_their_snapshots() {
+    let mut h =
+        Harness::builder().with_size([W, H]).wgpu().with_options(options()).build_eframe(|cc| {
+            let mut w = Workbench::new(&cc.egui_ctx);
+            w.open_bundled(SHOWCASE);
+            w
+        });
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    let t = SimTime::ZERO + SimDuration::from_secs(120);
+    h.state_mut().speed = Speed::Max;
+    h.state().worker.send(Cmd::SetSpeed(Speed::Max));
+    h.state().worker.send(Cmd::RunUntil(t));
+    wait(&mut h, "the run reaches 120 s", |w| w.store.status.now == t && !w.store.status.running);
+    mask_wall_clock(&mut h);
+    let mut results = egui_kittest::SnapshotResults::new();
+    results.add(h.try_snapshot("workbench_plots"));
+    h.get_by_label("Request path").click();
+    wait(&mut h, "the diagram", |w| w.view == sim_gui::app::View::Diagram);
+    mask_wall_clock(&mut h);
+    results.add(h.try_snapshot("workbench_diagram"));
+    h.get_by_label("Events").click();
+    wait(&mut h, "the events", |w| w.view == sim_gui::app::View::Events);
+    mask_wall_clock(&mut h);
+    results.add(h.try_snapshot("workbench_events"));
+    results.unwrap();
+}

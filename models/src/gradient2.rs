@@ -152,9 +152,14 @@ impl LimitAlgorithm for Gradient2 {
         if (inflight as f64) < self.estimate / 2.0 {
             return self.estimate as u64;
         }
-        let gradient = (self.tolerance * long / short).min(1.0).max(0.5);
+        // 0 ÷ 0 (a zero RTT with a zero average) is NaN: Java's Math.min/max would carry it
+        // into the limit ((int) NaN = 0, refusing everything); here it is a gradient of 1
+        // (no change but the growth), listed as a deviation in the reference.
+        let ratio = self.tolerance * long / short;
+        let gradient = if ratio.is_nan() { 1.0 } else { ratio.clamp(0.5, 1.0) };
         let new = self.estimate * gradient + queue;
         let new = self.estimate * (1.0 - self.smoothing) + new * self.smoothing;
+        // Not `clamp`: with min_limit > max_concurrency the library's order gives min_limit.
         self.estimate = new.min(self.max_limit as f64).max(self.min_limit as f64);
         self.estimate as u64
     }

@@ -6,8 +6,8 @@
 
 use crate::patch::Part;
 use crate::ronfile::{InputError, Source};
+pub use crate::scenario_file::{MAX_INPUT_BYTES, read_bounded, resolve_scenario};
 pub(crate) use crate::scenario_file::{ScenarioRef, join};
-pub use crate::scenario_file::{read_bounded, resolve_scenario};
 use crate::sweep::{
     self, Assignment, Constraint, ConstraintFile, Dimension, SweepFile, resolve_constraints,
     resolve_sweep,
@@ -195,9 +195,6 @@ fn top_level_name(text: &str) -> (&str, usize) {
     let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
     (&rest[..end], off)
 }
-
-/// Most bytes of a scenario or experiment file.
-pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 fn read(path: &Path) -> Result<String, LoadError> {
     let bytes = read_bounded(path, MAX_INPUT_BYTES)

@@ -72,6 +72,9 @@ fn load_traces(
     Ok(())
 }
 
+/// Most bytes of a scenario or experiment file.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
 /// Reads a regular file of at most `max` bytes: a device (`/dev/zero`), a FIFO or a file
 /// growing past the bound is refused instead of being read until memory runs out. The bytes
 /// are returned as read: [`crate::ronfile::utf8`] turns them into text with a positioned

@@ -10,7 +10,7 @@
 
 use crate::patch::{self, Changes, Part};
 use crate::ronfile::{InputError, Source};
-use crate::scenario_file::{ScenarioRef, resolve_scenario};
+use crate::scenario_file::{MAX_INPUT_BYTES, ScenarioRef, read_bounded, resolve_scenario};
 use crate::sweep::{AssignFile, Assignment, assignment};
 use models::Scenario;
 use models::params::Registry;
@@ -176,16 +176,15 @@ fn structural_scenario(
     let (file_text, from) = match &v.scenario {
         Some(ScenarioRef::File(rel)) => {
             let p = src.file.parent().unwrap_or(Path::new(".")).join(rel);
-            let bytes = crate::scenario_file::read_bounded(&p, crate::experiment::MAX_INPUT_BYTES)
-                .map_err(|e| {
-                    tag(
-                        &v.name,
-                        src.error_at(
-                            &own_path,
-                            format!("scenario file \"{rel}\": {}: cannot read: {e}", p.display()),
-                        ),
-                    )
-                })?;
+            let bytes = read_bounded(&p, MAX_INPUT_BYTES).map_err(|e| {
+                tag(
+                    &v.name,
+                    src.error_at(
+                        &own_path,
+                        format!("scenario file \"{rel}\": {}: cannot read: {e}", p.display()),
+                    ),
+                )
+            })?;
             // Invalid UTF-8 is that file's own positioned error.
             let text = crate::ronfile::utf8(&p, bytes).map_err(|e| tag(&v.name, e))?;
             (Some((p, text)), Some(format!("File(\"{rel}\")")))

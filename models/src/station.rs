@@ -59,11 +59,12 @@ pub struct StationSpec {
     /// not the upstream's fault, never retried, never counted by breakers by default.
     #[serde(default, deserialize_with = "validate::probability")]
     pub business_error_rate: f64,
-    /// Price per 1000 prompt tokens (any currency; summed into `station.<name>.cost`).
-    #[serde(default)]
+    /// Price per 1000 prompt tokens (any currency; summed into `station.<name>.cost`), in
+    /// [0, 1e6].
+    #[serde(default, deserialize_with = "validate::price")]
     pub cost_per_1k_prompt_tokens: f64,
-    /// Price per 1000 output tokens.
-    #[serde(default)]
+    /// Price per 1000 output tokens, in [0, 1e6].
+    #[serde(default, deserialize_with = "validate::price")]
     pub cost_per_1k_output_tokens: f64,
     /// The provider's quota (an entry of the scenario's `quotas`): RPM, TPM, concurrency,
     /// answered with 429 and a Retry-After.

@@ -73,3 +73,21 @@ fn without_series_the_verdict_is_empty_and_the_columns_stay() {
     };
     assert_eq!(names(&r.summary), names(&models::run::summary_template(&sc)));
 }
+
+#[test]
+fn the_verdict_never_changes_the_fingerprint() {
+    // I9: observing a run does not change it. The verdict reads the time series, so its
+    // columns are reported, not folded: sampling every 1 s, every 2 s or not at all gives
+    // the same fingerprint (the verdict's values differ, the run does not).
+    let sc = load(&STORM.replace("RATE", "1.0"));
+    let at = |every: Option<u64>| {
+        let mut c = RunConfig::new(3, SimDuration::from_secs(120));
+        c.sample_every = every.map(SimDuration::from_secs);
+        models::run(&sc, &c)
+    };
+    let (a, b, c) = (at(Some(1)), at(Some(2)), at(None));
+    assert_eq!(a.fingerprint, b.fingerprint);
+    assert_eq!(a.fingerprint, c.fingerprint);
+    assert_eq!(get(&a, "recovery.recovered"), 1.0);
+    assert!(get(&c, "recovery.recovered").is_nan());
+}

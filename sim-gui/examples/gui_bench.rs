@@ -5,7 +5,7 @@
 //! 2. the background run's speed against headless (same scenario, same seed);
 //! 3. a rewind over 10 simulated minutes of the quickstart.
 //!
-//! `cargo run --release -p sim-gui --example gui_bench`
+//! `cargo run --release -p sim-gui --example gui_bench [rewind] [speed] [frames]`
 
 use sim_core::{SimDuration, SimTime};
 use sim_gui::SHOWCASE;
@@ -153,8 +153,18 @@ fn rewind() {
 
 use sim_gui::Workbench;
 
+/// `gui_bench [rewind] [speed] [frames]`: the parts named (all three by default; `frames`
+/// alone is what a profiler should look at).
 fn main() {
-    rewind();
-    run_speed();
-    frames();
+    let parts: Vec<String> = std::env::args().skip(1).collect();
+    let want = |p: &str| parts.is_empty() || parts.iter().any(|a| a == p);
+    if want("rewind") {
+        rewind();
+    }
+    if want("speed") {
+        run_speed();
+    }
+    if want("frames") {
+        frames();
+    }
 }

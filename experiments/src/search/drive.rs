@@ -141,13 +141,12 @@ pub fn drive(
         let paths: BTreeMap<String, PathBuf> =
             results::parts(root, "runs").map_err(|e| err(e.to_string()))?.into_iter().collect();
         for &i in &needed {
-            if !out.samples.contains_key(&i) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = out.samples.entry(i) {
                 let id = &plan.runs[i].run_id;
-                let s = match paths.get(id) {
+                slot.insert(match paths.get(id) {
                     Some(p) => read_sample(p, &metrics).map_err(|e| err(e.to_string()))?,
                     None => Err(format!("run {id}: no `runs` part after it ran")),
-                };
-                out.samples.insert(i, s);
+                });
             }
         }
         let samples = &out.samples;

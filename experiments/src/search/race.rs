@@ -227,13 +227,12 @@ fn columns(
     sample: &dyn Fn(usize, usize) -> Sample,
 ) -> Result<Vec<Vec<f64>>, String> {
     let mut out = vec![Vec::with_capacity(n); names.len()];
-    for j in 0..n {
+    for (j, seed) in seeds.iter().enumerate().take(n) {
         let v = sample(c, j)?;
         for (k, col) in out.iter_mut().enumerate() {
             col.push(
-                v[k].filter(|x| x.is_finite()).ok_or_else(|| {
-                    format!("{} is undefined (null) on seed {}", names[k], seeds[j])
-                })?,
+                v[k].filter(|x| x.is_finite())
+                    .ok_or_else(|| format!("{} is undefined (null) on seed {seed}", names[k]))?,
             );
         }
     }

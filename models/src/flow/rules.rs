@@ -351,6 +351,7 @@ impl FlowRules {
             kind: "rule_reload",
             from: String::new(),
             to: format!("{} rules", self.rules.len()),
+            closed: None,
         });
     }
 

@@ -113,6 +113,18 @@ macro_rules! with_governor_kinds {
                 spec: $crate::gradient2::Gradient2LimitSpec,
                 state: $crate::gradient2::Gradient2Limit,
             },
+            /// An adaptive concurrency limit (Netflix concurrency-limits `VegasLimit`) from
+            /// `vegas_limits`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            VegasLimit { list: vegas_limits, spec: $crate::vegas::VegasLimitSpec, state: $crate::vegas::VegasLimit },
+            /// Envoy's adaptive concurrency filter (gradient controller) from
+            /// `adaptive_concurrency_filters`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            AdaptiveConcurrency {
+                list: adaptive_concurrency_filters,
+                spec: $crate::adaptive_concurrency::AdaptiveConcurrencySpec,
+                state: $crate::adaptive_concurrency::AdaptiveConcurrency,
+            },
         }
     };
 }

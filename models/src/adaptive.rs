@@ -9,10 +9,11 @@
 //! no listener). When a passed call's outcome comes back the algorithm takes a sample, as
 //! `AbstractLimiter.createListener` builds it: `rtt` = now − the time the call passed,
 //! `inflight` = the calls in flight just after it passed (the listener's
-//! `currentInflight`), `didDrop` for a failure below this level (timeout, 429, 5xx,
-//! connect error, interrupted stream: `onDropped`). A business error (the upstream
-//! answered), a degraded answer or a refusal by a level below, and a call cancelled from
-//! above take no sample (`onIgnore`). `AbstractLimit.onSample` then sets the limit the
+//! `currentInflight`), `didDrop` for a failure below this level (timeout, 5xx, connect
+//! error, interrupted stream) or a refusal by the upstream itself (its 429, its full queue):
+//! `onDropped`, "rejected by an external limit or hitting a timeout". A business error
+//! (the upstream answered), a degraded answer or a refusal by a governor below, and a call
+//! cancelled from above take no sample (`onIgnore`). `AbstractLimit.onSample` then sets the limit the
 //! algorithm returns.
 //!
 //! The limit is the gauge `<kind>.<name>.limit` (with `in_flight` and the algorithm's own
@@ -155,6 +156,8 @@ pub fn netflix_classify(o: Outcome) -> Option<bool> {
         Outcome::Success => Some(false),
         Outcome::Failed(Reason::BusinessError) => None,
         Outcome::Failed(_) => Some(true),
+        // The upstream's own refusals: the external limit `onDropped` is for.
+        Outcome::Rejected(Reason::Upstream429 | Reason::QueueFull) => Some(true),
         Outcome::Degraded(_) | Outcome::Rejected(_) => None,
     }
 }
@@ -295,6 +298,10 @@ mod tests {
             ev,
             [(1_000_000, "limit_increase", "2", "3"), (2_000_000, "limit_decrease", "3", "2")]
         );
+        // The provider's 429 is a drop (an external limit); a governor below refusing is not.
+        assert_eq!(netflix_classify(Outcome::Rejected(Reason::Upstream429)), Some(true));
+        assert_eq!(netflix_classify(Outcome::Rejected(Reason::QueueFull)), Some(true));
+        assert_eq!(netflix_classify(Outcome::Rejected(Reason::GateFull)), None);
         // Cancelled from above: the slot is given back, no sample.
         assert_eq!(l.on_call(&c(5), t1), CallDecision::Pass);
         l.on_abandon(&c(5), t1);

@@ -143,6 +143,7 @@ impl<A: LimitAlgorithm> SimpleLimiter<A> {
                 kind: if next < self.limit { "limit_decrease" } else { "limit_increase" },
                 from: self.limit.to_string(),
                 to: next.to_string(),
+                closed: None,
             });
         }
         self.limit = next;

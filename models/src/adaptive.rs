@@ -1,21 +1,24 @@
 //! The limiter shared by the adaptive concurrency limits: Netflix concurrency-limits'
 //! `SimpleLimiter` over a `Limit` algorithm (`aimd.rs`: `AIMDLimit`, `gradient2.rs`:
-//! `Gradient2Limit`).
+//! `Gradient2Limit`, `vegas.rs`: `VegasLimit`), and Envoy's adaptive concurrency filter
+//! (`adaptive_concurrency.rs`: its gradient controller, whose timers and sample rule are
+//! the algorithm's hooks [`LimitAlgorithm::wake_at`] and [`LimitAlgorithm::classify`]).
 //!
 //! A call passes while fewer than `limit` calls are in flight past this level, else it is
 //! rejected at once (`gate_full`, like a fail-fast gate: `SimpleLimiter.acquire` returns
 //! no listener). When a passed call's outcome comes back the algorithm takes a sample, as
 //! `AbstractLimiter.createListener` builds it: `rtt` = now − the time the call passed,
 //! `inflight` = the calls in flight just after it passed (the listener's
-//! `currentInflight`), `didDrop` for a failure below this level (timeout, 429, 5xx,
-//! connect error, interrupted stream: `onDropped`). A business error (the upstream
-//! answered), a degraded answer or a refusal by a level below, and a call cancelled from
-//! above take no sample (`onIgnore`). `AbstractLimit.onSample` then sets the limit the
+//! `currentInflight`), `didDrop` for a failure below this level (timeout, 5xx, connect
+//! error, interrupted stream) or a refusal by the upstream itself (its 429, its full queue):
+//! `onDropped`, "rejected by an external limit or hitting a timeout". A business error
+//! (the upstream answered), a degraded answer or a refusal by a governor below, and a call
+//! cancelled from above take no sample (`onIgnore`). `AbstractLimit.onSample` then sets the limit the
 //! algorithm returns.
 //!
-//! The limit is the gauge `<kind>.<name>.limit` (with `in_flight`); each decrease is a
-//! `limit_decrease` event (`from` → `to`); increases show in the gauge only (they can
-//! happen once per call).
+//! The limit is the gauge `<kind>.<name>.limit` (with `in_flight` and the algorithm's own
+//! gauges); each change of the limit in force is an event, `limit_increase` or
+//! `limit_decrease` (`from` → `to`), stamped when it happened.
 //!
 //! Architecture invariant: `in_flight` = calls passed − calls returned (outcome or
 //! abandon); every passed call is in `started` exactly until it returns, and samples at
@@ -31,15 +34,61 @@ use std::collections::BTreeMap;
 /// Largest limit (a bound on the state, as a gate's permits).
 pub const MAX_LIMIT: u64 = 10_000_000;
 
+/// One sample: what `AbstractLimiter.createListener` measures for a returning call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// When the call passed this level (`startTime`).
+    pub start: SimTime,
+    /// When its outcome came back.
+    pub now: SimTime,
+    /// `now − start`.
+    pub rtt: SimDuration,
+    /// Calls in flight just after it passed (`inflight`).
+    pub inflight: u64,
+    /// A failure below this level (`didDrop`).
+    pub did_drop: bool,
+    /// The call's 64 random bits ([`CallInfo::draw`]), for an algorithm that needs luck
+    /// (Vegas's probe jitter, Envoy's window jitter): keyed, never a shared stream.
+    pub draw: u64,
+}
+
+impl Sample {
+    /// A sample of a call that passed at 0 and returned after `rtt` (tests).
+    pub fn of(rtt: SimDuration, inflight: u64, did_drop: bool) -> Sample {
+        Sample { start: SimTime::ZERO, now: SimTime::ZERO + rtt, rtt, inflight, did_drop, draw: 0 }
+    }
+}
+
 /// A `Limit` algorithm: its declaration and how a sample moves the limit.
 pub trait LimitAlgorithm: Clone + std::fmt::Debug {
     type Spec: GovernorSpec;
     /// The algorithm's state and the limit before the first sample (`initialLimit`).
     fn new(spec: &Self::Spec) -> (Self, u64);
     /// `_update(startTime, rtt, inflight, didDrop)`: the limit after one sample.
-    fn update(&mut self, limit: u64, rtt: SimDuration, inflight: u64, did_drop: bool) -> u64;
+    fn update(&mut self, limit: u64, s: &Sample) -> u64;
     /// A run-time change of one of its parameters (applies from the next sample).
     fn apply_param(&mut self, param: &str, v: ParamValue) -> Result<(), String>;
+    /// Whether an outcome takes a sample (`Some(didDrop)`) or not (`None`): by default
+    /// Netflix's `AbstractLimiter` listener ([`netflix_classify`]).
+    fn classify(o: Outcome) -> Option<bool> {
+        netflix_classify(o)
+    }
+    /// The algorithm's next timer, if it has one (Envoy's sample and minRTT windows).
+    fn wake_at(&self) -> Option<SimTime> {
+        None
+    }
+    /// Its timer came (at or after [`LimitAlgorithm::wake_at`]): the limit after it.
+    fn on_wake(&mut self, limit: u64, _now: SimTime) -> u64 {
+        limit
+    }
+    /// Its own gauges beside `limit` and `in_flight` (names independent of the state).
+    fn gauges(&self) -> Vec<(&'static str, i64)> {
+        Vec::new()
+    }
+    /// Its own summary counters beside the limiter's.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Run-time state: `SimpleLimiter` over the algorithm `A`.
@@ -77,17 +126,21 @@ impl<A: LimitAlgorithm> SimpleLimiter<A> {
     pub fn limit(&self) -> u64 {
         self.limit
     }
+    /// The algorithm's state.
+    pub fn algorithm(&self) -> &A {
+        &self.algo
+    }
     /// Calls past this level.
     pub fn in_flight(&self) -> u64 {
         self.started.len() as u64
     }
 
-    fn sample(&mut self, rtt: SimDuration, inflight: u64, did_drop: bool, now: SimTime) {
-        let next = self.algo.update(self.limit, rtt, inflight, did_drop);
-        if next < self.limit {
+    /// The limit in force becomes `next`: an event if it changed.
+    fn set_limit(&mut self, next: u64, now: SimTime) {
+        if next != self.limit {
             self.events.push(GovEvent {
                 time: now,
-                kind: "limit_decrease",
+                kind: if next < self.limit { "limit_decrease" } else { "limit_increase" },
                 from: self.limit.to_string(),
                 to: next.to_string(),
                 closed: None,
@@ -98,12 +151,14 @@ impl<A: LimitAlgorithm> SimpleLimiter<A> {
 }
 
 /// A sample's `didDrop` (`Some(true)`: `onDropped`, `Some(false)`: `onSuccess`), or
-/// `None` for an outcome that takes no sample (`onIgnore`).
-fn classify(o: Outcome) -> Option<bool> {
+/// `None` for an outcome that takes no sample (`onIgnore`), as Netflix's limiter decides.
+pub fn netflix_classify(o: Outcome) -> Option<bool> {
     match o {
         Outcome::Success => Some(false),
         Outcome::Failed(Reason::BusinessError) => None,
         Outcome::Failed(_) => Some(true),
+        // The upstream's own refusals: the external limit `onDropped` is for.
+        Outcome::Rejected(Reason::Upstream429 | Reason::QueueFull) => Some(true),
         Outcome::Degraded(_) | Outcome::Rejected(_) => None,
     }
 }
@@ -124,14 +179,23 @@ impl<A: LimitAlgorithm> Governor for SimpleLimiter<A> {
     fn on_outcome(&mut self, call: &CallInfo, outcome: Outcome, now: SimTime) -> OutcomeDecision {
         let (start, inflight) =
             self.started.remove(&call.call).expect("an outcome of a call that passed");
-        match classify(outcome) {
+        match A::classify(outcome) {
             Some(drop) => {
                 if drop {
                     self.dropped += 1;
                 } else {
                     self.succeeded += 1;
                 }
-                self.sample(now - start, inflight, drop, now);
+                let s = Sample {
+                    start,
+                    now,
+                    rtt: now - start,
+                    inflight,
+                    did_drop: drop,
+                    draw: call.draw,
+                };
+                let next = self.algo.update(self.limit, &s);
+                self.set_limit(next, now);
             }
             None => self.ignored += 1,
         }
@@ -151,6 +215,15 @@ impl<A: LimitAlgorithm> Governor for SimpleLimiter<A> {
         0
     }
 
+    fn wake_at(&self) -> Option<SimTime> {
+        self.algo.wake_at()
+    }
+
+    fn on_wake(&mut self, now: SimTime) {
+        let next = self.algo.on_wake(self.limit, now);
+        self.set_limit(next, now);
+    }
+
     fn take_events(&mut self, out: &mut Vec<GovEvent>) {
         out.append(&mut self.events);
     }
@@ -165,7 +238,7 @@ impl<A: LimitAlgorithm> crate::governor::GovernorKindOps for SimpleLimiter<A> {
         self.algo.apply_param(param, v)
     }
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {
-        vec![
+        let mut c = vec![
             ("passed", self.passed),
             ("rejected", self.rejected),
             ("succeeded", self.succeeded),
@@ -173,10 +246,14 @@ impl<A: LimitAlgorithm> crate::governor::GovernorKindOps for SimpleLimiter<A> {
             ("ignored", self.ignored),
             ("in_flight_end", self.in_flight()),
             ("limit_end", self.limit),
-        ]
+        ];
+        c.extend(self.algo.counters());
+        c
     }
     fn gauges(&self) -> Vec<(&'static str, i64)> {
-        vec![("limit", self.limit as i64), ("in_flight", self.in_flight() as i64)]
+        let mut g = vec![("limit", self.limit as i64), ("in_flight", self.in_flight() as i64)];
+        g.extend(self.algo.gauges());
+        g
     }
     fn in_flight_limit(&self) -> Option<(u64, Option<u64>)> {
         Some((self.in_flight(), Some(self.limit)))
@@ -216,11 +293,16 @@ mod tests {
         assert_eq!(l.limit(), 2);
         let mut ev = vec![];
         l.take_events(&mut ev);
-        assert_eq!(ev.len(), 1);
+        let ev: Vec<_> =
+            ev.iter().map(|e| (e.time.0, e.kind, e.from.as_str(), e.to.as_str())).collect();
         assert_eq!(
-            (ev[0].kind, ev[0].from.as_str(), ev[0].to.as_str()),
-            ("limit_decrease", "3", "2")
+            ev,
+            [(1_000_000, "limit_increase", "2", "3"), (2_000_000, "limit_decrease", "3", "2")]
         );
+        // The provider's 429 is a drop (an external limit); a governor below refusing is not.
+        assert_eq!(netflix_classify(Outcome::Rejected(Reason::Upstream429)), Some(true));
+        assert_eq!(netflix_classify(Outcome::Rejected(Reason::QueueFull)), Some(true));
+        assert_eq!(netflix_classify(Outcome::Rejected(Reason::GateFull)), None);
         // Cancelled from above: the slot is given back, no sample.
         assert_eq!(l.on_call(&c(5), t1), CallDecision::Pass);
         l.on_abandon(&c(5), t1);

@@ -8,10 +8,10 @@
 //! * the result clamped, `min(max_limit, max(min_limit, x))` (with `min_limit >
 //!   max_limit` the limit is `max_limit`, as in the library).
 //!
-//! Gauges `aimd_limit.<name>.{limit, in_flight}`, `limit_decrease` events and the
+//! Gauges `aimd_limit.<name>.{limit, in_flight}`, `limit_increase`/`limit_decrease` events and the
 //! summary counters come from the limiter.
 
-use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, SimpleLimiter};
+use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
 use crate::params::{ParamDecl, ParamType, ParamValue as V};
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
@@ -92,12 +92,12 @@ impl LimitAlgorithm for Aimd {
     }
 
     /// `AIMDLimit._update`.
-    fn update(&mut self, limit: u64, rtt: SimDuration, inflight: u64, did_drop: bool) -> u64 {
+    fn update(&mut self, limit: u64, s: &Sample) -> u64 {
         let mut l = limit;
-        if did_drop || rtt > self.timeout {
+        if s.did_drop || s.rtt > self.timeout {
             // Java's `(int) (currentLimit * backoffRatio)`: truncation toward zero.
             l = (l as f64 * self.backoff_ratio) as u64;
-        } else if inflight * 2 >= l {
+        } else if s.inflight * 2 >= l {
             l += 1;
         }
         l.max(self.min_limit).min(self.max_limit)
@@ -218,7 +218,7 @@ mod tests {
                 AimdLimitSpec { min_limit: min, max_limit: max, ..AimdLimitSpec::defaults("a") };
             let (mut a, _) = Aimd::new(&spec);
             assert_eq!(
-                a.update(before, SimDuration::from_ms(rtt_ms), inflight, drop),
+                a.update(before, &Sample::of(SimDuration::from_ms(rtt_ms), inflight, drop)),
                 after,
                 "{why}"
             );

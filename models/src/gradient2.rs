@@ -16,10 +16,9 @@
 //! `WindowedLimit` wrapper (samples aggregated per window before `_update`) and a
 //! `queueSize` function of the limit (the fixed `queueSize(int)` form is).
 
-use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, SimpleLimiter};
+use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
 use crate::params::{ParamDecl, ParamType, ParamValue as V};
 use serde::{Deserialize, Serialize};
-use sim_core::SimDuration;
 
 /// Configuration, named as `Gradient2Limit.Builder` names it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,14 +141,14 @@ impl LimitAlgorithm for Gradient2 {
     }
 
     /// `Gradient2Limit._update`.
-    fn update(&mut self, _limit: u64, rtt: SimDuration, inflight: u64, _did_drop: bool) -> u64 {
+    fn update(&mut self, _limit: u64, s: &Sample) -> u64 {
         let queue = self.queue_size as f64;
-        let short = rtt.0 as f64;
+        let short = s.rtt.0 as f64;
         let long = self.long_rtt.add(short);
         if long / short > 2.0 {
             self.long_rtt.value *= 0.95;
         }
-        if (inflight as f64) < self.estimate / 2.0 {
+        if (s.inflight as f64) < self.estimate / 2.0 {
             return self.estimate as u64;
         }
         // 0 ÷ 0 (a zero RTT with a zero average) is NaN: Java's Math.min/max would carry it
@@ -259,6 +258,7 @@ impl crate::params::GovernorSpec for Gradient2LimitSpec {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sim_core::SimDuration;
 
     fn algo() -> Gradient2 {
         Gradient2::new(&Gradient2LimitSpec::defaults("g")).0
@@ -271,16 +271,16 @@ mod tests {
         let ms = SimDuration::from_ms;
         // App-limited: inflight 9 < 20 / 2 = 10 → unchanged (the RTT is still averaged).
         let mut g = algo();
-        assert_eq!(g.update(20, ms(100), 9, false), 20);
+        assert_eq!(g.update(20, &Sample::of(ms(100), 9, false)), 20);
         assert_eq!(g.long_rtt.value, 100e6);
         // First sample at the average (long = short): gradient min(1, 1.5) = 1; new = 20 + 4
         // = 24, smoothed 20 × 0.8 + 24 × 0.2 = 20.8 → limit 20.
         let mut g = algo();
-        assert_eq!(g.update(20, ms(100), 10, false), 20);
+        assert_eq!(g.update(20, &Sample::of(ms(100), 10, false)), 20);
         assert!((g.estimate - 20.8).abs() < 1e-12);
         // Five more equal samples: each adds 4 × 0.2 = 0.8 → 24.8 → 24.
         for _ in 0..5 {
-            g.update(0, ms(100), 30, false);
+            g.update(0, &Sample::of(ms(100), 30, false));
         }
         assert!((g.estimate - 24.8).abs() < 1e-9, "{}", g.estimate);
         // A sample 3× the average (warm-up mean: (6 × 100 + 300) / 7 = 128.57 ms): gradient
@@ -288,19 +288,19 @@ mod tests {
         let long = (600.0 + 300.0) / 7.0;
         let gradient: f64 = 1.5 * long / 300.0;
         let want = 24.8 * 0.8 + (24.8 * gradient + 4.0) * 0.2;
-        g.update(0, ms(300), 30, false);
+        g.update(0, &Sample::of(ms(300), 30, false));
         assert!((g.estimate - want).abs() < 1e-9, "{} vs {want}", g.estimate);
         // A sample ten times faster than the average: long ÷ short > 2 → the stored average
         // is scaled by 0.95 after the sample is folded in.
         let before = g.long_rtt.value;
         let folded = (before * 7.0 + 10e6) / 8.0;
-        g.update(0, ms(10), 30, false);
+        g.update(0, &Sample::of(ms(10), 30, false));
         assert!((g.long_rtt.value - folded * 0.95).abs() < 1e-3);
         // Bounds: never below min_limit.
         let mut g = algo();
         for _ in 0..50 {
-            g.update(0, ms(1000), 100, false);
-            g.update(0, ms(5000), 100, false);
+            g.update(0, &Sample::of(ms(1000), 100, false));
+            g.update(0, &Sample::of(ms(5000), 100, false));
         }
         assert!(g.estimate >= 20.0);
     }

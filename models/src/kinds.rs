@@ -121,6 +121,18 @@ macro_rules! with_governor_kinds {
                 spec: $crate::sentinel_resource::SentinelResourceSpec,
                 state: $crate::sentinel_resource::SentinelResource,
             },
+            /// An adaptive concurrency limit (Netflix concurrency-limits `VegasLimit`) from
+            /// `vegas_limits`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            VegasLimit { list: vegas_limits, spec: $crate::vegas::VegasLimitSpec, state: $crate::vegas::VegasLimit },
+            /// Envoy's adaptive concurrency filter (gradient controller) from
+            /// `adaptive_concurrency_filters`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            AdaptiveConcurrency {
+                list: adaptive_concurrency_filters,
+                spec: $crate::adaptive_concurrency::AdaptiveConcurrencySpec,
+                state: $crate::adaptive_concurrency::AdaptiveConcurrency,
+            },
         }
     };
 }

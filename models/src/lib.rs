@@ -15,6 +15,7 @@
 //! [`run`] (one run → [`summary`] and records).
 
 pub mod adaptive;
+pub mod adaptive_concurrency;
 pub mod aimd;
 pub mod app;
 pub mod attributes;
@@ -61,6 +62,7 @@ pub mod timeouts;
 pub mod trace;
 pub mod users;
 mod validate;
+pub mod vegas;
 pub mod world;
 
 pub use outcome::{Outcome, Reason};

@@ -10,15 +10,18 @@
 //!   `trigger_end` and ending within `trigger_end + horizon` (and the run), whose mean
 //!   goodput is ≥ (1 − tolerance) × baseline and mean p99 ≤ (1 + tolerance) × baseline;
 //!   `time_to_recover_s` = that window's start − `trigger_end`;
-//! * the sustaining loop's **signature**: amplification (upstream services completed ÷
-//!   requests arrived) over the baseline window and over the last `hold` of the run. A
-//!   system stuck in a retry loop ends with amplification near its attempt cap and
-//!   goodput near zero; one that recovered ends at its baseline.
+//! * the sustaining loop's **signature**, over the baseline window and over the last `hold`
+//!   of the run: amplification (upstream services completed ÷ requests arrived) and the
+//!   retry share (retries ÷ attempts sent upstream, all call sites: the series
+//!   `call_site.<c>.retries` and `.attempts`). A system stuck in a retry loop ends with
+//!   amplification near its attempt cap, most attempts retries and goodput near zero; one
+//!   that recovered ends at its baseline.
 //!
 //! Summary columns (f64; NaN — null in Parquet — when the run has no time series or a
 //! window is empty): `recovery.recovered` (1 or 0), `recovery.time_to_recover_s`,
 //! `recovery.baseline_goodput`, `recovery.end_goodput`, `recovery.baseline_p99_ms`,
-//! `recovery.end_p99_ms`, `recovery.baseline_amplification`, `recovery.end_amplification`.
+//! `recovery.end_p99_ms`, `recovery.baseline_amplification`, `recovery.end_amplification`,
+//! `recovery.baseline_retry_share`, `recovery.end_retry_share` (NaN when no attempt was sent).
 //!
 //! Architecture invariant: a pure function of the run's series and the spec; it reads
 //! nothing else and never changes the run. Its columns are *reported* summary columns (not
@@ -114,15 +117,28 @@ pub struct Verdict {
     pub end_p99_ms: f64,
     pub baseline_amplification: f64,
     pub end_amplification: f64,
+    pub baseline_retry_share: f64,
+    pub end_retry_share: f64,
 }
 
-/// Per bucket: requests answered, worst p99 of the sources, arrivals, upstream services.
+/// Per bucket: requests answered, worst p99 of the sources, arrivals, upstream services,
+/// attempts sent upstream and retries among them.
 #[derive(Clone, Copy, Default)]
 struct Bucket {
     answered: f64,
     p99_ms: Option<f64>,
     arrivals: f64,
     services: f64,
+    attempts: f64,
+    retries: f64,
+}
+
+/// Means over a window: goodput (1/s), p99 (ms), amplification, retry share.
+struct Window {
+    goodput: f64,
+    p99_ms: f64,
+    amplification: f64,
+    retry_share: f64,
 }
 
 /// The buckets of a run's series, by start time (ns), and their width.
@@ -141,35 +157,48 @@ fn buckets(series: &[SeriesRow]) -> (BTreeMap<u64, Bucket>, u64) {
             }
         } else if m.starts_with("station.") && m.ends_with(".completed") {
             b.services += r.value;
+        } else if m.starts_with("call_site.") {
+            if m.ends_with(".attempts") {
+                b.attempts += r.value;
+            } else if m.ends_with(".retries") {
+                b.retries += r.value;
+            }
         }
     }
     let width = out.keys().zip(out.keys().skip(1)).map(|(a, b)| b - a).min().unwrap_or(0);
     (out, width)
 }
 
-/// Means over the buckets that start in `[from, to)` (ns): goodput (1/s), p99 (ms),
-/// amplification. NaN for an empty window.
-fn window(b: &BTreeMap<u64, Bucket>, width: u64, from: u64, to: u64) -> (f64, f64, f64) {
+/// Means over the buckets that start in `[from, to)` (ns); NaN for an empty window (and a
+/// ratio whose denominator is 0).
+fn window(b: &BTreeMap<u64, Bucket>, width: u64, from: u64, to: u64) -> Window {
     let mut n = 0.0;
-    let (mut answered, mut arrivals, mut services) = (0.0, 0.0, 0.0);
+    let mut sum = Bucket::default();
     let (mut p99_sum, mut p99_n) = (0.0, 0.0);
     for (_, x) in b.range(from..to) {
         n += 1.0;
-        answered += x.answered;
-        arrivals += x.arrivals;
-        services += x.services;
+        sum.answered += x.answered;
+        sum.arrivals += x.arrivals;
+        sum.services += x.services;
+        sum.attempts += x.attempts;
+        sum.retries += x.retries;
         if let Some(p) = x.p99_ms {
             p99_sum += p;
             p99_n += 1.0;
         }
     }
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
     if n == 0.0 {
-        return (f64::NAN, f64::NAN, f64::NAN);
+        let nan = f64::NAN;
+        return Window { goodput: nan, p99_ms: nan, amplification: nan, retry_share: nan };
     }
     let secs = n * width as f64 / 1e9;
-    let p99 = if p99_n > 0.0 { p99_sum / p99_n } else { f64::NAN };
-    let amp = if arrivals > 0.0 { services / arrivals } else { f64::NAN };
-    (answered / secs, p99, amp)
+    Window {
+        goodput: sum.answered / secs,
+        p99_ms: if p99_n > 0.0 { p99_sum / p99_n } else { f64::NAN },
+        amplification: ratio(sum.services, sum.arrivals),
+        retry_share: ratio(sum.retries, sum.attempts),
+    }
 }
 
 /// The verdict from a run's series (`end`: the run's simulated length).
@@ -183,22 +212,27 @@ pub fn verdict(spec: &RecoverySpec, series: &[SeriesRow], end: SimDuration) -> V
         end_p99_ms: f64::NAN,
         baseline_amplification: f64::NAN,
         end_amplification: f64::NAN,
+        baseline_retry_share: f64::NAN,
+        end_retry_share: f64::NAN,
     };
     let (b, width) = buckets(series);
     if width == 0 {
         return nan;
     }
     let start = spec.trigger_start.0;
-    let (g0, p0, a0) = window(&b, width, start - spec.baseline.0, start);
+    let w0 = window(&b, width, start - spec.baseline.0, start);
     let end_ns = end.0;
-    let (ge, pe, ae) = window(&b, width, end_ns.saturating_sub(spec.hold.0), end_ns);
+    let we = window(&b, width, end_ns.saturating_sub(spec.hold.0), end_ns);
+    let (g0, p0) = (w0.goodput, w0.p99_ms);
     let mut v = Verdict {
         baseline_goodput: g0,
-        end_goodput: ge,
+        end_goodput: we.goodput,
         baseline_p99_ms: p0,
-        end_p99_ms: pe,
-        baseline_amplification: a0,
-        end_amplification: ae,
+        end_p99_ms: we.p99_ms,
+        baseline_amplification: w0.amplification,
+        end_amplification: we.amplification,
+        baseline_retry_share: w0.retry_share,
+        end_retry_share: we.retry_share,
         ..nan
     };
     if g0.is_nan() {
@@ -212,7 +246,8 @@ pub fn verdict(spec: &RecoverySpec, series: &[SeriesRow], end: SimDuration) -> V
         if s + spec.hold.0 > limit {
             break;
         }
-        let (g, p, _) = window(&b, width, s, s + spec.hold.0);
+        let w = window(&b, width, s, s + spec.hold.0);
+        let (g, p) = (w.goodput, w.p99_ms);
         // Latency holds if it is within tolerance, or if the baseline had no answers to
         // measure it (then goodput alone decides).
         let latency_ok = p0.is_nan() || (!p.is_nan() && p <= (1.0 + tol) * p0);
@@ -236,6 +271,8 @@ pub fn push_columns(s: &mut Summary, v: &Verdict) {
         ("end_p99_ms", v.end_p99_ms),
         ("baseline_amplification", v.baseline_amplification),
         ("end_amplification", v.end_amplification),
+        ("baseline_retry_share", v.baseline_retry_share),
+        ("end_retry_share", v.end_retry_share),
     ] {
         // Reported, not folded: the verdict reads the time series, and observing a run (its
         // sampling interval) must never change its fingerprint (I9).
@@ -258,7 +295,8 @@ mod tests {
         }
     }
 
-    /// One series row per metric per 1 s bucket: answered, p99, arrivals, services.
+    /// One series row per metric per 1 s bucket: answered, p99, arrivals, services; the
+    /// services are the call site's attempts, those beyond the arrivals its retries.
     fn series(per_second: &[(f64, f64, f64, f64)]) -> Vec<SeriesRow> {
         let mut out = Vec::new();
         for (i, &(answered, p99, arrivals, services)) in per_second.iter().enumerate() {
@@ -268,6 +306,8 @@ mod tests {
                 ("source.s.latency.p99_ms", p99),
                 ("source.s.arrivals", arrivals),
                 ("station.llm.completed", services),
+                ("call_site.c.attempts", services),
+                ("call_site.c.retries", services - arrivals),
             ] {
                 out.push(SeriesRow { bucket_start_ns: t, metric: m.into(), value: v });
             }
@@ -295,9 +335,12 @@ mod tests {
             (100.0, 50.0, 1.0)
         );
         assert_eq!((v.end_goodput, v.end_amplification), (100.0, 1.0));
-        // Stuck: goodput 10/s and every request tried twice until the end.
+        assert_eq!((v.baseline_retry_share, v.end_retry_share), (0.0, 0.0));
+        // Stuck: goodput 10/s and every request tried twice until the end: half the
+        // attempts are retries.
         let v = run((10.0, 900.0, 100.0, 200.0), 99);
         assert_eq!((v.recovered, v.end_goodput, v.end_amplification), (0.0, 10.0, 2.0));
+        assert_eq!((v.baseline_retry_share, v.end_retry_share), (0.0, 0.5));
         assert!(v.time_to_recover_s.is_nan());
         // Goodput back within 10 % (91/s) but p99 at 56 ms (> 55): not recovered.
         let v = run((91.0, 56.0, 100.0, 100.0), 99);

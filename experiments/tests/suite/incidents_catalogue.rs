@@ -1,12 +1,13 @@
 //! The incident library as a whole (`experiments/incidents/`): one experiment per SPEC §6
-//! incident, each valid, with a description, the `failure` and `fix` variants, at least 5
-//! seeds, and named after its file.
+//! incident (and the incidents issue 17 added after them), each valid, with a description,
+//! the `failure` and `fix` variants, at least 5 seeds, and named after its file.
 
 use crate::incident_support;
 use incident_support::*;
 
-/// The 18 incidents of SPEC §6, in order (file stem after the number).
-const INCIDENTS: [&str; 18] = [
+/// The 18 incidents of SPEC §6, in order (file stem after the number), then those added
+/// beyond it (19, 20: issue 17).
+const INCIDENTS: [&str; 20] = [
     "01-batch-flood",
     "02-starvation",
     "03-outage-without-breaker",
@@ -25,6 +26,8 @@ const INCIDENTS: [&str; 18] = [
     "16-batching",
     "17-pod-capacity",
     "18-half-open-priority",
+    "19-adaptive-limit-surge",
+    "20-retry-storm-threshold",
 ];
 
 #[test]

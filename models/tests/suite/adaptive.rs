@@ -1,6 +1,7 @@
-//! The AIMD adaptive concurrency limit through the world: a surge above the upstream's
-//! capacity makes round trips exceed the limit's `timeout`, the limit backs off and the
-//! excess is refused at once instead of queueing into the client's timeout.
+//! The adaptive concurrency limits through the world: a surge above the upstream's
+//! capacity makes round trips grow (AIMD: past its `timeout`; Gradient2, Vegas, Envoy's
+//! gradient controller: against their RTT baselines), the limit backs off and the excess is
+//! refused at once instead of queueing into the client's timeout.
 
 use crate::support::{cfg, get, load, run_checked, stepped};
 use models::RunConfig;
@@ -15,6 +16,9 @@ const SURGE: &str = r#"Scenario(
     aimd_limits: [AimdLimit(name: "a", initial_limit: 20, min_limit: 5, max_limit: 100,
                             backoff_ratio: 0.9, timeout: "200ms")],
     gradient2_limits: [Gradient2Limit(name: "g", initial_limit: 20, min_limit: 5, max_concurrency: 100)],
+    vegas_limits: [VegasLimit(name: "v", max_concurrency: 100)],
+    adaptive_concurrency_filters: [AdaptiveConcurrency(name: "e", concurrency_update_interval: "100ms",
+                                                       min_rtt_calc_interval: "10s", max_concurrency_limit: 100)],
     call_sites: [(name: "c", governors: GOVERNORS, upstream: "llm", timeout: "500ms")],
     stations: [(name: "llm", servers: 10, service: Exponential(mean: "40ms"))],
     timeline: [
@@ -91,32 +95,94 @@ fn invariants_hold_after_every_event_and_bounds_change_at_run_time() {
 
 #[test]
 fn gradient2_shrinks_the_limit_when_latency_grows() {
-    let with = load(&SURGE.replace("GOVERNORS", r#"[Gradient2Limit("g")]"#));
-    let without = load(&SURGE.replace("GOVERNORS", "[]"));
     for seed in 0..3 {
-        let a = run_checked(&with, &config(seed));
-        let b = run_checked(&without, &config(seed));
         // Latency-based: in the surge queueing makes each sample's RTT exceed the long-term
         // average, the gradient (≥ 0.5) pulls the estimate down towards the servers plus
         // `queue_size`, so the excess is refused at once instead of timing out.
-        let (ta, tb) = (get(&a, "source.s.failed_timeout"), get(&b, "source.s.failed_timeout"));
-        assert!(ta * 4.0 < tb, "seed {seed}: {ta} timeouts with the limit vs {tb} without");
+        let a = with_fewer_timeouts(r#"[Gradient2Limit("g")]"#, seed);
         assert!(get(&a, "source.s.rejected_gate_full") > 500.0, "the excess is refused");
-        let limit = |from: u64, to: u64| -> f64 {
-            let v: Vec<f64> = a
-                .series
-                .iter()
-                .filter(|r| r.metric == "gradient2_limit.g.limit.mean")
-                .filter(|r| (from..to).contains(&(r.bucket_start_ns / 1_000_000_000)))
-                .map(|r| r.value)
-                .collect();
-            v.iter().sum::<f64>() / v.len() as f64
-        };
+        let limit = |from, to| mean_gauge(&a, "gradient2_limit.g.limit.mean", from, to);
         assert!((5.0..=100.0).contains(&limit(0, 60)));
         // The estimate grows (by `queue_size`, smoothed) only while the RTT stays within
         // `rtt_tolerance` (1.5×) of its long-term average: 10 servers at 40 ms admit about
         // 10 × 1.5 = 15 calls plus the growth step before the RTT crosses it, far below the
         // 100 the limit may reach. So in the surge it stays low.
         assert!(limit(25, 40) < 50.0, "{}", limit(25, 40));
+    }
+}
+
+/// Runs the surge with `governors` and without any, on one seed: the limit cuts the client
+/// timeouts at least fourfold. Returns the run with the limit.
+fn with_fewer_timeouts(governors: &str, seed: u64) -> models::RunOutput {
+    let a = run_checked(&load(&SURGE.replace("GOVERNORS", governors)), &config(seed));
+    let b = run_checked(&load(&SURGE.replace("GOVERNORS", "[]")), &config(seed));
+    let (ta, tb) = (get(&a, "source.s.failed_timeout"), get(&b, "source.s.failed_timeout"));
+    assert!(ta * 4.0 < tb, "{governors}, seed {seed}: {ta} timeouts vs {tb} without");
+    a
+}
+
+/// The limit gauge's mean over buckets starting in `[from, to)` seconds.
+fn mean_gauge(r: &models::RunOutput, metric: &str, from: u64, to: u64) -> f64 {
+    let v: Vec<f64> = r
+        .series
+        .iter()
+        .filter(|s| s.metric == metric)
+        .filter(|s| (from..to).contains(&(s.bucket_start_ns / 1_000_000_000)))
+        .map(|s| s.value)
+        .collect();
+    assert!(!v.is_empty(), "{metric} sampled");
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Every change of the limit is an event, and replaying the events from the initial limit
+/// ends at `limit_end`.
+fn events_replay_the_limit(r: &models::RunOutput, component: &str, initial: u64) {
+    let mut limit = initial;
+    let mut n = 0;
+    for e in r.state_events.iter().filter(|e| e.component == component) {
+        if e.kind == "limit_increase" || e.kind == "limit_decrease" {
+            assert_eq!(e.from, limit.to_string(), "{component}: events chain");
+            let to: u64 = e.to.parse().unwrap();
+            assert_eq!(e.kind == "limit_increase", to > limit);
+            limit = to;
+            n += 1;
+        }
+    }
+    assert!(n > 0, "{component}: the limit moved");
+    assert_eq!(limit as f64, get(r, &format!("{component}.limit_end")));
+}
+
+#[test]
+fn vegas_backs_off_on_queueing() {
+    for seed in 0..3 {
+        // Latency-based: once the servers (10) are busy every extra call queues, the RTT
+        // exceeds the no-load RTT and `queue = limit × (1 − noload ÷ rtt)` passes beta,
+        // so the limit falls by log10 steps and the surge's excess is refused at once.
+        let a = with_fewer_timeouts(r#"[VegasLimit("v")]"#, seed);
+        assert!(get(&a, "source.s.rejected_gate_full") > 500.0, "the excess is refused");
+        assert!(mean_gauge(&a, "vegas_limit.v.limit.mean", 25, 40) < 50.0);
+        assert!(get(&a, "vegas_limit.v.probes") > 0.0, "the no-load RTT is probed");
+        events_replay_the_limit(&a, "vegas_limit.v", 20);
+    }
+}
+
+#[test]
+fn envoy_gradient_controller_pins_then_tracks_the_min_rtt() {
+    for seed in 0..3 {
+        let a = with_fewer_timeouts(r#"[AdaptiveConcurrency("e")]"#, seed);
+        // A minRTT window every 10 s (+ up to 15 % jitter) over 60 s: 5 or 6 of them,
+        // each pinning the limit to 3 until 50 samples are in.
+        let windows = get(&a, "adaptive_concurrency.e.min_rtt_calculations");
+        assert!((5.0..=7.0).contains(&windows), "{windows} minRTT windows");
+        // The limit stays within [min_concurrency, max_concurrency_limit] and is lower in
+        // the surge than in the calm.
+        let (calm, surge) = (
+            mean_gauge(&a, "adaptive_concurrency.e.limit.mean", 5, 20),
+            mean_gauge(&a, "adaptive_concurrency.e.limit.mean", 25, 40),
+        );
+        assert!((3.0..=100.0).contains(&calm) && surge < calm, "calm {calm}, surge {surge}");
+        let min_rtt = mean_gauge(&a, "adaptive_concurrency.e.min_rtt_msecs.mean", 5, 60);
+        assert!((10.0..=60.0).contains(&min_rtt), "minRTT {min_rtt} ms (p50 of 40 ms service)");
+        events_replay_the_limit(&a, "adaptive_concurrency.e", 3);
     }
 }

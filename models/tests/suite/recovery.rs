@@ -45,6 +45,10 @@ fn recovers_only_below_half_the_capacity() {
             assert!((0.0..=230.0).contains(&t), "λ = {}: {t}", 100.0 * rate);
             // Back at the baseline: amplification ≈ 1 (no retries), goodput ≈ λ.
             assert!(get(&r, "recovery.end_amplification") < 1.05);
+            // … and almost no retries, before as after (a first attempt times out only
+            // when its wait passes 1 s: none at ρ ≤ 0.47 with 30 servers).
+            assert!(get(&r, "recovery.baseline_retry_share") < 0.01);
+            assert!(get(&r, "recovery.end_retry_share") < 0.01);
             let g0 = get(&r, "recovery.baseline_goodput");
             assert!((g0 - 100.0 * rate).abs() < 0.1 * 100.0 * rate, "{g0}");
         }
@@ -58,6 +62,11 @@ fn recovers_only_below_half_the_capacity() {
             assert!(get(&r, "recovery.end_goodput") < 0.1 * get(&r, "recovery.baseline_goodput"));
             let amp = get(&r, "recovery.end_amplification");
             assert!((1.4..=2.05).contains(&amp), "λ = {}: amplification {amp}", 100.0 * rate);
+            // The loop's signature: every first attempt times out and is retried once, so
+            // half the attempts sent are retries (vs none before the trigger).
+            let share = get(&r, "recovery.end_retry_share");
+            assert!((0.45..=0.55).contains(&share), "λ = {}: retry share {share}", 100.0 * rate);
+            assert!(get(&r, "recovery.baseline_retry_share") < 0.01);
         }
     }
 }

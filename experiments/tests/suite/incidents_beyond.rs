@@ -1,0 +1,73 @@
+//! The incident library beyond SPEC §6 (issue 17: incidents 19 and 20): each file loaded
+//! as a user would, run on its first seeds (every variant on the same traffic), the
+//! direction and size of the effect asserted with bounds derived from the physics.
+
+use crate::incident_support;
+use incident_support::*;
+
+/// Incident 20. Capacity 300/s, one retry after 1 s, a 10 s slowdown (capacity 30/s):
+/// ≈ 10 × (2λ − 30) calls pile up. Once a backlog exists each request costs two services,
+/// so it drains (at 300 − 2λ) only below λ = 150.
+/// * fix (140/s) and below: recovered within the 240 s horizon — the backlog of ≈ 2,500
+///   drains at ≥ 20/s in ≤ 125 s, then a 10 s hold — with amplification ≈ 1 and no retry
+///   at the end, as before the slowdown (a first attempt times out only when its wait
+///   passes 1 s: never at ρ ≤ 0.47).
+/// * failure (160/s) and above: never recovered; the queue grows at 2λ − 300 ≥ 20/s,
+///   every first attempt times out and is retried: half the attempts are retries at the
+///   end (≈ 0.5, vs 0 before), goodput < 10 % of the baseline.
+#[test]
+fn incident_20_retry_storm_threshold() {
+    let r = run("20-retry-storm-threshold.ron", None, 2, false);
+    for v in ["lambda-100", "lambda-120", "fix"] {
+        assert_eq!(r.mean(v, "recovery.recovered"), 1.0, "{v} recovers");
+        assert!(r.mean(v, "recovery.time_to_recover_s") <= 230.0);
+        assert!(r.mean(v, "recovery.end_amplification") < 1.05, "{v}");
+        assert!(r.mean(v, "recovery.end_retry_share") < 0.01, "{v}");
+    }
+    // Recovery slows as λ nears the threshold (the backlog drains at 300 − 2λ).
+    let t = |v| r.mean(v, "recovery.time_to_recover_s");
+    assert!(t("lambda-100") < t("lambda-120") && t("lambda-120") < t("fix"));
+    for v in ["lambda-155", "failure", "lambda-200"] {
+        assert_eq!(r.mean(v, "recovery.recovered"), 0.0, "{v} stays down");
+        let share = r.mean(v, "recovery.end_retry_share");
+        assert!((0.45..=0.55).contains(&share), "{v}: retry share {share}");
+        assert!(r.mean(v, "recovery.baseline_retry_share") < 0.01, "{v}: none before");
+        let (g0, ge) = (r.mean(v, "recovery.baseline_goodput"), r.mean(v, "recovery.end_goodput"));
+        assert!(ge < 0.1 * g0, "{v}: goodput {ge} vs {g0} before");
+        assert!(r.mean(v, "recovery.end_amplification") > 1.4, "{v}");
+    }
+}
+
+/// Incident 19. 50 servers × 0.8 s = 62.5 calls/s; the quota admits 100 in progress (50
+/// serving + 50 queued), 429 beyond; 40/s, ×2 (80/s) from 60 s to 120 s.
+/// * failure (and gate-120, which never binds under the quota): in the surge the queue
+///   fills and the ≈ 17.5/s excess gets 429 (≈ 1,000 over the minute).
+/// * gate-50 (hand-sized at the servers): no queue, no 429.
+/// * aimd (loss-based): it learns only from 429s — it must exceed the quota to back off,
+///   so it pays some 429s (fewer than no limit), with the goodput of no limit.
+/// * fix (Gradient2): the RTT grows with the provider's queue long before the queue is 50
+///   deep; the estimate stops growing at 1.5× the long-term RTT, so (almost) no 429, and
+///   goodput near the hand-sized gate's.
+/// * vegas: its no-load RTT is the fastest sample seen (≈ a fifth of the mean for a
+///   log-normal CV 0.5), so `queue = limit × (1 − noload ÷ rtt) ≈ 0.7 × limit` exceeds
+///   beta at any limit above ≈ 8: the limit sinks and goodput collapses.
+/// * envoy: each minRTT window pins the limit at 3 until 50 calls return (≈ 13 s of 0.8 s
+///   calls), every 60–69 s: few 429s, but a third of the goodput refused locally.
+#[test]
+fn incident_19_adaptive_limit_surge() {
+    let r = run("19-adaptive-limit-surge.ron", None, 2, false);
+    let c429 = |v: &str| r.mean(v, "source.chat.rejected_upstream_429");
+    let ok = |v: &str| r.mean(v, "source.chat.success");
+    assert!(c429("failure") > 500.0, "{}", c429("failure"));
+    assert_eq!(c429("gate-120"), c429("failure"), "a gate above the quota never binds");
+    assert_eq!(c429("gate-50"), 0.0);
+    assert!(c429("aimd") > 0.0 && c429("aimd") < 0.6 * c429("failure"));
+    assert!(ok("aimd") > 0.97 * ok("failure"));
+    assert!(c429("fix") < 0.02 * c429("failure"), "latency-based: {}", c429("fix"));
+    assert!(ok("fix") > 0.9 * ok("gate-50"), "{} vs {}", ok("fix"), ok("gate-50"));
+    assert!(ok("vegas") < 0.3 * ok("gate-50"));
+    assert!(r.mean("vegas", "vegas_limit.v.limit_end") <= 15.0);
+    assert!(c429("envoy") < 0.2 * c429("failure"));
+    assert!(ok("envoy") < 0.8 * ok("gate-50"), "the minRTT windows refuse traffic");
+    assert!(r.mean("envoy", "adaptive_concurrency.e.min_rtt_calculations") >= 3.0);
+}

@@ -67,6 +67,10 @@ pub mod attr {
     /// Whether a streamed answer stalls (`stall_rate`), and the stall's length.
     pub const STREAM_STALL: u32 = 20;
     pub const STREAM_STALL_LENGTH: u32 = 21;
+    /// A call attempt's network delay, client → server and server → client
+    /// (`crate::network`).
+    pub const NET_REQUEST: u32 = 22;
+    pub const NET_RESPONSE: u32 = 23;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -160,6 +164,16 @@ pub enum Ev {
         app: u16,
         inst: u16,
     },
+    /// A call's request leg ends: it reaches its station (`world/network.rs`).
+    NetArrive {
+        slot: u32,
+        id: u64,
+    },
+    /// A call's response leg ends: the station's answer reaches the client.
+    NetReturn {
+        slot: u32,
+        id: u64,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -184,6 +198,8 @@ impl sim_core::Event for Ev {
             Ev::StreamClose { .. } => 20,
             Ev::RequestDeadline { .. } => 17,
             Ev::QueueTimeout { .. } => 18,
+            Ev::NetArrive { .. } => 21,
+            Ev::NetReturn { .. } => 22,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -205,7 +221,7 @@ impl sim_core::Event for Ev {
                 ((app as u64) << 16) | inst as u64
             }
             Ev::LocalWorkDone { id, .. } | Ev::RequestDeadline { id, .. } => id,
-            Ev::StreamClose { id, .. } => id,
+            Ev::StreamClose { id, .. } | Ev::NetArrive { id, .. } | Ev::NetReturn { id, .. } => id,
             Ev::QueueTimeout { app, inst } => ((app as u64) << 16) | inst as u64,
         }
     }
@@ -214,7 +230,8 @@ impl sim_core::Event for Ev {
             Ev::ServiceDone { .. }
             | Ev::LocalWorkDone { .. }
             | Ev::GpuStep { .. }
-            | Ev::ConnReady { .. } => Phase::Completion,
+            | Ev::ConnReady { .. }
+            | Ev::NetReturn { .. } => Phase::Completion,
             Ev::ConnDeadline { .. } => Phase::Timeout,
             Ev::ConnPoolWake { .. } => Phase::Dispatch,
             Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } | Ev::UserGiveUp { .. } => {
@@ -222,6 +239,7 @@ impl sim_core::Event for Ev {
             }
             Ev::StreamClose { .. } => Phase::Timeout,
             Ev::Arrival { .. } | Ev::RetryDue { .. } | Ev::UserSend { .. } => Phase::Arrival,
+            Ev::NetArrive { .. } => Phase::Arrival,
             Ev::WarmupEnd | Ev::GovWake { .. } => Phase::Dispatch,
             Ev::DispatchWake { .. } | Ev::PoolWake { .. } => Phase::Dispatch,
             Ev::RequestDeadline { .. } | Ev::QueueTimeout { .. } => Phase::Timeout,
@@ -566,6 +584,8 @@ pub struct QueueingWorld {
     timeouts: timeouts::TimeoutsRt,
     /// Time-series ids of the call path (`world/series.rs`).
     series: series::SeriesIds,
+    /// Call sites' network delay and the legs on the wire (`world/network.rs`).
+    net: network::NetRt,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -586,6 +606,7 @@ mod entry_report;
 mod fallback;
 mod gpu;
 mod holdings;
+mod network;
 mod observe;
 mod report;
 mod requests;
@@ -627,6 +648,8 @@ impl sim_core::World for QueueingWorld {
             Ev::StreamClose { slot, .. } => self.on_stream_close(slot, ctx),
             Ev::RequestDeadline { slot, id } => self.on_request_deadline(slot, id, ctx),
             Ev::QueueTimeout { app, inst } => self.on_queue_timeout(app, inst, ctx),
+            Ev::NetArrive { slot, id } => self.on_net_arrive(slot, id, ctx),
+            Ev::NetReturn { slot, id } => self.on_net_return(slot, id, ctx),
         }
     }
     fn apply_change(&mut self, change: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
@@ -645,6 +668,7 @@ impl sim_core::World for QueueingWorld {
             .saturating_add(self.govs.len() as u64)
             .saturating_add(self.stations.iter().map(|s| s.st.servers).sum::<u64>())
             .saturating_add(self.entry_entities())
+            .saturating_add(self.net.on_wire())
     }
     fn holdings(&self) -> sim_core::Holdings {
         self.holdings_now()
@@ -671,7 +695,9 @@ impl sim_core::World for QueueingWorld {
             Ev::WarmupEnd => "run.warmup".into(),
             Ev::UpstreamTimeout { slot, .. }
             | Ev::RetryDue { slot, .. }
-            | Ev::StreamClose { slot, .. } => match call(slot) {
+            | Ev::StreamClose { slot, .. }
+            | Ev::NetArrive { slot, .. }
+            | Ev::NetReturn { slot, .. } => match call(slot) {
                 Some(c) => format!("call_site.{}", self.sites[c.site as usize].name),
                 None => "request".into(),
             },

@@ -204,6 +204,15 @@ pub struct CallSiteSpec {
     /// tolerance"): `[("P1", "1.5s")]`. A class not listed uses `timeout`; `"0s"` = none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub class_timeouts: Vec<(String, SimDuration)>,
+    /// Network delay each way between the client and the upstream (`crate::network`):
+    /// inside `timeout`, outside the upstream's concurrency. None (default): zero.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub network: Option<crate::network::NetworkSpec>,
 }
 
 pub use govref::{Declared, GovernorRef, governor_kind_names, reloadable_kinds};

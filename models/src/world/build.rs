@@ -289,6 +289,7 @@ impl QueueingWorld {
             apps,
             dispatch_wait,
             timeouts: timeouts::TimeoutsRt::new(sc),
+            net: network::NetRt::new(sc),
             series,
         };
         w.fallback_start();

@@ -41,8 +41,8 @@ fn frames() {
     let mut app = Workbench::new(&ctx);
     let hour = selection(SHOWCASE, Some(SimDuration::from_secs(3600)));
     app.open_selection(hour);
-    app.speed = Speed::Times(1000.0);
-    app.worker.send(Cmd::SetSpeed(app.speed));
+    app.controls.speed = Speed::Times(1000.0);
+    app.worker.send(Cmd::SetSpeed(app.controls.speed));
     let input = || egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1600.0, 1000.0))),
         ..Default::default()
@@ -67,9 +67,18 @@ fn frames() {
         let (c0, w0) = (thread_cpu(), Instant::now());
         let out = ctx.run_ui(input(), |ui| {
             app.frame(ui);
-            egui::Window::new("request path")
-                .default_size([900.0, 500.0])
-                .show(ui.ctx(), |ui| sim_gui::ui::diagram::view(&mut app, ui));
+            egui::Window::new("request path").default_size([900.0, 500.0]).show(ui.ctx(), |ui| {
+                let mut out = Vec::new();
+                sim_gui::ui::diagram::view(
+                    ui,
+                    &mut app.diagram,
+                    &mut app.knobs,
+                    app.opened.as_ref(),
+                    &app.store,
+                    &mut out,
+                );
+                app.act(out);
+            });
         });
         let prims = ctx.tessellate(out.shapes, out.pixels_per_point);
         std::hint::black_box(prims);

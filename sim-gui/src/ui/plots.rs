@@ -6,7 +6,7 @@
 //! Series come from the store as they are (borrowed points, no copy per frame); egui_plot
 //! bands a line denser than the pixels into per-pixel min/max, so hours of data stay cheap.
 
-use crate::app::Workbench;
+use crate::session::Opened;
 use crate::store::Store;
 use egui::Color32;
 use egui_plot::{HLine, Legend, Line, Plot, PlotPoint, PlotPoints, Polygon, VLine};
@@ -33,10 +33,12 @@ impl PlotKind {
     ];
     pub fn label(self) -> &'static str {
         match self {
-            PlotKind::Latency => "Latency p50/p95/p99 (ms)",
+            PlotKind::Latency => "Latency p50/p95/p99 per source and class (ms)",
             PlotKind::Queues => "Queue depth",
             PlotKind::InFlight => "In flight vs limits",
-            PlotKind::Throughput => "Throughput / goodput / 429 / retries / degraded (per s)",
+            PlotKind::Throughput => {
+                "Throughput / goodput / 429 / retries / degraded by reason (per s)"
+            }
             PlotKind::Breakers => "Breaker state",
             PlotKind::Gpu => "GPU batch size and KV use",
         }
@@ -66,20 +68,20 @@ impl Default for PlotsState {
     }
 }
 
-pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
+pub fn view(ui: &mut egui::Ui, st: &mut PlotsState, store: &Store, opened: Option<&Opened>) {
     ui.horizontal_wrapped(|ui| {
         for k in PlotKind::ALL {
-            let mut on = w.plots.shown.contains(&k);
+            let mut on = st.shown.contains(&k);
             if ui.checkbox(&mut on, short(k)).changed() {
-                w.plots.shown.retain(|x| *x != k);
+                st.shown.retain(|x| *x != k);
                 if on {
-                    w.plots.shown.push(k);
-                    w.plots.shown.sort();
+                    st.shown.push(k);
+                    st.shown.sort();
                 }
             }
         }
         ui.separator();
-        let span = &mut w.plots.span;
+        let span = &mut st.span;
         if ui.selectable_label(*span == Span::Whole, "whole run").clicked() {
             *span = Span::Whole;
         }
@@ -92,16 +94,14 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
         if ui.selectable_label(*span == Span::Free, "free zoom").clicked() {
             *span = Span::Free;
         }
-        ui.weak(format!("{} points", w.store.point_count()));
+        ui.weak(format!("{} points", store.point_count()));
     });
-    let n = w.plots.shown.len().max(1) as f32;
+    let n = st.shown.len().max(1) as f32;
     let height = ((ui.available_height() - 8.0 * n) / n).max(60.0);
-    let now = w.store.status.now.0 as f64 / 1e9;
-    let span = w.plots.span;
-    let shown = w.plots.shown.clone();
+    let now = store.status.now.0 as f64 / 1e9;
     egui::ScrollArea::vertical().show(ui, |ui| {
-        for k in shown {
-            plot(ui, &w.store, w.opened.as_ref(), k, height, now, span);
+        for &k in &st.shown {
+            plot(ui, store, opened, k, height, now, st.span);
         }
     });
 }
@@ -120,7 +120,7 @@ fn short(k: PlotKind) -> &'static str {
 fn plot(
     ui: &mut egui::Ui,
     store: &Store,
-    opened: Option<&crate::app::Opened>,
+    opened: Option<&Opened>,
     k: PlotKind,
     height: f32,
     now: f64,
@@ -143,7 +143,7 @@ fn plot(
             Span::Focus(t) => pu.set_plot_bounds_x((t - 30.0).max(0.0)..=t + 30.0),
             Span::Free => {}
         }
-        for (name, metric) in borrowed_lines(store, k) {
+        for (name, metric) in borrowed_lines(store, opened, k) {
             pu.line(Line::new(name, PlotPoints::Borrowed(store.points(metric))));
         }
         for (name, pts) in owned {
@@ -162,16 +162,25 @@ fn plot(
 }
 
 /// Engine series drawn as they are: (legend name, metric).
-fn borrowed_lines(store: &Store, k: PlotKind) -> Vec<(String, &str)> {
-    let pick = |f: &dyn Fn(&str) -> Option<String>| -> Vec<(String, &str)> {
+fn borrowed_lines<'a>(
+    store: &'a Store,
+    opened: Option<&Opened>,
+    k: PlotKind,
+) -> Vec<(String, &'a str)> {
+    let pick = |f: &dyn Fn(&str) -> Option<String>| -> Vec<(String, &'a str)> {
         store.series.keys().filter_map(|m| f(m).map(|n| (n, m.as_str()))).collect()
     };
     match k {
+        // Latency is recorded per source; each line is named with its source's class
+        // (one source per class, as in the showcase, makes these the per-class quantiles).
         PlotKind::Latency => pick(&|m| {
             let rest = m.strip_prefix("source.")?;
             let (src, q) = rest.split_once(".latency.")?;
             let q = q.strip_suffix("_ms")?;
-            Some(format!("{src} {q}"))
+            Some(match opened.and_then(|o| source_class(&o.scenario, src)) {
+                Some(class) => format!("{src} ({class}) {q}"),
+                None => format!("{src} {q}"),
+            })
         }),
         PlotKind::Queues => pick(&|m| {
             let base = m.strip_suffix(".mean")?;
@@ -198,6 +207,12 @@ fn borrowed_lines(store: &Store, k: PlotKind) -> Vec<(String, &str)> {
     }
 }
 
+/// The class of a source's requests (its own, else the scenario's first class).
+fn source_class<'a>(sc: &'a models::scenario::Scenario, source: &str) -> Option<&'a str> {
+    let s = sc.sources.iter().find(|s| s.name == source)?;
+    s.class.as_deref().or(sc.classes.first().map(|c| c.name.as_str()))
+}
+
 /// Lines computed from several series (per-second rates, sums, scaled KV).
 fn owned_lines(store: &Store, k: PlotKind) -> Vec<(String, Vec<PlotPoint>)> {
     let width = store.sample_every.map(|d| d.0 as f64 / 1e9).unwrap_or(1.0).max(1e-9);
@@ -220,6 +235,17 @@ fn owned_lines(store: &Store, k: PlotKind) -> Vec<(String, Vec<PlotPoint>)> {
                     ("rejected", "rejected"),
                 ] {
                     out.push((format!("{c} {what}"), rate(&format!("summary.class.{c}.{leaf}"))));
+                }
+                // Degraded answers by reason (`degraded_<reason>`), the reasons that occurred.
+                let reasons: Vec<&str> = store
+                    .metrics(|m| {
+                        m.starts_with(&format!("summary.class.{c}.degraded_"))
+                            && store.points(m).iter().any(|p| p.y > 0.0)
+                    })
+                    .collect();
+                for m in reasons {
+                    let reason = m.rsplit_once(".degraded_").map_or(m, |x| x.1);
+                    out.push((format!("{c} degraded: {reason}"), rate(m)));
                 }
                 let s429: Vec<&str> = store
                     .metrics(|m| {
@@ -263,7 +289,7 @@ fn sum_rates(store: &Store, metrics: &[&str], width: f64) -> Vec<PlotPoint> {
 }
 
 /// Limits drawn as horizontal lines: gate permits and station servers in force now.
-fn limits(store: &Store, opened: Option<&crate::app::Opened>, k: PlotKind) -> Vec<(String, f64)> {
+fn limits(store: &Store, opened: Option<&Opened>, k: PlotKind) -> Vec<(String, f64)> {
     let Some(o) = opened else { return Vec::new() };
     if k != PlotKind::InFlight {
         return Vec::new();

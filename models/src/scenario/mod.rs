@@ -318,6 +318,15 @@ impl<V> ScenarioSpec<V> {
                     message,
                 })?;
             }
+            // A trace's class column names the scenario's classes.
+            if let Some(t) = &s.trace
+                && let (Some(col), Some(d)) = (&t.columns.class, &t.data)
+            {
+                d.check_classes(&classes, col).map_err(|m| SpecError {
+                    path: format!("sources[{i}].trace.columns.class"),
+                    message: format!("{}: {m}", t.file),
+                })?;
+            }
         }
         Ok(())
     }

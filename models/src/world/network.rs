@@ -49,7 +49,7 @@ impl QueueingWorld {
     /// This leg's delay for call `slot`'s current attempt (`None`: no such leg). A keyed
     /// draw of (request, call path, attempt, backup) with the leg's own attribute.
     fn net_delay(&self, slot: u32, response: bool) -> Option<SimDuration> {
-        let c = self.calls[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
         let spec = self.net.sites[c.site as usize].as_ref()?;
         let (d, id) = if response {
             (&spec.response, attr::NET_RESPONSE)
@@ -59,8 +59,8 @@ impl QueueingWorld {
         if is_zero(d) {
             return None;
         }
-        let r = self.reqs[c.req as usize].as_ref().expect("live request");
-        let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq)
+        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
+        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
             .with_call(c.path, c.attempt | ((c.on_backup as u32) << 31));
         Some(d.sample(&mut key.attribute(id)))
     }
@@ -69,7 +69,7 @@ impl QueueingWorld {
     /// client's timeout starts now (it counts both legs); with a request leg the work is put
     /// on the wire and `true` returned (it reaches the station at `NetArrive`).
     pub(super) fn net_send(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) -> bool {
-        let site = self.calls[job.slot as usize].as_ref().expect("live call").site as usize;
+        let site = self.calls.slots[job.slot as usize].as_ref().expect("live call").site as usize;
         if self.net.sites[site].is_none() {
             return false;
         }
@@ -77,7 +77,7 @@ impl QueueingWorld {
         if timeout > SimDuration::ZERO {
             let ev = Ev::UpstreamTimeout { slot: job.slot, id: job.id };
             let h = ctx.timer_at(job.sent + timeout, ev);
-            let c = self.calls[job.slot as usize].as_mut().expect("live call");
+            let c = self.calls.slots[job.slot as usize].as_mut().expect("live call");
             debug_assert!(c.upstream_timer.is_none(), "one client timeout per attempt");
             c.upstream_timer = Some(h);
         }
@@ -108,7 +108,7 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) {
         if let Some(d) = self.net_delay(slot, true) {
-            let id = self.calls[slot as usize].as_ref().expect("live call").job_id();
+            let id = self.calls.slots[slot as usize].as_ref().expect("live call").job_id();
             self.net.legs.insert((slot, id), Leg::Response { outcome, retry_after });
             ctx.schedule_in(d, Ev::NetReturn { slot, id });
             return;
@@ -124,7 +124,7 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) {
         if let Some(h) =
-            self.calls[slot as usize].as_mut().expect("live call").upstream_timer.take()
+            self.calls.slots[slot as usize].as_mut().expect("live call").upstream_timer.take()
         {
             ctx.cancel(h);
         }
@@ -137,7 +137,7 @@ impl QueueingWorld {
         let Some(Leg::Response { outcome, retry_after }) = self.net.legs.remove(&(slot, id)) else {
             unreachable!("a response leg returns once")
         };
-        if self.calls[slot as usize].as_ref().is_some_and(|c| c.awaits(id)) {
+        if self.calls.slots[slot as usize].as_ref().is_some_and(|c| c.awaits(id)) {
             self.deliver(slot, outcome, retry_after, ctx);
             self.resume_woken(ctx);
         }
@@ -148,7 +148,7 @@ impl QueueingWorld {
     /// work, a response travelling is ignored when it arrives.
     pub(super) fn net_on_wire(&self, slot: u32) -> bool {
         !self.net.legs.is_empty() && {
-            let c = self.calls[slot as usize].as_ref().expect("live call");
+            let c = self.calls.slots[slot as usize].as_ref().expect("live call");
             self.net.legs.contains_key(&(slot, c.job_id()))
         }
     }
@@ -166,7 +166,7 @@ impl QueueingWorld {
     /// I48 (module doc).
     pub(super) fn net_violations(&self, out: &mut Vec<String>) {
         for (&(slot, id), leg) in &self.net.legs {
-            let Some(c) = self.calls[slot as usize].as_ref().filter(|c| c.awaits(id)) else {
+            let Some(c) = self.calls.slots[slot as usize].as_ref().filter(|c| c.awaits(id)) else {
                 continue; // its client gave up: it travels on its own
             };
             let placed = c.in_service || c.parked_at.is_some() || c.retry_level.is_some();

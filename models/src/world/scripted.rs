@@ -15,19 +15,21 @@ impl QueueingWorld {
         // (The job id's backup bit is 47, its fallback hops bits 56 and up: `Call::job_id`.)
         let first_site = (job.id >> 47) & 1 == 0 && job.id >> 56 == 0;
         let own = first_site
-            .then(|| self.sources[job.source as usize].traffic.row_answer(job.seq, job.attempt))
+            .then(|| {
+                self.traffic.sources[job.source as usize].traffic.row_answer(job.seq, job.attempt)
+            })
             .flatten();
         if own.is_none() {
-            self.stations[st as usize].script.as_ref()?;
+            self.upstreams.stations[st as usize].script.as_ref()?;
         }
         // The waiting client's timeout (`Some(ZERO)`: none; `None`: nobody waits any more).
-        let timeout = self.calls[job.slot as usize]
+        let timeout = self.calls.slots[job.slot as usize]
             .as_ref()
             .filter(|c| c.awaits(job.id))
             .map(|_| self.call_timeout(job.slot));
         if let Some(a) = own {
             return Some(a.scripted(timeout));
         }
-        self.stations[st as usize].script.as_mut().expect("checked above").next(timeout)
+        self.upstreams.stations[st as usize].script.as_mut().expect("checked above").next(timeout)
     }
 }

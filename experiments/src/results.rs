@@ -459,11 +459,18 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
     let mut measured = Vec::with_capacity(rows);
     let mut prompt = Vec::with_capacity(rows);
     let mut output = Vec::with_capacity(rows);
+    let mut class = Vec::with_capacity(rows);
+    let mut user = Vec::with_capacity(rows);
+    let mut key = Vec::with_capacity(rows);
     for r in records {
         for q in &r.requests {
+            let sc = run_scenario(exp, r);
             run_id.push(r.run_id.as_str());
             request_id.push(q.request_id);
-            source.push(run_scenario(exp, r).sources[q.source as usize].name.as_str());
+            source.push(sc.sources[q.source as usize].name.as_str());
+            class.push(sc.classes[q.class as usize].name.as_str());
+            user.push((q.user != 0).then_some(q.user));
+            key.push((q.key != 0).then_some(q.key));
             seq.push(q.seq);
             arrival.push(q.arrival.0);
             start.push(q.start.map(|t| t.0));
@@ -490,6 +497,9 @@ pub fn requests_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<D
             Column::new("measured".into(), measured),
             Column::new("prompt_tokens".into(), prompt),
             Column::new("output_tokens".into(), output),
+            Column::new("class".into(), class),
+            Column::new("user".into(), user),
+            Column::new("key".into(), key),
         ],
     )
 }

@@ -36,6 +36,7 @@ pub mod gpu;
 pub mod gradient2;
 pub mod ids;
 pub mod kinds;
+pub mod network;
 pub mod observe;
 pub mod outcome;
 pub mod params;

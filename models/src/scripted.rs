@@ -20,6 +20,13 @@
 //!   (what keeps a server busy when the station does not cancel abandoned work).
 //! - `TooMany` answers 429 (`Rejected(Upstream429)`) with its Retry-After, which reaches
 //!   the governors as `CallInfo::retry_after`, like a provider quota's 429.
+//! - A row may carry its own answers — `Call(at: "1s", answers: [Answer(...), ...])` — the
+//!   n-th for its call's attempt n (0-based: the first attempt, then each retry), whatever
+//!   order services start in at the station, so one different decision elsewhere shifts
+//!   no other row's answers. They take precedence over the station's script, which answers
+//!   the other starts (and does not count these). Attempts past the row's list, a
+//!   failover's backup call and a call moved on along a fallback chain are answered by the
+//!   station as without row answers.
 //!
 //! Architecture invariant: a scripted run draws no random number for what the script
 //! states; a scenario without scripts runs exactly as before (the hooks are inert: no
@@ -76,7 +83,14 @@ pub struct ScriptCall {
         skip_serializing_if = "Option::is_none"
     )]
     pub output_tokens: Option<u32>,
+    /// This call's own answers, by attempt (at most [`MAX_ROW_ANSWERS`]); empty: the
+    /// station answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<Answer>,
 }
+
+/// Most answers one scripted call may carry.
+pub const MAX_ROW_ANSWERS: usize = 256;
 
 /// A client script: rows in time order (validated while parsing: 1 to [`MAX_CALLS`] rows,
 /// `at` never decreasing).
@@ -102,6 +116,12 @@ pub fn check_calls(rows: &[ScriptCall]) -> Result<(), String> {
     }
     if rows.len() > MAX_CALLS {
         return Err(format!("a script has at most {MAX_CALLS} calls, found {}", rows.len()));
+    }
+    if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| r.answers.len() > MAX_ROW_ANSWERS) {
+        return Err(format!(
+            "[{i}].answers: a call carries at most {MAX_ROW_ANSWERS} answers, found {}",
+            r.answers.len()
+        ));
     }
     for (i, w) in rows.windows(2).enumerate() {
         if w[1].at < w[0].at {
@@ -143,6 +163,7 @@ impl Script {
             arrival_ns: self.0.iter().map(|r| r.at.0).collect(),
             prompt_tokens: self.0.iter().map(|r| r.prompt_tokens).collect(),
             output_tokens: self.0.iter().map(|r| r.output_tokens).collect(),
+            ..Default::default()
         };
         crate::trace::TraceSpec {
             file: "<script>".into(),
@@ -168,18 +189,29 @@ impl Script {
             });
             (class, r.user, r.key)
         });
-        ScriptRows(rows.collect())
+        let answers = self.0.iter().enumerate().filter(|(_, r)| !r.answers.is_empty());
+        let answers = answers.map(|(i, r)| (i as u64, r.answers.clone())).collect();
+        ScriptRows { rows: rows.collect(), answers }
     }
 }
 
-/// Resolved `(class, user, key)` of each row, by sequence number.
+/// Resolved `(class, user, key)` of each row, by sequence number, and the rows' own
+/// answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScriptRows(Vec<(u16, u64, u64)>);
+pub struct ScriptRows {
+    rows: Vec<(u16, u64, u64)>,
+    answers: std::collections::BTreeMap<u64, Vec<Answer>>,
+}
 
 impl ScriptRows {
     /// Row `seq`'s class, user and key.
     pub fn row(&self, seq: u64) -> (u16, u64, u64) {
-        self.0[seq as usize]
+        self.rows[seq as usize]
+    }
+
+    /// Row `seq`'s own answer for its call's attempt `attempt`, if it has one.
+    pub fn answer(&self, seq: u64, attempt: u32) -> Option<Answer> {
+        self.answers.get(&seq)?.get(attempt as usize).copied()
     }
 }
 
@@ -260,7 +292,15 @@ impl UpstreamScript {
     pub fn next(&mut self, timeout: Option<SimDuration>) -> Option<Scripted> {
         let a = self.answers.get(self.started as usize).copied();
         self.started += 1;
-        let a = a?;
+        Some(a?.scripted(timeout))
+    }
+}
+
+impl Answer {
+    /// What this answer does to a service that starts now; `timeout` as in
+    /// [`UpstreamScript::next`].
+    pub fn scripted(self, timeout: Option<SimDuration>) -> Scripted {
+        let a = self;
         use crate::Reason::*;
         let (error, retry_after) = match a.outcome {
             AnswerOutcome::Success | AnswerOutcome::Hang => (None, None),
@@ -276,7 +316,7 @@ impl UpstreamScript {
             },
             _ => a.duration,
         };
-        Some(Scripted { service, error, retry_after })
+        Scripted { service, error, retry_after }
     }
 }
 

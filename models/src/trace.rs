@@ -5,6 +5,11 @@
 //! as they are. `rate_scale` compresses time (2.0 = twice the rate) to stress a scenario
 //! with a real arrival pattern.
 //!
+//! Optional `class`, `user` and `key` columns give each row its class (a class name of the
+//! scenario), user id and cache key (whole numbers ≥ 1). An empty cell, or no such column,
+//! leaves the attribute to the source's rules (SPEC §2: `assign` class shares and token
+//! bands, hashed users and keys, the population, the key popularity), exactly as before.
+//!
 //! This module parses text; reading the file is the file layer's job (`experiments`), which
 //! stores the parsed rows in [`TraceSpec::data`] before the scenario is checked.
 
@@ -19,6 +24,16 @@ pub struct TraceData {
     pub arrival_ns: Vec<u64>,
     pub prompt_tokens: Vec<Option<u32>>,
     pub output_tokens: Vec<Option<u32>>,
+    /// With a `class` column: each row's class, an index into `class_names` (`None`: an
+    /// empty cell). Empty without the column.
+    pub class: Vec<Option<u16>>,
+    /// The distinct class names of the `class` column, in first-seen order, with the line
+    /// each first appears on (for the scenario's check of the names).
+    pub class_names: Vec<(String, usize)>,
+    /// With a `user` / `key` column: each row's user id / key (0: an empty cell). Empty
+    /// without the column.
+    pub user: Vec<u64>,
+    pub key: Vec<u64>,
 }
 
 /// Column names of a trace file.
@@ -32,6 +47,30 @@ pub struct TraceColumns {
     pub prompt_tokens: Option<String>,
     #[serde(default = "default_output")]
     pub output_tokens: Option<String>,
+    /// The column of each row's class name (default: none; classes by the source's rules).
+    #[serde(
+        default,
+        deserialize_with = "crate::validate::present",
+        serialize_with = "crate::validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub class: Option<String>,
+    /// The column of each row's user id (default: none).
+    #[serde(
+        default,
+        deserialize_with = "crate::validate::present",
+        serialize_with = "crate::validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub user: Option<String>,
+    /// The column of each row's cache key (default: none).
+    #[serde(
+        default,
+        deserialize_with = "crate::validate::present",
+        serialize_with = "crate::validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub key: Option<String>,
 }
 
 fn default_arrival() -> String {
@@ -50,6 +89,9 @@ impl Default for TraceColumns {
             arrival: default_arrival(),
             prompt_tokens: default_prompt(),
             output_tokens: default_output(),
+            class: None,
+            user: None,
+            key: None,
         }
     }
 }
@@ -85,6 +127,8 @@ fn one() -> f64 {
     1.0
 }
 
+/// Most distinct names in a `class` column (a scenario has at most 64 classes).
+const MAX_CLASSES: usize = 64;
 /// Most rows a trace may have (memory: ~24 bytes a row).
 pub const MAX_ROWS: usize = 50_000_000;
 /// Most bytes of a trace file (the file layer reads no more: a path to `/dev/zero` or a
@@ -110,6 +154,12 @@ impl TraceData {
         let a = find(&spec.columns.arrival)?;
         let p = spec.columns.prompt_tokens.as_deref().map(find).transpose()?;
         let o = spec.columns.output_tokens.as_deref().map(find).transpose()?;
+        let cols = &spec.columns;
+        let (k, u, y) = (
+            cols.class.as_deref().map(find).transpose()?,
+            cols.user.as_deref().map(find).transpose()?,
+            cols.key.as_deref().map(find).transpose()?,
+        );
         let unit_ns = spec.time_unit.0 as f64;
         let mut d = TraceData::default();
         let mut first: Option<f64> = None;
@@ -167,6 +217,29 @@ impl TraceData {
             };
             d.prompt_tokens.push(tokens(p, &spec.columns.prompt_tokens)?);
             d.output_tokens.push(tokens(o, &spec.columns.output_tokens)?);
+            if let Some(c) = k {
+                let raw = cell(c, cols.class.as_deref().unwrap_or(""))?;
+                let class = (!raw.is_empty()).then(|| d.class_index(raw, line_no)).transpose()?;
+                d.class.push(class);
+            }
+            let id = |col: usize, name: &Option<String>, what: &str| -> Result<u64, String> {
+                let name = name.as_deref().unwrap_or("");
+                let raw = cell(col, name)?;
+                if raw.is_empty() {
+                    return Ok(0);
+                }
+                raw.parse::<u64>().ok().filter(|&x| x >= 1).ok_or_else(|| {
+                    format!(
+                        "line {line_no}: column `{name}`: expected {what} (a whole number ≥ 1; an empty cell for none), found `{raw}`"
+                    )
+                })
+            };
+            if let Some(c) = u {
+                d.user.push(id(c, &cols.user, "a user id")?);
+            }
+            if let Some(c) = y {
+                d.key.push(id(c, &cols.key, "a key")?);
+            }
         }
         if d.arrival_ns.is_empty() {
             return Err("the trace has a header but no rows".into());
@@ -176,6 +249,34 @@ impl TraceData {
 }
 
 impl TraceData {
+    /// The index of class `name` in `class_names`, added on first sight.
+    fn class_index(&mut self, name: &str, line: usize) -> Result<u16, String> {
+        if let Some(i) = self.class_names.iter().position(|(n, _)| n == name) {
+            return Ok(i as u16);
+        }
+        if self.class_names.len() >= MAX_CLASSES {
+            return Err(format!(
+                "line {line}: more than {MAX_CLASSES} distinct classes (a scenario has at most that many)"
+            ));
+        }
+        self.class_names.push((name.to_string(), line));
+        Ok(self.class_names.len() as u16 - 1)
+    }
+
+    /// Every class name of the `class` column is one of `classes`; the message names the
+    /// first line a stranger appears on.
+    pub fn check_classes(&self, classes: &[&str], column: &str) -> Result<(), String> {
+        for (name, line) in &self.class_names {
+            if !classes.contains(&name.as_str()) {
+                return Err(format!(
+                    "line {line}: column `{column}`: no class named `{name}`; the scenario's classes: {}",
+                    classes.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// A 64-bit hash of every row, so that editing a trace file changes the run ids of the
     /// runs that replay it (the rows are not part of the scenario's text).
     pub fn content_hash(&self) -> u64 {
@@ -185,6 +286,23 @@ impl TraceData {
             h.fold(self.arrival_ns[i]);
             h.fold(self.prompt_tokens[i].map_or(u64::MAX, u64::from));
             h.fold(self.output_tokens[i].map_or(u64::MAX, u64::from));
+        }
+        // The optional columns fold only when present: a trace without them keeps its hash
+        // (and its runs their ids).
+        if !self.class.is_empty() {
+            h.fold(0x636c_6173); // "clas"
+            for (n, _) in &self.class_names {
+                h.fold(sim_core::rng::name_id(n));
+            }
+            for c in &self.class {
+                h.fold(c.map_or(u64::MAX, u64::from));
+            }
+        }
+        for (tag, col) in [(0x7573_6572u64, &self.user), (0x006b_6579, &self.key)] {
+            if !col.is_empty() {
+                h.fold(tag);
+                col.iter().for_each(|&x| h.fold(x));
+            }
         }
         h.value()
     }

@@ -67,6 +67,10 @@ pub mod attr {
     /// Whether a streamed answer stalls (`stall_rate`), and the stall's length.
     pub const STREAM_STALL: u32 = 20;
     pub const STREAM_STALL_LENGTH: u32 = 21;
+    /// A call attempt's network delay, client → server and server → client
+    /// (`crate::network`).
+    pub const NET_REQUEST: u32 = 22;
+    pub const NET_RESPONSE: u32 = 23;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -160,6 +164,16 @@ pub enum Ev {
         app: u16,
         inst: u16,
     },
+    /// A call's request leg ends: it reaches its station (`world/network.rs`).
+    NetArrive {
+        slot: u32,
+        id: u64,
+    },
+    /// A call's response leg ends: the station's answer reaches the client.
+    NetReturn {
+        slot: u32,
+        id: u64,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -184,6 +198,8 @@ impl sim_core::Event for Ev {
             Ev::StreamClose { .. } => 20,
             Ev::RequestDeadline { .. } => 17,
             Ev::QueueTimeout { .. } => 18,
+            Ev::NetArrive { .. } => 21,
+            Ev::NetReturn { .. } => 22,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -205,7 +221,7 @@ impl sim_core::Event for Ev {
                 ((app as u64) << 16) | inst as u64
             }
             Ev::LocalWorkDone { id, .. } | Ev::RequestDeadline { id, .. } => id,
-            Ev::StreamClose { id, .. } => id,
+            Ev::StreamClose { id, .. } | Ev::NetArrive { id, .. } | Ev::NetReturn { id, .. } => id,
             Ev::QueueTimeout { app, inst } => ((app as u64) << 16) | inst as u64,
         }
     }
@@ -214,7 +230,8 @@ impl sim_core::Event for Ev {
             Ev::ServiceDone { .. }
             | Ev::LocalWorkDone { .. }
             | Ev::GpuStep { .. }
-            | Ev::ConnReady { .. } => Phase::Completion,
+            | Ev::ConnReady { .. }
+            | Ev::NetReturn { .. } => Phase::Completion,
             Ev::ConnDeadline { .. } => Phase::Timeout,
             Ev::ConnPoolWake { .. } => Phase::Dispatch,
             Ev::WaitDeadline { .. } | Ev::UpstreamTimeout { .. } | Ev::UserGiveUp { .. } => {
@@ -222,6 +239,7 @@ impl sim_core::Event for Ev {
             }
             Ev::StreamClose { .. } => Phase::Timeout,
             Ev::Arrival { .. } | Ev::RetryDue { .. } | Ev::UserSend { .. } => Phase::Arrival,
+            Ev::NetArrive { .. } => Phase::Arrival,
             Ev::WarmupEnd | Ev::GovWake { .. } => Phase::Dispatch,
             Ev::DispatchWake { .. } | Ev::PoolWake { .. } => Phase::Dispatch,
             Ev::RequestDeadline { .. } | Ev::QueueTimeout { .. } => Phase::Timeout,
@@ -393,6 +411,8 @@ pub struct QueueingWorld {
     /// force of each path (`world/changes.rs`).
     registry: crate::params::Registry,
     params_now: std::collections::BTreeMap<String, ParamValue>,
+    /// Call sites' network delay and the legs on the wire (`world/network.rs`).
+    net: network::NetRt,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -415,6 +435,7 @@ mod governors;
 mod gpu;
 mod holdings;
 mod inflight;
+mod network;
 mod observation;
 mod observe;
 mod report;
@@ -470,6 +491,9 @@ impl sim_core::World for QueueingWorld {
             Ev::ConnReady { slot, .. } => self.on_conn_ready(slot, ctx),
             Ev::ConnDeadline { slot, .. } => self.on_conn_deadline(slot, ctx),
             Ev::ConnPoolWake { pool } => self.on_conn_pool_wake(pool, ctx),
+            // Network legs (`world/network.rs`).
+            Ev::NetArrive { slot, id } => self.on_net_arrive(slot, id, ctx),
+            Ev::NetReturn { slot, id } => self.on_net_return(slot, id, ctx),
             // Observation.
             Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
         }
@@ -495,6 +519,7 @@ impl sim_core::World for QueueingWorld {
             .saturating_add(self.govs.len() as u64)
             .saturating_add(self.upstreams.servers())
             .saturating_add(self.entry_entities())
+            .saturating_add(self.net.on_wire())
     }
     fn holdings(&self) -> sim_core::Holdings {
         self.holdings_now()
@@ -523,7 +548,9 @@ impl sim_core::World for QueueingWorld {
             Ev::WarmupEnd => "run.warmup".into(),
             Ev::UpstreamTimeout { slot, .. }
             | Ev::RetryDue { slot, .. }
-            | Ev::StreamClose { slot, .. } => match call(slot) {
+            | Ev::StreamClose { slot, .. }
+            | Ev::NetArrive { slot, .. }
+            | Ev::NetReturn { slot, .. } => match call(slot) {
                 Some(c) => format!("call_site.{}", self.sites[c.site as usize].name),
                 None => "request".into(),
             },

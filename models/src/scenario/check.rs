@@ -27,6 +27,7 @@ impl<V> ScenarioSpec<V> {
         self.check_source_refs()?;
         self.check_traffic()?;
         self.check_site_refs()?;
+        self.check_network()?;
         super::reach::check_gpu_tokens(self)?;
         self.check_apps()
     }

@@ -204,6 +204,15 @@ pub struct CallSiteSpec {
     /// tolerance"): `[("P1", "1.5s")]`. A class not listed uses `timeout`; `"0s"` = none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub class_timeouts: Vec<(String, SimDuration)>,
+    /// Network delay each way between the client and the upstream (`crate::network`):
+    /// inside `timeout`, outside the upstream's concurrency. None (default): zero.
+    #[serde(
+        default,
+        deserialize_with = "validate::present",
+        serialize_with = "validate::ser_present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub network: Option<crate::network::NetworkSpec>,
 }
 
 pub use govref::{Declared, GovernorRef, governor_kind_names, reloadable_kinds};
@@ -307,6 +316,15 @@ impl<V> ScenarioSpec<V> {
                 a.check(&classes).map_err(|(f, message)| SpecError {
                     path: format!("sources[{i}].assign.{f}"),
                     message,
+                })?;
+            }
+            // A trace's class column names the scenario's classes.
+            if let Some(t) = &s.trace
+                && let (Some(col), Some(d)) = (&t.columns.class, &t.data)
+            {
+                d.check_classes(&classes, col).map_err(|m| SpecError {
+                    path: format!("sources[{i}].trace.columns.class"),
+                    message: format!("{}: {m}", t.file),
                 })?;
             }
         }

@@ -1,5 +1,6 @@
-//! Call sites in the scenario: the fallback chains' cross-references and the call site's
-//! registered parameter (`call_site.<name>.enabled`).
+//! Call sites in the scenario: the fallback chains' cross-references, the network's
+//! upstreams, and the call site's registered parameters (`call_site.<name>.enabled`,
+//! `network_request`, `network_response`).
 
 use crate::fallback::{SiteRef, check_chains};
 
@@ -19,31 +20,95 @@ impl<V> super::ScenarioSpec<V> {
     }
 }
 
-/// `call_site.<name>.enabled`: switch a model off (and on) at run time (SPEC §3.16).
+impl<V> super::ScenarioSpec<V> {
+    /// A call site with network delay (`crate::network`) sends only to stations that do
+    /// not stream: a GPU server's or a stream's answer path has no network leg yet.
+    pub(crate) fn check_network(&self) -> Result<(), super::SpecError> {
+        for (i, c) in self.call_sites.iter().enumerate() {
+            if c.network.is_none() {
+                continue;
+            }
+            let ups = std::iter::once(&c.upstream)
+                .chain(c.split.iter().map(|(n, _)| n))
+                .chain(c.backup.iter());
+            for up in ups {
+                if !self.stations.iter().any(|s| &s.name == up && !s.streaming) {
+                    let what = if self.gpu_servers.iter().any(|g| &g.name == up) {
+                        "a GPU server"
+                    } else {
+                        "a streaming station"
+                    };
+                    return Err(super::SpecError {
+                        path: format!("call_sites[{i}].network"),
+                        message: format!(
+                            "network delay needs station upstreams that do not stream; \
+                             \"{up}\" is {what}"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `call_site.<name>.enabled`: switch a model off (and on) at run time (SPEC §3.16);
+/// `network_request` / `network_response`: a declared network's legs (`crate::network`).
 impl crate::params::Params for super::CallSiteSpec {
     const KIND: &'static str = "call_site";
     fn instance_name(&self) -> &str {
         &self.name
     }
     fn decls() -> Vec<crate::params::ParamDecl> {
-        vec![crate::params::ParamDecl {
-            name: "enabled",
-            ty: crate::params::ParamType::Bool,
-            unit: "",
-            runtime: true,
-            doc: "the model is on; off: every call goes straight to the site's fallback",
-        }]
+        use crate::params::{ParamDecl, ParamType};
+        vec![
+            ParamDecl {
+                name: "enabled",
+                ty: ParamType::Bool,
+                unit: "",
+                runtime: true,
+                doc: "the model is on; off: every call goes straight to the site's fallback",
+            },
+            ParamDecl {
+                name: "network_request",
+                ty: ParamType::DurationDist,
+                unit: "ns",
+                runtime: true,
+                doc: "client → server delay (declared `network` only); inside the call's timeout",
+            },
+            ParamDecl {
+                name: "network_response",
+                ty: ParamType::DurationDist,
+                unit: "ns",
+                runtime: true,
+                doc: "server → client delay (declared `network` only); inside the call's timeout",
+            },
+        ]
+    }
+    fn field_of(p: &str) -> String {
+        match p {
+            "network_request" => "network.request".into(),
+            "network_response" => "network.response".into(),
+            p => p.into(),
+        }
     }
     fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
+        use crate::params::ParamValue as V;
+        let n = self.network.as_ref();
         match p {
-            "enabled" => Some(crate::params::ParamValue::Bool(self.enabled)),
+            "enabled" => Some(V::Bool(self.enabled)),
+            "network_request" => Some(V::DurationDist(n?.request.clone())),
+            "network_response" => Some(V::DurationDist(n?.response.clone())),
             _ => None,
         }
     }
     fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        match (p, v) {
-            ("enabled", crate::params::ParamValue::Bool(b)) => self.enabled = b,
-            (p, v) => return Err(format!("call_site has no parameter `{p}` of type {v:?}")),
+        use crate::params::ParamValue as V;
+        match (p, v, self.network.as_mut()) {
+            ("enabled", V::Bool(b), _) => self.enabled = b,
+            ("network_request", V::DurationDist(d), Some(n)) => n.request = d,
+            ("network_response", V::DurationDist(d), Some(n)) => n.response = d,
+            (p, v, _) => return Err(format!("call_site has no parameter `{p}` of type {v:?}")),
         }
         Ok(())
     }

@@ -249,6 +249,7 @@ impl QueueingWorld {
             calls: Default::default(),
             entry_path: entry::EntryPath { apps, dispatch_wait },
             timeouts: timeouts::TimeoutsRt::new(sc),
+            net: network::NetRt::new(sc),
             obs: observation::Observation {
                 events: Vec::new(),
                 records: run.record_requests.then(Vec::new),

@@ -119,10 +119,11 @@ impl QueueingWorld {
         let site = self.call(slot).site as usize;
         let up = self.pick_upstream(slot);
         self.call_mut(slot).up = Some(up);
-        self.series_sent(site, up, ctx);
+        self.series_sent(site, ctx);
         let st = match up {
             Upstream::Station(st) => st,
             Upstream::Gpu(g) => {
+                self.series_reached(up, ctx);
                 let call = call_id(slot, self.call(slot).generation);
                 let batch = self.sites[site]
                     .stack_for(self.call(slot).inst)
@@ -137,7 +138,7 @@ impl QueueingWorld {
         let c = self.call(slot);
         let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
         let source = r.source;
-        let mut job = Job {
+        let job = Job {
             slot,
             id: c.job_id(),
             source,
@@ -152,14 +153,38 @@ impl QueueingWorld {
         if r.arrival >= self.warmup {
             self.traffic.sources[source as usize].upstream_calls += 1;
         }
+        if self.net_send(st, job, ctx) {
+            return; // on the wire: it reaches the station at `NetArrive`
+        }
+        self.reach_station(st, job, ctx);
+    }
+
+    /// Call `slot`'s work `job` reaches station `st` (at once, or after its network's
+    /// request leg, `world/network.rs`). A request whose client gave up on the way is
+    /// dropped where the station cancels abandoned work, else served as abandoned work.
+    pub(super) fn reach_station(&mut self, st: u16, mut job: Job, ctx: &mut Ctx<'_, Ev>) {
+        let (now, slot) = (ctx.now(), job.slot);
+        self.series_reached(Upstream::Station(st), ctx);
+        let live = self.calls.slots[slot as usize].as_ref().is_some_and(|c| c.awaits(job.id));
+        if !live && self.upstreams.stations[st as usize].st.cancellation {
+            return;
+        }
         // The provider's quota answers first: 429, with a Retry-After, consumes nothing.
         if let Err(retry_after) = self.upstreams.admit_quota(st, &mut job, now) {
-            self.answer_with(slot, Outcome::Rejected(Reason::Upstream429), retry_after, ctx);
+            if live {
+                let o = Outcome::Rejected(Reason::Upstream429);
+                self.upstream_answer(slot, o, retry_after, ctx);
+            }
             return;
         }
         let admitted = self.upstreams.stations[st as usize].st.admit(job, now);
-        let timeout = self.call_timeout(slot);
-        if admitted != Admit::Full && timeout > SimDuration::ZERO {
+        // Without a network the client's timeout starts here (the send); with one it runs
+        // since the send already (`net_send`).
+        let timeout = if live { self.call_timeout(slot) } else { SimDuration::ZERO };
+        if admitted != Admit::Full
+            && timeout > SimDuration::ZERO
+            && self.call(slot).upstream_timer.is_none()
+        {
             let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
             self.call_mut(slot).upstream_timer = Some(h);
         }
@@ -168,9 +193,10 @@ impl QueueingWorld {
             Admit::Queued => {}
             Admit::Full => {
                 self.work_ended(st, &job, false, now);
-                let refusal =
-                    Outcome::Rejected(self.upstreams.stations[st as usize].st.reject_as.reason());
-                self.answer(slot, refusal, ctx);
+                if live {
+                    let reason = self.upstreams.stations[st as usize].st.reject_as.reason();
+                    self.upstream_answer(slot, Outcome::Rejected(reason), None, ctx);
+                }
             }
         }
         self.update_station_gauges(st, ctx);
@@ -250,9 +276,6 @@ impl QueueingWorld {
         };
         c.in_service = false;
         c.service_timer = None;
-        if let Some(h) = c.upstream_timer.take() {
-            ctx.cancel(h);
-        }
         if let Some(s) = c.stream.take() {
             self.stream_completed(s, ctx);
         }
@@ -264,7 +287,7 @@ impl QueueingWorld {
             None => Outcome::Success,
         };
         let retry_after = c.upstream_retry_after;
-        self.answer_with(slot, outcome, retry_after, ctx);
+        self.upstream_answer(slot, outcome, retry_after, ctx);
         self.resume_woken(ctx);
     }
 
@@ -387,6 +410,13 @@ impl QueueingWorld {
     pub(super) fn drop_upstream_work(&mut self, slot: u32, cancel: bool, ctx: &mut Ctx<'_, Ev>) {
         if let Some(s) = self.call_mut(slot).stream.take() {
             self.stream_dropped(s);
+        }
+        if self.net_on_wire(slot) {
+            // Nothing at the station to drop (`world/network.rs`).
+            if let Some(h) = self.call_mut(slot).upstream_timer.take() {
+                ctx.cancel(h);
+            }
+            return;
         }
         let c = self.call_mut(slot);
         let (id, in_service) = (c.job_id(), c.in_service);

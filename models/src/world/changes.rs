@@ -99,6 +99,11 @@ impl QueueingWorld {
                     s.enabled = b;
                     Ok(())
                 }
+                ("network_request" | "network_response", ParamValue::DurationDist(d), Some(_)) => {
+                    let site = self.sites.iter().position(|s| s.name == name).expect("found");
+                    self.net_set(site, param, d);
+                    Ok(())
+                }
                 (p, v, _) => Err(format!("call_site.{p} = {v} is not run-time changeable")),
             },
             k if crate::scenario::governor_kind_names().contains(&k) => {

@@ -153,6 +153,7 @@ impl QueueingWorld {
     pub fn check_invariants(&self) -> Vec<String> {
         let mut v = Vec::new();
         self.fallback_violations(&mut v);
+        self.net_violations(&mut v);
         let mut live_per_source = vec![0u64; self.traffic.sources.len()];
         for r in self.reqs.slots.iter().flatten() {
             live_per_source[r.source as usize] += 1;

@@ -8,7 +8,7 @@
 //! them — and with or without sampling.
 //!
 //! API boundary: one-line hooks called from `world/calls.rs` (`series_sent`,
-//! `series_retry`, `series_timeout`, `series_answer`, `series_governor`); ids registered
+//! `series_reached`, `series_retry`, `series_timeout`, `series_answer`, `series_governor`); ids registered
 //! once in [`SeriesIds::new`].
 
 use super::*;
@@ -119,9 +119,13 @@ const BREAKER_REFUSING: [BreakerState; 3] =
 const DEGRADE_REFUSING: [BreakerState; 2] = [BreakerState::Open, BreakerState::HalfOpen];
 
 impl QueueingWorld {
-    /// A call of `site` is sent to `up` (first attempt, retry or failover).
-    pub(super) fn series_sent(&mut self, site: usize, up: Upstream, ctx: &mut Ctx<'_, Ev>) {
+    /// A call of `site` is sent (first attempt, retry or failover).
+    pub(super) fn series_sent(&mut self, site: usize, ctx: &mut Ctx<'_, Ev>) {
         ctx.metrics.incr(self.obs.series.sites[site].attempts);
+    }
+
+    /// A call reaches upstream `up` (when sent, or after its network's request leg).
+    pub(super) fn series_reached(&mut self, up: Upstream, ctx: &mut Ctx<'_, Ev>) {
         let c = match up {
             Upstream::Station(s) => self.obs.series.stations[s as usize],
             Upstream::Gpu(g) => self.obs.series.gpus[g as usize],

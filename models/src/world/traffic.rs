@@ -50,6 +50,8 @@ pub(super) struct TrafficRt {
     pub(super) user_retries: u64,
     /// A scripted source's rows: class, user and key by sequence number.
     script: Option<crate::scripted::ScriptRows>,
+    /// A trace's `class` column: the scenario class of each of its names.
+    trace_classes: Vec<u16>,
 }
 
 /// The attributes of a new request.
@@ -98,7 +100,18 @@ impl TrafficRt {
                 let default = s.class.as_deref().map_or(0, idx);
                 c.resolve(classes, default)
             }),
+            trace_classes: s
+                .trace
+                .iter()
+                .filter_map(|t| t.data.as_ref())
+                .flat_map(|d| d.class_names.iter().map(|(n, _)| idx(n)))
+                .collect(),
         }
+    }
+
+    /// A scripted row's own answer for its call's attempt `attempt` (`crate::scripted`).
+    pub(super) fn row_answer(&self, seq: u64, attempt: u32) -> Option<crate::scripted::Answer> {
+        self.script.as_ref()?.answer(seq, attempt)
     }
 
     /// Closed-loop users now active (for the engine's same-instant guard).
@@ -155,8 +168,16 @@ impl QueueingWorld {
         fill(&mut tokens.prompt, &t.prompt, attr::PROMPT_TOKENS);
         fill(&mut tokens.output, &t.output, attr::OUTPUT_TOKENS);
         fill(&mut tokens.history, &t.history, attr::HISTORY_TOKENS);
+        // A trace row's own class, user and key columns come first (`crate::trace`); an
+        // empty cell or no column leaves the attribute to the rules below.
+        let i = seq as usize;
+        let row_class = row.and_then(|d| d.class.get(i).copied().flatten());
+        let row_user = row.and_then(|d| d.user.get(i).copied()).filter(|&u| u != 0);
+        let row_key = row.and_then(|d| d.key.get(i).copied()).filter(|&k| k != 0);
         let mut class = src.class;
-        if let Some(a) = &t.assign
+        if let Some(c) = row_class {
+            class = t.trace_classes[c as usize];
+        } else if let Some(a) = &t.assign
             && let Some(name) =
                 a.class_of(tokens.prompt, tokens.output, key.uniform(attr::CLASS_SHARE))
         {
@@ -164,6 +185,7 @@ impl QueueingWorld {
         }
         let pop = self.traffic.population.as_ref();
         let user = match (client, t.assign.as_ref().and_then(|a| a.hash_users), pop) {
+            _ if row_user.is_some() => row_user.expect("checked"),
             (Some(c), _, Some(p)) => {
                 closed_loop_user(c, t.closed.as_ref().map_or(0, |l| l.users), p.count)
             }
@@ -178,6 +200,7 @@ impl QueueingWorld {
             class = p.class_of(user, class);
         }
         let request_key = match (t.assign.as_ref().and_then(|a| a.hash_keys), &t.keys) {
+            _ if row_key.is_some() => row_key.expect("checked"),
             (Some(n), _) => hash_into(seq, src.key ^ 0x4b45_5953, n), // "KEYS"
             (None, Some(table)) => table.sample(key.uniform(attr::KEY)),
             (None, None) => 0,

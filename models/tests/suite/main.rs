@@ -22,6 +22,7 @@ mod incidents_quota;
 mod incidents_regressions;
 mod interactions;
 mod limits;
+mod network;
 mod per_instance;
 mod provider_faults;
 mod queueing_theory;

@@ -195,3 +195,68 @@ fn bad_scripts_name_the_field() {
     .unwrap_err();
     assert!(e.to_string().contains("expected 1 to 1000000 answers, found 0"), "{e}");
 }
+
+/// Rows with their own answers (by attempt) beside a station script: with one server the
+/// station starts row 1 before row 0's retry, with two it starts row 0's retry first —
+/// each row still gets its own answers, and the station's script answers only the row
+/// without any (`models::scripted`, "A row may carry its own answers").
+fn row_answers(servers: u32) -> String {
+    format!(
+        r#"Scenario(name: "row-answers",
+    sources: [(name: "client", target: "c", script: Script([
+        Call(at: "0ms", answers: [Answer(duration: "50ms", outcome: Error5xx),
+                                  Answer(duration: "10ms", outcome: Success)]),
+        Call(at: "10ms", answers: [Answer(duration: "5ms", outcome: Success)]),
+        Call(at: "20ms"),
+    ]))],
+    retries: [Retry(name: "r", max_attempts: 2, backoff: Fixed(wait_duration: "0s"))],
+    call_sites: [(name: "c", governors: [Retry("r")], upstream: "llm", timeout: "5s")],
+    stations: [(name: "llm", servers: {servers}, service: Constant("100ms"), script: Some([
+        Answer(duration: "30ms", outcome: BusinessError),
+    ]))],
+)"#
+    )
+}
+
+#[test]
+fn a_rows_answers_follow_its_attempts_whatever_the_start_order() {
+    use Reason::*;
+    // (servers, [(arrival ms, end ms, outcome)] by row). One server: row 0's 5xx at 50 ms;
+    // row 1 (queued since 10 ms) starts at 50 ms, its own 5 ms: 55 ms; row 2 starts at
+    // 55 ms with the station's answer, a 30 ms business error: 85 ms; row 0's retry
+    // (queued at 50 ms, behind row 2) starts at 85 ms with its row's second answer: 95 ms.
+    // Two servers: row 1 at 10 → 15 ms, row 2 at 20 → 50 ms (station's answer), row 0's
+    // retry starts at 50 ms: 60 ms.
+    let table = [
+        (
+            1,
+            [
+                (0.0, Some(95.0), S),
+                (10.0, Some(55.0), S),
+                (20.0, Some(85.0), failed(BusinessError)),
+            ],
+        ),
+        (
+            2,
+            [
+                (0.0, Some(60.0), S),
+                (10.0, Some(15.0), S),
+                (20.0, Some(50.0), failed(BusinessError)),
+            ],
+        ),
+    ];
+    for (servers, want) in table {
+        let r = run_checked(&load(&row_answers(servers)), &cfg(1, 5));
+        assert_eq!(outcomes(&r), want, "{servers} server(s)");
+    }
+    // Past its list a row is answered by the station: the script is used up, so its own
+    // service, 100 ms (a third attempt of row 0 would be one; here: a row with too few).
+    let text = row_answers(1).replace("max_attempts: 2", "max_attempts: 3").replace(
+        r#"Answer(duration: "10ms", outcome: Success)]"#,
+        r#"Answer(duration: "10ms", outcome: Error5xx)]"#,
+    );
+    let r = run_checked(&load(&text), &cfg(1, 5));
+    // Row 0: 5xx at 50, retry starts at 85 (after row 1 and row 2), 5xx at 95, third
+    // attempt starts at 95: the station's normal 100 ms, success at 195 ms.
+    assert_eq!(outcomes(&r)[0], (0.0, Some(195.0), S));
+}

@@ -79,3 +79,79 @@ fn a_trace_source_takes_no_interarrival_and_no_profile() {
     let sc: ScenarioSpec<ParamValue> = ron::from_str(&unloaded).unwrap();
     assert!(sc.check().unwrap_err().message.contains("was not loaded"));
 }
+
+/// A trace with `class`, `user` and `key` columns (some cells empty) under a source whose
+/// rules (`assign`) would give other values: the row's cells win, empty cells fall back.
+fn columned(csv: &str) -> Result<Scenario, String> {
+    let text = r#"Scenario(name: "columns",
+        classes: [(name: "P0", sla: "3s"), (name: "P2", sla: "60s")],
+        sources: [(name: "t", target: "c", class: "P2",
+            trace: Trace(file: "inline.csv",
+                columns: Columns(arrival: "t", prompt_tokens: None, output_tokens: None,
+                    class: "prio", user: "uid", key: "qkey")),
+            assign: Assign(class_shares: [("P2", 1.0)], hash_users: Some(1000), hash_keys: Some(50)))],
+        call_sites: [(name: "c", upstream: "st")],
+        stations: [(name: "st", servers: 100, service: Constant("1ms"))])"#;
+    let mut sc: ScenarioSpec<ParamValue> = ron::from_str(text).unwrap();
+    let t: &mut TraceSpec = sc.sources[0].trace.as_mut().unwrap();
+    t.data = Some(Arc::new(TraceData::parse_csv(csv, t)?));
+    sc.check().map_err(|e| e.to_string())?;
+    Ok(sc)
+}
+
+#[test]
+fn trace_class_user_and_key_columns_win_over_the_rules() {
+    let csv = "t,prio,uid,qkey\n0,P0,7,42\n1,,8,\n2,P2,,9\n3,P0,,\n";
+    let sc = columned(csv).unwrap();
+    let mut cfg = RunConfig::new(1, SimDuration::from_secs(10));
+    cfg.record_requests = true;
+    let r = models::run(&sc, &cfg);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let mut q = r.requests.clone();
+    q.sort_by_key(|q| q.seq);
+    let got: Vec<(u16, u64, u64)> = q.iter().map(|q| (q.class, q.user, q.key)).collect();
+    // The rules: class_shares → P2 (index 1), users and keys hashed into 1..=1000 / 1..=50.
+    let hashed = |seq: usize| (q[seq].user, q[seq].key);
+    assert_eq!(got[0], (0, 7, 42), "every cell given");
+    assert_eq!(got[1].0, 1, "empty class cell: the rule's P2");
+    assert_eq!(got[1].1, 8);
+    assert!((1..=50).contains(&hashed(1).1), "empty key cell: hashed");
+    assert_eq!((got[2].0, got[2].2), (1, 9));
+    assert!((1..=1000).contains(&hashed(2).0), "empty user cell: hashed");
+    assert_eq!(got[3].0, 0);
+    // Without the columns the same rows get the rules' values everywhere: the columns move
+    // nothing else (arrivals identical).
+    let plain = "t,prio,uid,qkey\n0,,,\n1,,,\n2,,,\n3,,,\n";
+    let r2 = models::run(&columned(plain).unwrap(), &cfg);
+    let mut q2 = r2.requests.clone();
+    q2.sort_by_key(|q| q.seq);
+    assert!(q2.iter().all(|q| q.class == 1));
+    assert_eq!(q2[1].key, q[1].key, "row 1's key came from the rule in both");
+    assert_eq!(q2[2].user, q[2].user, "row 2's user came from the rule in both");
+    let arrivals =
+        |q: &[models::world::RequestRecord]| q.iter().map(|q| q.arrival).collect::<Vec<_>>();
+    assert_eq!(arrivals(&q), arrivals(&q2));
+}
+
+#[test]
+fn bad_class_user_and_key_cells_name_the_line() {
+    let cases = [
+        (
+            "t,prio,uid,qkey\n0,P0,1,1\n1,P9,1,1\n",
+            "line 3: column `prio`: no class named `P9`; the scenario's classes: P0, P2",
+        ),
+        (
+            "t,prio,uid,qkey\n0,P0,x,1\n",
+            "line 2: column `uid`: expected a user id (a whole number ≥ 1; an empty cell for none), found `x`",
+        ),
+        (
+            "t,prio,uid,qkey\n0,P0,1,0\n",
+            "line 2: column `qkey`: expected a key (a whole number ≥ 1; an empty cell for none), found `0`",
+        ),
+        ("t,prio,qkey\n0,P0,1\n", "line 1: no column named `uid`"),
+    ];
+    for (csv, want) in cases {
+        let e = columned(csv).err().unwrap_or_else(|| panic!("{csv:?} accepted"));
+        assert!(e.contains(want), "{csv:?}: {e}");
+    }
+}

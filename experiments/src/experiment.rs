@@ -51,6 +51,9 @@ struct ExperimentFile {
     /// Combinations to drop.
     #[serde(default)]
     constraints: Vec<ConstraintFile>,
+    /// What `stormglass search` explores (`run` ignores it).
+    #[serde(default, deserialize_with = "sweep::present")]
+    search: Option<crate::search::spec::SearchFile>,
 }
 
 /// Optional result files.
@@ -144,6 +147,10 @@ pub struct Experiment {
     pub swept: Vec<String>,
     /// The runs: variants × sweep points (constraints applied) × seeds.
     pub runs: Vec<PlannedRun>,
+    /// The `search` block, resolved (its own plan: the space instead of the sweep).
+    pub search: Option<Arc<crate::search::Search>>,
+    /// Where the sweep's dimensions are written in the file (`sweep`, `search.space`).
+    pub(crate) sweep_field: &'static str,
 }
 
 /// One run of an experiment.
@@ -238,6 +245,8 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 constraints: vec![],
                 swept: vec![],
                 runs: vec![],
+                search: None,
+                sweep_field: "sweep",
             };
             let mut errs = check_settings(&src, &exp, Origin::Flags);
             if let Err(e) = check_trace_coverage(&src, &exp, Some("")) {
@@ -295,6 +304,8 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 constraints: vec![],
                 swept: vec![],
                 runs: vec![],
+                search: None,
+                sweep_field: "sweep",
             };
             // Independent parts: report every one that is wrong, not only the first. The
             // sweep and constraints are resolved against each variant's scenario, so they
@@ -311,7 +322,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 }
                 Ok(variants) => {
                     let sweep = variant::for_every_variant(&variants, &exp.scenario, |reg| {
-                        resolve_sweep(&src, reg, &f.sweep)
+                        resolve_sweep(&src, reg, "sweep", &f.sweep)
                     });
                     let constraints = variant::for_every_variant(&variants, &exp.scenario, |reg| {
                         resolve_constraints(&src, reg, &f.constraints)
@@ -329,7 +340,11 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
             collect(errs)?;
             let (variants, sweep, constraints) = resolved.expect("no error, so resolved");
             let exp = Experiment { variants, sweep, constraints, ..exp };
-            finish_plan(&src, exp)
+            let mut exp = finish_plan(&src, exp)?;
+            if let Some(s) = &f.search {
+                exp.search = Some(Arc::new(crate::search::spec::resolve(&src, &exp, s)?));
+            }
+            Ok(exp)
         }
         other => {
             let (line, col) = crate::locate::line_col(text, off);
@@ -562,7 +577,7 @@ fn validate_resolved(sc: &Scenario, text: &str) -> Result<(), String> {
 }
 
 /// Plans the runs and checks the plan (constraints must leave something; a run limit).
-fn finish_plan(src: &Source<'_>, mut exp: Experiment) -> Result<Experiment, LoadError> {
+pub(crate) fn finish_plan(src: &Source<'_>, mut exp: Experiment) -> Result<Experiment, LoadError> {
     let mut swept: Vec<String> = Vec::new();
     let sets =
         exp.variants.iter().flat_map(|v| v.set.iter()).chain(exp.sweep.iter().flatten().flatten());
@@ -575,7 +590,10 @@ fn finish_plan(src: &Source<'_>, mut exp: Experiment) -> Result<Experiment, Load
     let combos = exp.variants.len().saturating_mul(sweep::points(&exp.sweep).len());
     if combos.saturating_mul(exp.seeds.len()) > MAX_RUNS {
         return Err(src
-            .error_at("sweep", format!("the experiment plans more than {MAX_RUNS} runs; split it"))
+            .error_at(
+                exp.sweep_field,
+                format!("the experiment plans more than {MAX_RUNS} runs; split it"),
+            )
             .into());
     }
     exp.runs = exp.plan_runs(src)?;
@@ -655,7 +673,7 @@ impl Experiment {
                     mix64(name_id(&canon) ^ settings ^ mix64(name_id(&v.name).rotate_left(7)));
                 if let Some((first, first_desc)) = seen.get(&base) {
                     return Err(src.error_at(
-                        fields.last().map_or("sweep", |f| f.as_str()),
+                        fields.last().map_or(self.sweep_field, |f| f.as_str()),
                         format!(
                             "{desc} resolves to the same scenario as point {first} ({first_desc}): \
                              their runs would share run ids and one would overwrite the other; \
@@ -695,6 +713,7 @@ impl Experiment {
             .map(|j| format!("variants[{vi}].set[{j}].value"))
             .collect();
         // Mixed-radix digits of `pi`, first dimension outermost (as `sweep::points`).
+        let sw = self.sweep_field;
         let mut rest = pi;
         let mut digits = vec![0; self.sweep.len()];
         for (d, dim) in self.sweep.iter().enumerate().rev() {
@@ -705,15 +724,15 @@ impl Experiment {
             let k = digits[d];
             for m in 0..dim.get(k).map_or(0, |p| p.len()) {
                 let candidates = [
-                    format!("sweep[{d}].values[{k}]"),
-                    format!("sweep[{d}][{m}].values[{k}]"),
-                    format!("sweep[{d}][{k}][{m}].value"),
+                    format!("{sw}[{d}].values[{k}]"),
+                    format!("{sw}[{d}][{m}].values[{k}]"),
+                    format!("{sw}[{d}][{k}][{m}].value"),
                 ];
                 let f = candidates
                     .iter()
                     .find(|c| src.offset(c).is_some())
                     .cloned()
-                    .unwrap_or_else(|| format!("sweep[{d}]"));
+                    .unwrap_or_else(|| format!("{sw}[{d}]"));
                 out.push(f);
             }
         }

@@ -11,6 +11,7 @@
 //! would lose enum names, and their errors still point at the right line and column.
 
 pub mod batch;
+pub mod calibrate;
 pub mod catalog;
 pub mod console;
 pub mod embed;
@@ -24,9 +25,11 @@ pub mod results;
 pub mod ronfile;
 pub mod runner;
 pub mod scenario_file;
+pub mod search;
 pub mod session;
 pub mod staging;
 pub mod sweep;
+pub mod sweep_range;
 pub mod variant;
 
 pub use experiment::{Experiment, LoadError, RunDefaults, load};

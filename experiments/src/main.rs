@@ -93,8 +93,40 @@ enum Cmd {
         #[arg(long)]
         against_results: Option<PathBuf>,
     },
+    /// Search the `search` block's space for the best settings under its constraints
+    /// (racing on common random numbers); prints the best with CIs and the Pareto front.
+    Search(experiments::search::cli::SearchArgs),
+    /// Fit a scenario to a call log (CSV): arrivals, sizes, latency vs tokens and load,
+    /// error and 429 rates; writes it and reports the goodness of fit.
+    Calibrate(experiments::calibrate::cli::CalibrateArgs),
+    /// Run one seed of a scenario and write its upstream calls as a call log (CSV), in the
+    /// format `calibrate` reads by default.
+    CallLog {
+        #[command(flatten)]
+        args: RunArgs,
+        /// The seed (default: the first of the file's seeds).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Where to write the log.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Step time of one GPU server step under the fitted model, and the fit's error.
     GpuModel(experiments::gpu_cli::GpuModelArgs),
+}
+
+impl RunArgs {
+    /// A file with no run-setting flags.
+    fn bare(file: &str) -> RunArgs {
+        RunArgs {
+            file: file.to_string(),
+            seeds: None,
+            duration: None,
+            warmup: None,
+            sample_every: None,
+            requests: false,
+        }
+    }
 }
 
 fn parse_seeds(s: &str) -> Result<Seeds, String> {
@@ -182,6 +214,34 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::GpuModel(args) => experiments::gpu_cli::run(&args),
+        Cmd::Calibrate(args) => match experiments::calibrate::cli::run(&args) {
+            Ok(done) => print_quietly(&done.report),
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::CallLog { args, seed, out } => {
+            match load(&args)
+                .and_then(|e| experiments::calibrate::cli::write_call_log(&e, seed, &out))
+            {
+                Ok(n) => {
+                    println!("{}: {n} calls", out.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Cmd::Search(args) => match load(&RunArgs::bare(&args.file)) {
+            Ok(e) => experiments::search::cli::run(&e, &args),
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::List => {
             print!("{}", experiments::catalog::listing());
             ExitCode::SUCCESS
@@ -207,15 +267,7 @@ fn main() -> ExitCode {
         Cmd::Validate { files } => {
             let mut ok = true;
             for f in files {
-                let args = RunArgs {
-                    file: f.clone(),
-                    seeds: None,
-                    duration: None,
-                    warmup: None,
-                    sample_every: None,
-                    requests: false,
-                };
-                match load(&args) {
+                match load(&RunArgs::bare(&f)) {
                     Ok(e) => println!(
                         "{f}: ok ({} runs, {} parameters)",
                         e.runs.len(),

@@ -308,16 +308,20 @@ fn goodput_columns(exp: &Experiment, cols: &[Column]) -> PolarsResult<Vec<Column
     let measured = exp.duration.as_s_f64() - exp.warmup.as_s_f64();
     let mut out = Vec::new();
     for c in cols {
-        let name = c.name().as_str();
-        let Some(prefix) = name.strip_suffix(".success") else { continue };
-        if !(prefix.starts_with("source.") || prefix.starts_with("class.")) {
-            continue;
-        }
+        let Some(name) = goodput_name(c.name().as_str()) else { continue };
         let v: Vec<Option<f64>> =
             c.cast(&DataType::Float64)?.f64()?.iter().map(|s| Some(s? / measured)).collect();
-        out.push(Column::new(format!("{prefix}.goodput").into(), v));
+        out.push(Column::new(name.into(), v));
     }
     Ok(out)
+}
+
+/// The goodput column derived from a summary column, if it is a source's or a class's
+/// `success` (`class.P0.success` → `class.P0.goodput`).
+pub fn goodput_name(column: &str) -> Option<String> {
+    let prefix = column.strip_suffix(".success")?;
+    (prefix.starts_with("source.") || prefix.starts_with("class."))
+        .then(|| format!("{prefix}.goodput"))
 }
 
 /// The column of a swept parameter: `param.<path>`; counts as u64 (null = unbounded),

@@ -5,7 +5,8 @@
 //! * The **sweep** is a list of dimensions; runs take the Cartesian product of the
 //!   dimensions (the first one outermost), within every variant:
 //!   `Grid(path, values)` — one parameter; `Zip([...])` — several parameters varying together
-//!   (equal lengths); `List([[...], ...])` — explicit points, each a list of assignments.
+//!   (equal lengths); `List([[...], ...])` — explicit points, each a list of assignments;
+//!   `Range(path, from, to, step)` — evenly spaced values of one parameter (`sweep_range`).
 //! * **Constraints** drop combinations: `(left: PATH, op: Le, right: PATH)` or
 //!   `(left: PATH, op: Le, value: V)` with `V` of `left`'s type.
 //!
@@ -21,7 +22,19 @@ use serde::{Deserialize, Serialize};
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename = "Sweep")]
 pub(crate) enum SweepFile {
-    Grid { path: String, values: Vec<IgnoredAny> },
+    Grid {
+        path: String,
+        values: Vec<IgnoredAny>,
+    },
+    /// `from`, `from + step`, … up to `to` included (counts, numbers, durations); the values
+    /// are located and parsed in place (`sweep_range`).
+    #[allow(dead_code)]
+    Range {
+        path: String,
+        from: IgnoredAny,
+        to: IgnoredAny,
+        step: IgnoredAny,
+    },
     Zip(Vec<AxisFile>),
     List(Vec<Vec<AssignFile>>),
 }
@@ -53,7 +66,7 @@ pub(crate) struct ConstraintFile {
 }
 
 /// An optional field written without `Some(...)`: present means `Some`.
-fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+pub(crate) fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
@@ -174,10 +187,12 @@ fn values(
         .collect()
 }
 
-/// Resolves the sweep's dimensions.
+/// Resolves the sweep's dimensions; `prefix` is their field in the file (`sweep`, or a
+/// search's `search.space`).
 pub(crate) fn resolve_sweep(
     src: &Source<'_>,
     reg: &Registry,
+    prefix: &str,
     files: &[SweepFile],
 ) -> Result<Vec<Dimension>, InputError> {
     let mut dims = Vec::new();
@@ -190,11 +205,18 @@ pub(crate) fn resolve_sweep(
         Ok(())
     };
     for (i, d) in files.iter().enumerate() {
-        let field = format!("sweep[{i}]");
+        let field = format!("{prefix}[{i}]");
         let dim: Dimension = match d {
             SweepFile::Grid { path, values: vs } => {
                 claim(path, format!("{field}.path"))?;
                 values(src, reg, &field, path, vs.len())?.into_iter().map(|a| vec![a]).collect()
+            }
+            SweepFile::Range { path, .. } => {
+                claim(path, format!("{field}.path"))?;
+                crate::sweep_range::expand(src, reg, &field, path)?
+                    .into_iter()
+                    .map(|value| vec![Assignment { path: path.clone(), value }])
+                    .collect()
             }
             SweepFile::Zip(axes) => {
                 if axes.is_empty() {

@@ -1,55 +1,23 @@
 //! The workbench window: the open bar and run controls on top, the knobs on the left, the
 //! views (plots, request path, events, summary, compare) in the middle, the time cursor at
-//! the bottom. Each panel is its own module under [`crate::ui`]; this file holds the state
-//! they share and the frame loop.
+//! the bottom. Each panel is its own module under [`crate::ui`] and takes only its own
+//! state and what it reads; the actions it pushes are carried out here, after the panels.
 
 use crate::session::Selection;
 use crate::store::Store;
-use crate::ui;
-use crate::worker::{Cmd, Speed, Worker};
+use crate::ui::{self, Action, Actions};
+use crate::worker::{Cmd, Worker};
+use experiments::RunDefaults;
 use experiments::catalog::{self, Entry};
-use experiments::{Experiment, RunDefaults};
-use models::params::{ParamValue, Registry};
-use models::scenario::Scenario;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The central views.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
-    Plots,
-    Diagram,
-    Events,
-    Summary,
-    Compare,
-}
-
-impl View {
-    pub const ALL: [View; 5] =
-        [View::Plots, View::Diagram, View::Events, View::Summary, View::Compare];
-    pub fn label(self) -> &'static str {
-        match self {
-            View::Plots => "Plots",
-            View::Diagram => "Request path",
-            View::Events => "Events",
-            View::Summary => "Summary",
-            View::Compare => "Compare",
-        }
-    }
-}
+pub use crate::session::Opened;
+pub use crate::ui::View;
 
 /// The experiment the workbench opens at start (bundled: `stormglass run workbench`).
 pub const SHOWCASE: &str = "workbench";
-
-/// An open experiment, as the UI sees it.
-pub struct Opened {
-    pub exp: Arc<Experiment>,
-    pub sel: Selection,
-    /// The selection's scenario (variant, sweep point and overrides applied).
-    pub scenario: Scenario,
-    pub registry: Registry,
-}
 
 /// App CPU time per frame, measured inside `ui` (UI, plots; tessellation is measured by
 /// the benchmark, which drives the context itself).
@@ -80,23 +48,19 @@ impl FrameTimes {
 pub struct Workbench {
     pub worker: Worker,
     /// Asks for a repaint (from any thread).
-    pub wake: Arc<dyn Fn() + Send + Sync>,
+    pub wake: ui::compare::Wake,
     pub catalog: Vec<Entry>,
     pub store: Store,
     pub opened: Option<Opened>,
-    /// The path field of the open bar.
-    pub path_text: String,
     /// The last load error (file:line:col: field: message).
     pub load_error: Option<String>,
     pub view: View,
-    pub speed: Speed,
-    pub until_text: String,
-    pub export_path: String,
+    pub open: ui::open::OpenState,
+    pub controls: ui::controls::ControlsState,
     pub knobs: ui::knobs::KnobsState,
     pub plots: ui::plots::PlotsState,
     pub diagram: ui::diagram::DiagramState,
     pub compare: ui::compare::CompareState,
-    pub browser: ui::open::Browser,
     /// The time cursor (s) while it is dragged.
     pub cursor: Option<f64>,
     pub frames: FrameTimes,
@@ -111,7 +75,7 @@ impl Workbench {
     /// [`Workbench::open_path`]).
     pub fn new(ctx: &egui::Context) -> Workbench {
         let c = ctx.clone();
-        let wake: Arc<dyn Fn() + Send + Sync> = Arc::new(move || c.request_repaint());
+        let wake: ui::compare::Wake = Arc::new(move || c.request_repaint());
         let w2 = wake.clone();
         let worker = Worker::spawn(move || w2());
         Workbench {
@@ -120,19 +84,14 @@ impl Workbench {
             catalog: catalog::entries(),
             store: Store::default(),
             opened: None,
-            path_text: String::new(),
             load_error: None,
             view: View::Plots,
-            speed: Speed::Times(10.0),
-            until_text: "60s".into(),
-            export_path: std::env::temp_dir().join("stormglass-session.ron").display().to_string(),
+            open: Default::default(),
+            controls: Default::default(),
             knobs: Default::default(),
             plots: Default::default(),
             diagram: Default::default(),
             compare: Default::default(),
-            browser: ui::open::Browser::new(
-                std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            ),
             cursor: None,
             frames: FrameTimes::default(),
             intervals: FrameTimes::default(),
@@ -151,7 +110,8 @@ impl Workbench {
     }
 
     pub fn open_entry(&mut self, e: &Entry) {
-        self.path_text = e.source_path().unwrap_or_else(|| e.bundled_path()).display().to_string();
+        self.open.path_text =
+            e.source_path().unwrap_or_else(|| e.bundled_path()).display().to_string();
         match crate::session::load_entry(e) {
             Ok(exp) => {
                 self.load_error = None;
@@ -164,7 +124,7 @@ impl Workbench {
     /// Loads an experiment or scenario file and opens its first combination; a bad file
     /// leaves the current session as it was and shows the positioned error.
     pub fn open_path(&mut self, path: &Path) {
-        self.path_text = path.display().to_string();
+        self.open.path_text = path.display().to_string();
         match experiments::load(path, &RunDefaults::default()) {
             Ok(exp) => {
                 self.load_error = None;
@@ -179,7 +139,7 @@ impl Workbench {
         match experiments::experiment::load_text(name, text, &RunDefaults::default()) {
             Ok(exp) => {
                 self.load_error = None;
-                self.path_text = name.display().to_string();
+                self.open.path_text = name.display().to_string();
                 self.open_selection(Selection::first(Arc::new(exp)));
             }
             Err(e) => self.load_error = Some(e.to_string()),
@@ -192,7 +152,7 @@ impl Workbench {
             Ok(scenario) => {
                 let registry = scenario.registry();
                 self.worker.send(Cmd::Open(sel.clone()));
-                self.worker.send(Cmd::SetSpeed(self.speed));
+                self.worker.send(Cmd::SetSpeed(self.controls.speed));
                 self.opened = Some(Opened { exp: sel.exp.clone(), sel, scenario, registry });
                 self.knobs.pending.clear();
             }
@@ -213,11 +173,6 @@ impl Workbench {
         self.open_selection(sel);
     }
 
-    /// Sends a run-time change (the worker validates it and answers with a refusal if bad).
-    pub fn apply(&mut self, path: &str, value: ParamValue) {
-        self.worker.send(Cmd::Apply(path.to_string(), value));
-    }
-
     /// Drains the worker's updates into the store.
     pub fn pump(&mut self) {
         while let Ok(u) = self.worker.rx.try_recv() {
@@ -227,18 +182,45 @@ impl Workbench {
         }
     }
 
+    /// Carries out what the panels asked for.
+    pub fn act(&mut self, actions: Actions) {
+        for a in actions {
+            match a {
+                Action::OpenEntry(e) => self.open_entry(&e),
+                Action::OpenPath(p) => self.open_path(&p),
+                Action::Select(sel) => self.open_selection(sel),
+                Action::Send(c) => self.worker.send(c),
+                Action::Reset(seed) => self.reset(seed),
+                Action::Notice(n) => self.store.notices.push(n),
+                Action::DismissNotices => self.store.notices.clear(),
+                Action::Focus(t) => {
+                    self.plots.span = ui::plots::Span::Focus(t);
+                    self.view = View::Plots;
+                }
+            }
+        }
+    }
+
     /// The whole frame (also what the tests drive).
     pub fn frame(&mut self, ui: &mut egui::Ui) {
         let started = Instant::now();
         self.pump();
         self.drop_files(ui.ctx());
+        let mut out = Actions::new();
+        let (store, opened) = (&self.store, self.opened.as_ref());
         egui::Panel::top("open-bar").show(ui, |ui| {
-            ui::open::bar(self, ui);
+            let err = self.load_error.as_deref();
+            ui::open::bar(ui, &mut self.open, &self.catalog, opened, store, err, &mut out);
             ui.separator();
-            ui::controls::bar(self, ui);
+            ui::controls::bar(ui, &mut self.controls, opened.is_some(), store, &mut out);
+            ui::controls::notice(ui, &store.notices, &mut out);
         });
-        egui::Panel::bottom("time-cursor").show(ui, |ui| ui::controls::cursor(self, ui));
-        egui::Panel::left("knobs").default_size(320.0).show(ui, |ui| ui::knobs::panel(self, ui));
+        egui::Panel::bottom("time-cursor")
+            .show(ui, |ui| ui::controls::cursor(ui, &mut self.cursor, store, &mut out));
+        egui::Panel::left("knobs").default_size(320.0).show(ui, |ui| {
+            let selected = self.diagram.selected.as_deref();
+            ui::knobs::panel(ui, &mut self.knobs, opened, store, selected, &mut out)
+        });
         egui::CentralPanel::default().show(ui, |ui| {
             ui.horizontal(|ui| {
                 for v in View::ALL {
@@ -247,13 +229,23 @@ impl Workbench {
             });
             ui.separator();
             match self.view {
-                View::Plots => ui::plots::view(self, ui),
-                View::Diagram => ui::diagram::view(self, ui),
-                View::Events => ui::events::view(self, ui),
-                View::Summary => ui::events::summary(self, ui),
-                View::Compare => ui::compare::view(self, ui),
+                View::Plots => ui::plots::view(ui, &mut self.plots, store, opened),
+                View::Diagram => ui::diagram::view(
+                    ui,
+                    &mut self.diagram,
+                    &mut self.knobs,
+                    opened,
+                    store,
+                    &mut out,
+                ),
+                View::Events => ui::events::view(ui, store, &mut out),
+                View::Summary => ui::events::summary(ui, store),
+                View::Compare => {
+                    ui::compare::view(ui, &mut self.compare, opened, store, &self.wake)
+                }
             }
         });
+        self.act(out);
         if self.store.status.running {
             ui.ctx().request_repaint_after(std::time::Duration::from_millis(33));
         }

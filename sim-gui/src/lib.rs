@@ -11,7 +11,9 @@
 //!   instants, values in force, export, rewind), kept across the run's end. No UI types.
 //! * [`worker`] — the simulation thread: owns the session, takes commands, streams updates.
 //! * [`store`] — the UI's copy of what the worker sent (series, events, status, summary).
-//! * [`app`] and [`ui`] — the window and its panels.
+//! * [`ui`] — the panels, one module each: a panel takes its own state and what it reads
+//!   (the store, the open experiment) and pushes [`ui::Action`]s; it never sees the window.
+//! * [`app`] — the window: the panels' states, the frame loop, the actions carried out.
 //!
 //! Architecture invariant: the UI thread never runs the simulation and never blocks on
 //! it; observing (series, gauges, events, summary reads) never changes a run.

@@ -1,7 +1,41 @@
 //! `stormglass-gui [FILE]`: the desktop workbench, with the bundled showcase (or FILE)
 //! loaded and ready to run.
+//!
+//! Environment (the screenshot script and the frame measurement use them):
+//! * `STORMGLASS_GUI_RUN_UNTIL=150s` — run at once, as fast as possible, to that time;
+//! * `STORMGLASS_GUI_BENCH=1` — the frame benchmark's load in the real window: the
+//!   showcase stretched to one simulated hour, filled to 3,590 s as fast as possible, then
+//!   run at ×1 (six plots of ~3,600 points while the simulation runs); with
+//!   `STORMGLASS_GUI_FRAME_LOG=1` the frame log reports UI CPU time and frame intervals.
+//! * `STORMGLASS_GUI_RENDERER=wgpu` — the wgpu renderer instead of glow.
 
+use sim_core::{SimDuration, SimTime};
+use sim_gui::Workbench;
+use sim_gui::worker::{Cmd, Speed};
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where the benchmark load stops filling and starts running at ×1.
+const BENCH_FILL: SimTime = SimTime(3_590_000_000_000);
+
+/// The workbench, with the benchmark load's switch from filling to running at ×1.
+struct Window {
+    w: Workbench,
+    bench_armed: bool,
+}
+
+impl eframe::App for Window {
+    fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
+        let st = &self.w.store.status;
+        if self.bench_armed && st.now >= BENCH_FILL && !st.running {
+            self.bench_armed = false;
+            self.w.controls.speed = Speed::Times(1.0);
+            self.w.worker.send(Cmd::SetSpeed(Speed::Times(1.0)));
+            self.w.worker.send(Cmd::Run);
+        }
+        self.w.ui(ui, frame);
+    }
+}
 
 fn main() -> eframe::Result {
     let path = std::env::args().nth(1).map(PathBuf::from);
@@ -17,27 +51,35 @@ fn main() -> eframe::Result {
             .with_drag_and_drop(true),
         ..Default::default()
     };
+    let bench = std::env::var_os("STORMGLASS_GUI_BENCH").is_some();
     eframe::run_native(
         "stormglass workbench",
         options,
         Box::new(move |cc| {
-            let mut w = sim_gui::Workbench::new(&cc.egui_ctx);
+            let mut w = Workbench::new(&cc.egui_ctx);
             match &path {
                 Some(p) => w.open_path(p),
                 None => w.open_bundled(sim_gui::SHOWCASE),
             }
-            // `STORMGLASS_GUI_RUN_UNTIL=150s`: run at once, as fast as possible, to that
-            // time (the screenshot script and the frame benchmark use it).
-            if let Ok(t) = std::env::var("STORMGLASS_GUI_RUN_UNTIL") {
+            let run_until = |w: &mut Workbench, t: SimTime| {
+                w.controls.speed = Speed::Max;
+                w.worker.send(Cmd::SetSpeed(Speed::Max));
+                w.worker.send(Cmd::RunUntil(t));
+            };
+            if bench && let Some(o) = &w.opened {
+                let mut sel = o.sel.clone();
+                let mut exp = (*sel.exp).clone();
+                exp.duration = SimDuration::from_secs(3600);
+                sel.exp = Arc::new(exp);
+                w.open_selection(sel);
+                run_until(&mut w, BENCH_FILL);
+            } else if let Ok(t) = std::env::var("STORMGLASS_GUI_RUN_UNTIL") {
                 match sim_core::time::parse_duration(&t) {
-                    Ok(d) => {
-                        w.worker.send(sim_gui::worker::Cmd::SetSpeed(sim_gui::worker::Speed::Max));
-                        w.worker.send(sim_gui::worker::Cmd::RunUntil(sim_core::SimTime::ZERO + d));
-                    }
+                    Ok(d) => run_until(&mut w, SimTime::ZERO + d),
                     Err(e) => eprintln!("STORMGLASS_GUI_RUN_UNTIL: {e}"),
                 }
             }
-            Ok(Box::new(w))
+            Ok(Box::new(Window { w, bench_armed: bench }))
         }),
     )
 }

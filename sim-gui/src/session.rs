@@ -16,11 +16,13 @@
 //! forgotten: a new change branches there).
 
 use experiments::Experiment;
+use experiments::runner::{RunRecord, Status};
 use experiments::session::{LiveSession, RunChoice};
 use models::RunOutput;
 use models::observe::Snapshot;
 use models::params::ParamValue;
 use models::scenario::{Scenario, SetParam};
+use models::summary::Summary;
 use models::{RunConfig, Session};
 use sim_core::SimTime;
 use sim_core::metrics::MetricReading;
@@ -126,6 +128,15 @@ impl Selection {
         exp.seeds = vec![self.seed];
         LiveSession::open(exp, &choice).map_err(|e| e.to_string())
     }
+}
+
+/// An open experiment, as the UI sees it: the selection and what it resolves to.
+pub struct Opened {
+    pub exp: Arc<Experiment>,
+    pub sel: Selection,
+    /// The selection's scenario (variant, sweep point and overrides applied).
+    pub scenario: Scenario,
+    pub registry: models::params::Registry,
 }
 
 /// What the UI shows of a session's state at one instant (read-only, plain data).
@@ -296,4 +307,72 @@ impl Run {
     pub fn export(&self, dir: &std::path::Path) -> String {
         self.live.export(dir)
     }
+}
+
+impl Run {
+    /// The session's row of the `runs` table: the columns and values
+    /// `experiments::results::runs_frame` writes for this run (fixed columns, swept
+    /// parameters, every summary column, goodput), built by that same function from a
+    /// record of this session — so the names and numbers are the table's by construction.
+    /// `summary` is the run's summary so far (final once finished).
+    ///
+    /// The run id is the planned run's when this session is one (a seed of the file, no
+    /// value set before the start, no change recorded); otherwise the session is another
+    /// run and its id is shown as `-` (its export, a file of its own, gets one).
+    pub fn runs_row(&self, summary: &Summary) -> Vec<(String, String)> {
+        let run = self.live.run();
+        let exp = &self.sel.exp;
+        let planned = exp
+            .runs
+            .iter()
+            .position(|r| r.variant == run.variant && r.point == run.point && r.seed == run.seed);
+        let is_planned =
+            planned.is_some() && self.sel.overrides.is_empty() && self.changes().is_empty();
+        let status = match self.output.as_ref().and_then(|o| o.error.as_ref()) {
+            Some(e) => Status::Error(e.to_string()),
+            None => Status::Ok,
+        };
+        let rec = RunRecord {
+            run_id: if is_planned { run.run_id.clone() } else { "-".into() },
+            run_index: planned.unwrap_or(self.sel.combo),
+            variant: run.variant.clone(),
+            point: run.point,
+            params: run.params.clone(),
+            seed: run.seed,
+            status,
+            fingerprint: self.fingerprint(),
+            events: self.events(),
+            summary: summary.clone(),
+            series: Vec::new(),
+            requests: Vec::new(),
+            state_events: Vec::new(),
+            wall_seconds: 0.0,
+        };
+        runs_row(exp, &rec)
+    }
+}
+
+/// The row `experiments::results::runs_frame` makes of one record, as (column, value text):
+/// numbers as Rust prints them (exact), text as is, `null` for a missing value.
+pub fn runs_row(exp: &Experiment, rec: &RunRecord) -> Vec<(String, String)> {
+    let df = match experiments::results::runs_frame(exp, std::slice::from_ref(rec)) {
+        Ok(df) => df,
+        Err(e) => return vec![("error".into(), format!("building the runs row: {e}"))],
+    };
+    let text = |x: Option<String>| x.unwrap_or_else(|| "null".into());
+    df.columns()
+        .iter()
+        .map(|c| {
+            let v = if let Ok(s) = c.str() {
+                text(s.get(0).map(str::to_string))
+            } else if let Ok(f) = c.f64() {
+                text(f.get(0).map(|x| x.to_string()))
+            } else if let Ok(u) = c.u64() {
+                text(u.get(0).map(|x| x.to_string()))
+            } else {
+                c.get(0).map_or_else(|e| e.to_string(), |v| v.to_string())
+            };
+            (c.name().to_string(), v)
+        })
+        .collect()
 }

@@ -27,6 +27,8 @@ pub struct Store {
     pub changes: Vec<SetParam<ParamValue>>,
     pub status: Status,
     pub summary: Option<Summary>,
+    /// The session's row of the `runs` table: (column, value as the table holds it).
+    pub runs_row: Vec<(String, String)>,
     /// Refused commands and other notices, newest last.
     pub notices: Vec<String>,
     pub exported: Option<Result<std::path::PathBuf, String>>,
@@ -57,8 +59,15 @@ impl Store {
             Update::Events(ev) => self.events.extend(ev),
             Update::Changes(c) => self.changes = c,
             Update::Summary(s) => self.summary = Some(*s),
+            Update::RunsRow(r) => self.runs_row = r,
             Update::Refused(e) => self.notices.push(e),
-            Update::Exported(r) => self.exported = Some(r),
+            Update::Exported(r) => {
+                self.notices.push(match &r {
+                    Ok(p) => format!("session exported to {}", p.display()),
+                    Err(e) => format!("export failed: {e}"),
+                });
+                self.exported = Some(r);
+            }
         }
         false
     }

@@ -91,6 +91,8 @@ pub enum Update {
     Changes(Vec<SetParam<ParamValue>>),
     /// The latest summary (final once finished).
     Summary(Box<Summary>),
+    /// The session's row of the `runs` table (column, value), from the same summary.
+    RunsRow(Vec<(String, String)>),
     /// A refused command (a bad change, an open that failed): shown, nothing changed.
     Refused(String),
     /// The file a [`Cmd::Export`] wrote, or why it could not.
@@ -441,6 +443,7 @@ impl Loop {
             None => live.world().summary(now),
         };
         st.observed = s.observe();
+        self.send(Update::RunsRow(s.runs_row(&summary)));
         self.send(Update::Summary(Box::new(summary)));
         self.send(Update::Status(Box::new(st)));
         self.last_publish = (Instant::now(), events, now);

@@ -43,6 +43,8 @@ fn wait(h: &mut Harness<'static, Workbench>, what: &str, cond: impl Fn(&Workbenc
 fn run_pause_knob_step_records_the_change_at_the_instant_shown() {
     let mut h = harness("quickstart");
     wait(&mut h, "the session opens", |w| w.store.generation >= 1 && w.store.end.0 > 0);
+    // Real time: the run cannot reach its end (10 min) however slowly the test goes.
+    choose_speed(&mut h, sim_gui::worker::Speed::Times(1.0));
     h.get_by_label("Run").click();
     wait(&mut h, "the clock moves", |w| w.store.status.now.0 > 2_000_000_000);
     let points_before = h.state().store.point_count();
@@ -140,4 +142,316 @@ fn clicking_a_node_opens_its_inspector_and_knobs() {
     let knobs = h.query_all_by_label("failure_rate_threshold").count();
     assert!(knobs >= 2, "the breaker's knobs in the inspector and the panel: {knobs}");
     h.check_accessibility();
+}
+
+/// A file dropped on the window: by path (a desktop drop) or as bytes only.
+#[derive(Debug)]
+struct Dropped {
+    path: std::path::PathBuf,
+    bytes: Option<Vec<u8>>,
+}
+
+impl egui::DroppedFile for Dropped {
+    fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        match &self.bytes {
+            Some(b) => Ok(b.clone()),
+            None => std::fs::read(&self.path).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+fn drop_file(h: &mut Harness<'static, Workbench>, path: &str, bytes: Option<&str>) {
+    let f = Dropped { path: path.into(), bytes: bytes.map(|b| b.as_bytes().to_vec()) };
+    h.input_mut().dropped_files.push(std::sync::Arc::new(f));
+    h.step();
+}
+
+/// The planned-run index of a variant of the open experiment (its first point and seed).
+fn combo_of(w: &Workbench, variant: &str) -> usize {
+    let exp = &w.opened.as_ref().unwrap().exp;
+    exp.runs.iter().position(|r| r.variant == variant).unwrap()
+}
+
+/// Headless: the fingerprint of a planned run's variant and point at `seed`.
+fn headless_fp(w: &Workbench, combo: usize, seed: u64) -> String {
+    let mut sel = w.opened.as_ref().unwrap().sel.clone();
+    sel.combo = combo;
+    sel.seed = seed;
+    models::run(&sel.scenario().unwrap(), &sel.run_config()).fingerprint.hex()
+}
+
+/// Chooses a speed in the speed combo box.
+fn choose_speed(h: &mut Harness<'static, Workbench>, speed: sim_gui::worker::Speed) {
+    use sim_gui::ui::controls::speed_label;
+    h.get_by_value(&speed_label(h.state().controls.speed)).click();
+    h.step();
+    h.step();
+    h.get_by_label(&speed_label(speed)).click();
+    h.step();
+    assert_eq!(h.state().controls.speed, speed);
+}
+
+/// Runs to `until` as fast as possible through the controls: the "to" field, the speed
+/// combo box, "Run until".
+fn run_until_through_the_controls(h: &mut Harness<'static, Workbench>, until: &str) {
+    h.get_by_label("to").set_text_value_accesskit(until);
+    h.step();
+    choose_speed(h, sim_gui::worker::Speed::Max);
+    h.get_by_label("Run until").click();
+    h.step();
+}
+
+#[test]
+fn dropped_files_open_and_a_bad_drop_shows_its_positioned_error() {
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    // A desktop drop: the file's path.
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../experiments/gate-sizing.ron");
+    drop_file(&mut h, file, None);
+    wait(&mut h, "the dropped file opens", |w| w.store.generation >= 2);
+    assert_eq!(h.state().opened.as_ref().unwrap().exp.name, "gate-sizing");
+    assert!(h.state().load_error.is_none());
+    // A drop that carries only bytes (no file at that path), with an error at line 2.
+    drop_file(&mut h, "/nowhere/dropped.ron", Some("Scenario(\n    nme: \"x\",\n)\n"));
+    let err = h.state().load_error.clone().expect("the bad drop shows an error");
+    assert!(err.contains("dropped.ron:2:"), "file:line: {err}");
+    h.get_by_label_contains("Cannot open:");
+    assert_eq!(h.state().opened.as_ref().unwrap().exp.name, "gate-sizing", "the session stays");
+}
+
+#[test]
+fn choosing_a_variant_opens_that_combination() {
+    let mut h = harness(SHOWCASE);
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    h.get_by_label("Variant and sweep point").click();
+    h.step();
+    h.step();
+    h.get_by_label_contains("gate-32 · point 0").click();
+    let gate32 = combo_of(h.state(), "gate-32");
+    wait(&mut h, "the variant opens", |w| {
+        w.store.generation >= 2 && w.opened.as_ref().unwrap().sel.combo == gate32
+    });
+    wait(&mut h, "its values in force", |w| {
+        w.store.param("gate.llm-permits.permits") == Some(&ParamValue::Count(32))
+    });
+}
+
+#[test]
+fn reset_keeps_or_changes_the_seed_and_applies_the_values_set_for_it() {
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    let seed = h.state().store.seed;
+    // A parameter that cannot change at run time: set in its knob, it waits for a reset.
+    let spec = h
+        .state()
+        .opened
+        .as_ref()
+        .unwrap()
+        .registry
+        .iter()
+        .find(|s| !s.runtime && matches!(s.value, ParamValue::Count(_)))
+        .cloned()
+        .expect("the quickstart has a count that applies on reset");
+    let ParamValue::Count(n) = spec.value else { unreachable!() };
+    let (leaf, new) = (spec.path.rsplit('.').next().unwrap().to_string(), n + 1);
+    h.get_by_label("Search").set_text_value_accesskit(&spec.path);
+    h.step();
+    h.step();
+    h.get_by_label(&leaf).set_value_accesskit(new as f64);
+    h.step();
+    h.step();
+    h.get_by_label("1 value(s) apply on reset");
+    assert!(h.state().store.changes.is_empty(), "not a run-time change");
+    h.get_by_label("Reset").click();
+    wait(&mut h, "the reset", |w| w.store.generation >= 2);
+    let w = h.state();
+    assert_eq!(w.store.seed, seed, "Reset keeps the seed");
+    assert_eq!(
+        w.opened.as_ref().unwrap().sel.overrides,
+        vec![(spec.path.clone(), ParamValue::Count(new))]
+    );
+    wait(&mut h, "the value in force", |w| {
+        w.store.param(&spec.path) == Some(&ParamValue::Count(new))
+    });
+    h.get_by_label("Reset, new seed").click();
+    wait(&mut h, "the new seed", |w| w.store.generation >= 3);
+    assert_eq!(h.state().store.seed, seed + 1);
+}
+
+#[test]
+fn clicking_an_event_moves_the_plots_to_its_instant() {
+    use sim_gui::ui::plots::Span;
+    let mut h = harness(SHOWCASE);
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    run_until_through_the_controls(&mut h, "120s");
+    let t = SimTime::ZERO + sim_core::SimDuration::from_secs(120);
+    wait(&mut h, "the run reaches 120 s", |w| w.store.status.now == t && !w.store.status.running);
+    h.get_by_label("Events").click();
+    h.step();
+    // The outage starts at 60 s (a configuration change); the breaker opens after it.
+    let ev = h.state().store.events.clone();
+    let open = ev
+        .iter()
+        .find(|e| e.kind == "state_change" && e.to == "OPEN")
+        .expect("the breaker opens during the outage");
+    assert!(open.time.0 > 60_000_000_000, "{open:?}");
+    let outage = ev.iter().find(|e| e.kind == "config_change").expect("the outage's start");
+    for (e, want) in [(open, open.time.0 as f64 / 1e9), (outage, 60.0)] {
+        h.get_by_label("Events").click();
+        h.step();
+        h.get_all_by_label(&clock(e.time)).next().expect("the event's instant").click();
+        h.step();
+        h.step();
+        let w = h.state();
+        assert_eq!(w.view, sim_gui::app::View::Plots, "the plots are shown");
+        assert_eq!(w.plots.span, Span::Focus(want), "centred on {e:?}");
+    }
+}
+
+#[test]
+fn compare_runs_two_variants_on_the_same_seed_with_the_difference() {
+    use sim_gui::ui::compare::Choice;
+    let mut h = harness(SHOWCASE);
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    h.get_by_label("Compare").click();
+    h.step();
+    // A: baseline (the default), B: the gate-32 variant instead of this session.
+    h.get_by_value("this session (knobs)").click();
+    h.step();
+    h.step();
+    h.get_by_label_contains("gate-32 · point 0").click();
+    h.step();
+    let gate32 = combo_of(h.state(), "gate-32");
+    assert_eq!(h.state().compare.b, Choice::Combo(gate32));
+    h.step();
+    h.get_by_label("Run comparison").click();
+    h.step();
+    assert!(h.state().compare.busy, "the comparison runs");
+    wait(&mut h, "both runs", |w| w.compare.result.lock().unwrap().is_some());
+    let seed = h.state().store.seed;
+    let (fa, fb) = (headless_fp(h.state(), 0, seed), headless_fp(h.state(), gate32, seed));
+    assert_ne!(fa, fb, "the variants differ");
+    for (side, fp) in [("A: baseline · point 0", &fa), ("B: gate-32 · point 0", &fb)] {
+        let needle = format!("fingerprint {fp}");
+        let node = h.get_by_label_contains(&needle).accesskit_node();
+        let text = node.label().or(node.value()).unwrap_or_default();
+        assert!(text.starts_with(side), "{text}");
+    }
+    // The curves of the chosen series overlaid, and B - A of the headline figures.
+    let (metric, diffs) = {
+        let w = h.state();
+        let res = w.compare.result.lock().unwrap();
+        let (a, b) = res.as_ref().unwrap().as_ref().unwrap();
+        let m = w.compare.metric.clone();
+        assert!(m.ends_with("latency.p99_ms"), "{m}");
+        assert!(!a.series[&m].is_empty() && !b.series[&m].is_empty());
+        let num = |s: &models::summary::Summary, n: &str| match &s
+            .values
+            .iter()
+            .find(|x| x.0 == n)
+            .unwrap()
+            .1
+        {
+            models::summary::Value::U64(v) => *v as f64,
+            models::summary::Value::F64(v) => *v,
+        };
+        let diffs: Vec<String> = ["source.chat.completed", "source.chat.latency_ms_p99"]
+            .iter()
+            .map(|n| format!("{:+.2}", num(&b.summary, n) - num(&a.summary, n)))
+            .collect();
+        (m, diffs)
+    };
+    h.get_by_label(&format!("A {metric}"));
+    h.get_by_label(&format!("B {metric}"));
+    h.get_by_label("B - A");
+    for d in diffs {
+        assert!(h.query_all_by_label(&d).count() >= 1, "the difference {d} is shown");
+    }
+}
+
+/// Runs the quickstart to `at_s` through the controls, then sets the provider's servers to
+/// `n` in its knob; returns the instant.
+fn servers_changed_at(h: &mut Harness<'static, Workbench>, at_s: u64, n: u64) -> SimTime {
+    run_until_through_the_controls(h, &format!("{at_s}s"));
+    let t = SimTime::ZERO + sim_core::SimDuration::from_secs(at_s);
+    wait(h, "the stop", |w| w.store.status.now == t && !w.store.status.running);
+    h.get_by_label("Search").set_text_value_accesskit("servers");
+    h.step();
+    h.step();
+    h.get_by_label("servers").set_value_accesskit(n as f64);
+    wait(h, "the change", |w| w.store.changes.len() == 1);
+    t
+}
+
+#[test]
+fn dragging_the_time_cursor_back_rewinds_and_the_run_stays_exact() {
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    let t30 = servers_changed_at(&mut h, 30, 30);
+    run_until_through_the_controls(&mut h, "240s");
+    let t240 = SimTime::ZERO + sim_core::SimDuration::from_secs(240);
+    wait(&mut h, "240 s", |w| w.store.status.now == t240 && !w.store.status.running);
+    // Drag the cursor from the clock back to about the middle of the run (10 min): left of
+    // 240 s and right of the change at 30 s.
+    let generation = h.state().store.generation;
+    let rail = h.get_by_role_and_label(egui::Role::Slider, "rewind").rect();
+    let (from, to) = (
+        egui::pos2(rail.left() + rail.width() * 0.4, rail.center().y),
+        egui::pos2(rail.left() + rail.width() * 0.15, rail.center().y),
+    );
+    h.hover_at(from);
+    h.step();
+    h.drag_at(from);
+    h.step();
+    h.hover_at(to);
+    h.step();
+    assert!(h.state().cursor.is_some(), "the cursor follows the drag");
+    h.drop_at(to);
+    wait(&mut h, "the rewind", |w| w.store.generation > generation);
+    let now = h.state().store.status.now;
+    assert!(now > t30 && now < t240, "rewound to {now:?}");
+    assert_eq!(h.state().store.changes.len(), 1, "the change before the cursor is kept");
+    // Run on to the end: the same run as the change on the timeline, uninterrupted.
+    h.get_by_label("Run").click();
+    wait(&mut h, "the end", |w| w.store.status.finished);
+    let w = h.state();
+    let sel = &w.opened.as_ref().unwrap().sel;
+    let mut sc = sel.scenario().unwrap();
+    sc.timeline.extend(w.store.changes.iter().cloned());
+    let headless = models::run(&sc, &sel.run_config()).fingerprint.hex();
+    assert_eq!(w.store.status.fingerprint.as_deref(), Some(headless.as_str()));
+}
+
+#[test]
+fn export_then_open_the_export_replays_the_session() {
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    servers_changed_at(&mut h, 60, 34);
+    h.get_by_label("Run").click();
+    wait(&mut h, "the end", |w| w.store.status.finished);
+    let fp = h.state().store.status.fingerprint.clone().unwrap();
+    let dir = std::env::temp_dir().join(format!("sg-gui-export-ui-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("session.ron");
+    h.get_by_label("Export to:").set_text_value_accesskit(&file.display().to_string());
+    h.step();
+    h.get_by_label("Export session").click();
+    wait(&mut h, "the export", |w| {
+        w.store.notices.iter().any(|n| n.starts_with("session exported to"))
+    });
+    // Headless `stormglass run FILE` reproduces the fingerprint.
+    let exp = experiments::load(&file, &experiments::RunDefaults::default()).unwrap();
+    assert_eq!(experiments::runner::run_one(&exp, 0, &exp.runs[0]).fingerprint, Some(fp.clone()));
+    // Opening the export in the workbench replays it.
+    h.get_by_label("File:").set_text_value_accesskit(&file.display().to_string());
+    h.step();
+    h.get_by_label("Open").click();
+    wait(&mut h, "the export opens", |w| w.store.generation >= 2 && w.load_error.is_none());
+    h.get_by_label("Run").click();
+    wait(&mut h, "the replay's end", |w| w.store.status.finished);
+    assert_eq!(h.state().store.status.fingerprint.as_deref(), Some(fp.as_str()));
+    std::fs::remove_dir_all(&dir).ok();
 }

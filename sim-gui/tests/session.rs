@@ -177,3 +177,30 @@ fn observing_through_the_worker_equals_headless() {
         assert_eq!(through_worker(sel), headless.fingerprint.hex(), "{name}");
     }
 }
+
+#[test]
+fn the_summary_is_the_runs_table_row_of_the_headless_run() {
+    // The workbench's summary through the worker, at the end of the showcase's first run.
+    let sel = open(SHOWCASE);
+    let w = Worker::spawn(|| {});
+    w.send(Cmd::Open(sel.clone()));
+    w.send(Cmd::SetSpeed(Speed::Max));
+    w.send(Cmd::Run);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut row = Vec::new();
+    loop {
+        match w.rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(Update::RunsRow(r)) => row = r,
+            Ok(Update::Status(s)) if s.finished => break,
+            _ => assert!(Instant::now() < deadline, "the worker run did not finish"),
+        }
+    }
+    // `stormglass run`'s row for the same planned run: same columns, same values.
+    let exp = &sel.exp;
+    let rec = experiments::runner::run_one(exp, 0, &exp.runs[0]);
+    let want = sim_gui::session::runs_row(exp, &rec);
+    assert_eq!(row, want);
+    for col in ["run_id", "variant", "seed", "fingerprint", "events", "source.chat.goodput"] {
+        assert!(row.iter().any(|(n, _)| n == col), "{col} is a column");
+    }
+}

@@ -55,7 +55,7 @@ fn main_views_match_their_snapshots() {
         });
     wait(&mut h, "the session opens", |w| w.store.generation >= 1);
     let t = SimTime::ZERO + SimDuration::from_secs(120);
-    h.state_mut().speed = Speed::Max;
+    h.state_mut().controls.speed = Speed::Max;
     h.state().worker.send(Cmd::SetSpeed(Speed::Max));
     h.state().worker.send(Cmd::RunUntil(t));
     wait(&mut h, "the run reaches 120 s", |w| w.store.status.now == t && !w.store.status.running);

@@ -73,6 +73,11 @@ const GOLDEN: &[(&str, Pins)] = &[
         ],
     ),
     (
+        // the GUI showcase (`stormglass-gui` opens it): variants baseline, gate-32, seed 0
+        "workbench.ron",
+        &[(0, "82fbbe7827447750", 60608), (0, "af747541b3bb1f26", 58438)],
+    ),
+    (
         // variants baseline, validate, keep-alive
         "stale-connection.ron",
         &[(0, "50e28354d1e0c103", 130), (0, "25599aeb2c35f9c7", 156), (0, "a24171a5d566b10b", 207)],

@@ -9,6 +9,7 @@
 mod incident_support;
 
 mod bad_input;
+mod calibrate;
 mod cli;
 mod cli_edges;
 mod determinism;
@@ -21,6 +22,7 @@ mod incidents_limits;
 mod no_nan;
 mod report;
 mod results_folder;
+mod search;
 mod session;
 mod signals;
 mod sweep;

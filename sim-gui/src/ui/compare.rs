@@ -2,8 +2,8 @@
 //! — identical traffic — on a background thread; their curves overlaid and the difference
 //! of the headline figures.
 
-use crate::app::Workbench;
-use crate::session::Selection;
+use crate::session::{Opened, Selection};
+use crate::store::Store;
 use egui_plot::{Legend, Line, Plot, PlotPoint, PlotPoints};
 use models::scenario::Scenario;
 use models::summary::Summary;
@@ -62,8 +62,7 @@ fn run_side(label: String, sc: &Scenario, sel: &Selection) -> Side {
 }
 
 /// The scenario and label of a choice.
-fn resolve(w: &Workbench, c: Choice) -> Result<(String, Scenario), String> {
-    let o = w.opened.as_ref().ok_or("no experiment open")?;
+fn resolve(o: &Opened, store: &Store, c: Choice) -> Result<(String, Scenario), String> {
     match c {
         Choice::Combo(i) => {
             let mut sel = o.sel.clone();
@@ -79,8 +78,8 @@ fn resolve(w: &Workbench, c: Choice) -> Result<(String, Scenario), String> {
         Choice::Session => {
             // What `Session::replay_scenario` gives: the changes appended in order.
             let mut sc = o.scenario.clone();
-            sc.timeline.extend(w.store.changes.iter().cloned());
-            Ok((format!("this session ({} changes)", w.store.changes.len()), sc))
+            sc.timeline.extend(store.changes.iter().cloned());
+            Ok((format!("this session ({} changes)", store.changes.len()), sc))
         }
     }
 }
@@ -100,32 +99,39 @@ fn chooser(ui: &mut egui::Ui, id: &str, combos: &[(usize, String)], c: &mut Choi
     });
 }
 
-pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
-    let Some(o) = &w.opened else {
+/// The compare view. `wake` asks for a repaint when the comparison's runs are done.
+pub fn view(
+    ui: &mut egui::Ui,
+    st: &mut CompareState,
+    opened: Option<&Opened>,
+    store: &Store,
+    wake: &Wake,
+) {
+    let Some(o) = opened else {
         ui.label("No experiment open.");
         return;
     };
     let combos = Selection::combos(&o.exp);
-    let seed = w.store.seed;
+    let seed = store.seed;
     ui.horizontal(|ui| {
         ui.label("A");
-        chooser(ui, "cmp-a", &combos, &mut w.compare.a);
+        chooser(ui, "cmp-a", &combos, &mut st.a);
         ui.label("B");
-        chooser(ui, "cmp-b", &combos, &mut w.compare.b);
+        chooser(ui, "cmp-b", &combos, &mut st.b);
         ui.label(format!("seed {seed}"));
-        if ui.add_enabled(!w.compare.busy, egui::Button::new("Run comparison")).clicked() {
-            start(w);
+        if ui.add_enabled(!st.busy, egui::Button::new("Run comparison")).clicked() {
+            start(st, o, store, wake.clone());
         }
-        if w.compare.busy {
+        if st.busy {
             ui.spinner();
         }
     });
-    let guard = w.compare.result.lock().expect("not poisoned");
+    let guard = st.result.lock().expect("not poisoned");
     let Some(res) = guard.as_ref() else {
         ui.weak("Runs both sides to the end on the same seed (identical traffic).");
         return;
     };
-    w.compare.busy = false;
+    st.busy = false;
     let (a, b) = match res {
         Ok(x) => x,
         Err(e) => {
@@ -135,8 +141,8 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
     };
     ui.monospace(format!("A: {}  fingerprint {}", a.label, a.fingerprint));
     ui.monospace(format!("B: {}  fingerprint {}", b.label, b.fingerprint));
-    if w.compare.metric.is_empty() || !a.series.contains_key(&w.compare.metric) {
-        w.compare.metric = a
+    if st.metric.is_empty() || !a.series.contains_key(&st.metric) {
+        st.metric = a
             .series
             .keys()
             .find(|k| k.ends_with("latency.p99_ms"))
@@ -144,15 +150,15 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
             .cloned()
             .unwrap_or_default();
     }
-    egui::ComboBox::from_id_salt("cmp-metric")
-        .selected_text(&w.compare.metric)
-        .width(320.0)
-        .show_ui(ui, |ui| {
+    egui::ComboBox::from_id_salt("cmp-metric").selected_text(&st.metric).width(320.0).show_ui(
+        ui,
+        |ui| {
             for k in a.series.keys() {
-                ui.selectable_value(&mut w.compare.metric, k.clone(), k);
+                ui.selectable_value(&mut st.metric, k.clone(), k);
             }
-        });
-    let m = w.compare.metric.clone();
+        },
+    );
+    let m = st.metric.clone();
     Plot::new("cmp-plot").height(260.0).legend(Legend::default()).show(ui, |pu| {
         for (side, name) in [(a, "A"), (b, "B")] {
             if let Some(p) = side.series.get(&m) {
@@ -203,26 +209,30 @@ fn headline(ui: &mut egui::Ui, a: &Side, b: &Side) {
     });
 }
 
-/// Starts both runs on a background thread.
-pub fn start(w: &mut Workbench) {
-    let (Some(o), Ok(a), Ok(b)) = (&w.opened, resolve(w, w.compare.a), resolve(w, w.compare.b))
-    else {
-        *w.compare.result.lock().expect("not poisoned") =
-            Some(Err("cannot resolve the sides".into()));
-        return;
+/// A repaint request, callable from any thread.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// Starts both runs on a background thread, on the session's seed.
+pub fn start(st: &mut CompareState, o: &Opened, store: &Store, wake: Wake) {
+    let (a, b) = match (resolve(o, store, st.a), resolve(o, store, st.b)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            *st.result.lock().expect("not poisoned") =
+                Some(Err(format!("cannot run the comparison: {e}")));
+            return;
+        }
     };
     let mut sel = o.sel.clone();
-    sel.seed = w.store.seed;
-    let slot = w.compare.result.clone();
+    sel.seed = store.seed;
+    let slot = st.result.clone();
     *slot.lock().expect("not poisoned") = None;
-    w.compare.busy = true;
-    let ctx_wake = w.wake.clone();
+    st.busy = true;
     std::thread::spawn(move || {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             (run_side(a.0, &a.1, &sel), run_side(b.0, &b.1, &sel))
         }))
         .map_err(|_| "a comparison run panicked".to_string());
         *slot.lock().expect("not poisoned") = Some(r);
-        ctx_wake();
+        wake();
     });
 }

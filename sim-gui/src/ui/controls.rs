@@ -2,7 +2,8 @@
 //! or a new seed), the simulated clock and the live gauges (events per wall-second,
 //! simulated-to-real ratio); the time cursor that rewinds.
 
-use crate::app::Workbench;
+use crate::store::Store;
+use crate::ui::{Action, Actions};
 use crate::worker::{Cmd, Speed};
 use sim_core::SimTime;
 
@@ -23,82 +24,107 @@ pub fn clock(t: SimTime) -> String {
     format!("{}:{:02}.{:03}", ms / 60_000, (ms / 1000) % 60, ms % 1000)
 }
 
-pub fn bar(w: &mut Workbench, ui: &mut egui::Ui) {
-    let st = w.store.status.clone();
+/// The run controls' own state: the speed chosen and the "run until" field.
+pub struct ControlsState {
+    pub speed: Speed,
+    pub until_text: String,
+}
+
+impl Default for ControlsState {
+    fn default() -> Self {
+        ControlsState { speed: Speed::Times(10.0), until_text: "60s".into() }
+    }
+}
+
+/// The run controls, the clock and the gauges. `is_open`: an experiment is open.
+pub fn bar(
+    ui: &mut egui::Ui,
+    st: &mut ControlsState,
+    is_open: bool,
+    store: &Store,
+    out: &mut Actions,
+) {
+    let status = &store.status;
     ui.horizontal_wrapped(|ui| {
-        let can_run = w.opened.is_some() && !st.finished;
-        if st.running {
+        let can_run = is_open && !status.finished;
+        if status.running {
             if ui.button("Pause").clicked() {
-                w.worker.send(Cmd::Pause);
+                out.push(Action::Send(Cmd::Pause));
             }
         } else if ui.add_enabled(can_run, egui::Button::new("Run")).clicked() {
-            w.worker.send(Cmd::Run);
+            out.push(Action::Send(Cmd::Run));
         }
         if ui.add_enabled(can_run, egui::Button::new("One event")).clicked() {
-            w.worker.send(Cmd::Step);
+            out.push(Action::Send(Cmd::Step));
         }
         if ui.add_enabled(can_run, egui::Button::new("Next instant")).clicked() {
-            w.worker.send(Cmd::NextInstant);
+            out.push(Action::Send(Cmd::NextInstant));
         }
         let l = ui.label("to");
-        ui.add(egui::TextEdit::singleline(&mut w.until_text).desired_width(60.0)).labelled_by(l.id);
+        ui.add(egui::TextEdit::singleline(&mut st.until_text).desired_width(60.0))
+            .labelled_by(l.id);
         if ui.add_enabled(can_run, egui::Button::new("Run until")).clicked() {
-            match sim_core::time::parse_duration(w.until_text.trim()) {
-                Ok(d) => w.worker.send(Cmd::RunUntil(SimTime::ZERO + d)),
-                Err(e) => w.store.notices.push(format!("run until: {e}")),
-            }
+            out.push(match sim_core::time::parse_duration(st.until_text.trim()) {
+                Ok(d) => Action::Send(Cmd::RunUntil(SimTime::ZERO + d)),
+                Err(e) => Action::Notice(format!("run until: {e}")),
+            });
         }
-        let before = w.speed;
+        let before = st.speed;
         let l = ui.label("Speed");
         egui::ComboBox::from_id_salt("speed")
-            .selected_text(speed_label(w.speed))
+            .selected_text(speed_label(st.speed))
             .show_ui(ui, |ui| {
                 for s in SPEEDS {
-                    ui.selectable_value(&mut w.speed, s, speed_label(s));
+                    ui.selectable_value(&mut st.speed, s, speed_label(s));
                 }
             })
             .response
             .labelled_by(l.id);
-        if w.speed != before {
-            w.worker.send(Cmd::SetSpeed(w.speed));
+        if st.speed != before {
+            out.push(Action::Send(Cmd::SetSpeed(st.speed)));
         }
         ui.separator();
         if ui.button("Reset").on_hover_text("Same seed; pending knob values apply").clicked() {
-            w.reset(w.store.seed);
+            out.push(Action::Reset(store.seed));
         }
         if ui.button("Reset, new seed").clicked() {
-            w.reset(w.store.seed.wrapping_add(1));
+            out.push(Action::Reset(store.seed.wrapping_add(1)));
         }
         ui.separator();
-        ui.monospace(format!("t = {} / {}", clock(st.now), clock(st.end)));
-        ui.monospace(format!("{:.0} ev/s", st.events_per_s));
-        ui.monospace(format!("sim/real {:.1}×", st.sim_to_real));
-        ui.monospace(format!("{} events", st.events));
-        if let Some(fp) = &st.fingerprint {
+        ui.monospace(format!("t = {} / {}", clock(status.now), clock(status.end)));
+        ui.monospace(format!("{:.0} ev/s", status.events_per_s));
+        ui.monospace(format!("sim/real {:.1}×", status.sim_to_real));
+        ui.monospace(format!("{} events", status.events));
+        if let Some(fp) = &status.fingerprint {
             ui.monospace(format!("fingerprint {fp}"));
         }
     });
-    if let Some(e) = &st.error {
+    if let Some(e) = &status.error {
         ui.colored_label(egui::Color32::from_rgb(220, 80, 60), format!("Run stopped: {e}"));
     }
-    if let Some(n) = w.store.notices.last().cloned() {
+}
+
+/// The latest notice (a refused change, an export), with a dismiss button.
+pub fn notice(ui: &mut egui::Ui, notices: &[String], out: &mut Actions) {
+    if let Some(n) = notices.last() {
         ui.horizontal(|ui| {
             ui.colored_label(egui::Color32::from_rgb(200, 150, 40), n);
             if ui.small_button("dismiss").clicked() {
-                w.store.notices.clear();
+                out.push(Action::DismissNotices);
             }
         });
     }
 }
 
 /// The time cursor: drag it back and release to rewind there (the session is
-/// re-simulated from the start with its recorded changes).
-pub fn cursor(w: &mut Workbench, ui: &mut egui::Ui) {
-    let now = w.store.status.now.0 as f64 / 1e9;
-    let end = w.store.end.0 as f64 / 1e9;
+/// re-simulated from the start with its recorded changes). `cursor`: where it is while
+/// dragged (s).
+pub fn cursor(ui: &mut egui::Ui, cursor: &mut Option<f64>, store: &Store, out: &mut Actions) {
+    let now = store.status.now.0 as f64 / 1e9;
+    let end = store.end.0 as f64 / 1e9;
     ui.horizontal(|ui| {
         ui.label("Time cursor");
-        let mut t = w.cursor.unwrap_or(now);
+        let mut t = cursor.unwrap_or(now);
         let width = (ui.available_width() - 220.0).max(100.0);
         ui.spacing_mut().slider_width = width;
         let r = ui.add(
@@ -112,21 +138,21 @@ pub fn cursor(w: &mut Workbench, ui: &mut egui::Ui) {
         // user's.
         let moved = r.changed() && (t - now).abs() > 1e-3;
         if r.dragged() || moved {
-            w.cursor = Some(t.min(now));
+            *cursor = Some(t.min(now));
         }
         if (r.drag_stopped() || (moved && !r.dragged()))
-            && let Some(c) = w.cursor.take()
+            && let Some(c) = cursor.take()
             && c < now
         {
-            rewind(w, c);
+            out.push(rewind(c));
         }
         if ui.button("Rewind to 0").clicked() {
-            rewind(w, 0.0);
+            out.push(rewind(0.0));
         }
     });
 }
 
-pub fn rewind(w: &mut Workbench, t_s: f64) {
-    let t = SimTime((t_s.max(0.0) * 1e9).round() as u64);
-    w.worker.send(Cmd::Rewind(t));
+/// The command that rewinds to `t_s` seconds.
+pub fn rewind(t_s: f64) -> Action {
+    Action::Send(Cmd::Rewind(SimTime((t_s.max(0.0) * 1e9).round() as u64)))
 }

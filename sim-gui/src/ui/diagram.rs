@@ -4,8 +4,10 @@
 //! coloured by state, rejections and 429s as counts. Clicking a node opens its inspector
 //! (its gauges, counters and summary figures) and its knobs.
 
-use crate::app::Workbench;
+use crate::session::Opened;
 use crate::store::Store;
+use crate::ui::Actions;
+use crate::ui::knobs::KnobsState;
 use egui::{Color32, Pos2, Rect, Sense, Stroke, Vec2};
 use models::observe::ComponentState;
 use models::scenario::Scenario;
@@ -213,34 +215,49 @@ fn figures(store: &Store, id: &str) -> Vec<(String, Option<f32>)> {
     }
 }
 
-pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
-    let Some(o) = &w.opened else {
+/// The request path and, for the selected node, its inspector and knobs.
+pub fn view(
+    ui: &mut egui::Ui,
+    st: &mut DiagramState,
+    knobs: &mut KnobsState,
+    opened: Option<&Opened>,
+    store: &Store,
+    out: &mut Actions,
+) {
+    let Some(o) = opened else {
         ui.label("No experiment open.");
         return;
     };
     let g = graph(&o.scenario);
-    let inspector_w = if w.diagram.selected.is_some() { 330.0 } else { 0.0 };
+    let inspector_w = if st.selected.is_some() { 330.0 } else { 0.0 };
     let mut clicked: Option<String> = None;
     ui.horizontal_top(|ui| {
         let size =
             Vec2::new((ui.available_width() - inspector_w).max(300.0), ui.available_height());
         let (rect, _) = ui.allocate_exact_size(size, Sense::hover());
-        clicked = draw(w, ui, &g, rect);
-        if let Some(sel) = w.diagram.selected.clone() {
+        clicked = draw(ui, store, st.selected.as_deref(), &g, rect);
+        if let Some(sel) = st.selected.clone() {
             ui.vertical(|ui| {
                 ui.set_width(inspector_w - 10.0);
-                inspector(w, ui, &sel);
+                if inspector(ui, knobs, opened, store, &sel, out) {
+                    st.selected = None;
+                }
             });
         }
     });
     if let Some(c) = clicked {
-        w.diagram.selected =
-            if w.diagram.selected.as_deref() == Some(c.as_str()) { None } else { Some(c) };
+        st.selected = if st.selected.as_deref() == Some(c.as_str()) { None } else { Some(c) };
     }
 }
 
 /// Draws the graph in `rect`; returns the node (or governor) clicked.
-fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<String> {
+fn draw(
+    ui: &mut egui::Ui,
+    store: &Store,
+    selected: Option<&str>,
+    g: &Graph,
+    rect: Rect,
+) -> Option<String> {
     let painter = ui.painter_at(rect);
     let col_w = rect.width() / COLUMNS.len() as f32;
     let mut pos: Vec<(String, Rect)> = Vec::new();
@@ -254,7 +271,7 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
             ui.visuals().weak_text_color(),
         );
         let nodes: Vec<&Node> = g.nodes.iter().filter(|n| n.column == c).collect();
-        let heights: Vec<f32> = nodes.iter().map(|n| node_height(&w.store, n)).collect();
+        let heights: Vec<f32> = nodes.iter().map(|n| node_height(store, n)).collect();
         let total: f32 = heights.iter().sum::<f32>() + 24.0 * nodes.len().saturating_sub(1) as f32;
         let mut y = rect.top() + 32.0 + ((rect.height() - 40.0 - total) / 2.0).max(0.0);
         for (n, h) in nodes.iter().zip(heights) {
@@ -279,7 +296,7 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
     let mut clicked = None;
     for n in &g.nodes {
         let Some(r) = find(&n.id) else { continue };
-        let selected = w.diagram.selected.as_deref() == Some(n.id.as_str());
+        let selected = selected == Some(n.id.as_str());
         let resp = ui.interact(r, egui::Id::unique(("node", &n.id)), Sense::click());
         let id = format!("{} (request path)", n.id);
         resp.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Button, true, &id));
@@ -304,7 +321,7 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
             ui.visuals().strong_text_color(),
         );
         y += ROW_H;
-        for (text, fill) in figures(&w.store, &n.id) {
+        for (text, fill) in figures(store, &n.id) {
             line(&painter, r, y, &text, fill, None);
             y += ROW_H;
         }
@@ -319,12 +336,11 @@ fn draw(w: &Workbench, ui: &mut egui::Ui, g: &Graph, rect: Rect) -> Option<Strin
             if gresp.clicked() {
                 clicked = Some(gov.clone());
             }
-            let state_col = w
-                .store
+            let state_col = store
                 .components(gov)
                 .find_map(|c| c.breaker.as_ref())
                 .map(|b| crate::ui::plots::state_color(b.state));
-            for (text, fill) in figures(&w.store, gov) {
+            for (text, fill) in figures(store, gov) {
                 line(&painter, gr, y, &text, fill, state_col);
             }
             y += ROW_H;
@@ -362,13 +378,19 @@ fn line(p: &egui::Painter, r: Rect, y: f32, text: &str, fill: Option<f32>, color
     );
 }
 
-/// The selected component's state and figures, and its knobs.
-fn inspector(w: &mut Workbench, ui: &mut egui::Ui, id: &str) {
+/// The selected component's state and figures, and its knobs; true when it is closed.
+fn inspector(
+    ui: &mut egui::Ui,
+    knobs: &mut KnobsState,
+    opened: Option<&Opened>,
+    store: &Store,
+    id: &str,
+    out: &mut Actions,
+) -> bool {
+    let mut close = false;
     ui.horizontal(|ui| {
         ui.heading(id);
-        if ui.small_button("close").clicked() {
-            w.diagram.selected = None;
-        }
+        close = ui.small_button("close").clicked();
     });
     let prefix = format!("{id}.");
     egui::ScrollArea::vertical().id_salt("inspector").show(ui, |ui| {
@@ -378,7 +400,7 @@ fn inspector(w: &mut Workbench, ui: &mut egui::Ui, id: &str) {
                 ui.monospace(v);
                 ui.end_row();
             };
-            for c in w.store.components(id) {
+            for c in store.components(id) {
                 if c.path != id {
                     row("instance", c.path.clone());
                 }
@@ -408,12 +430,11 @@ fn inspector(w: &mut Workbench, ui: &mut egui::Ui, id: &str) {
                     row(n, format!("{v}"));
                 }
             }
-            for (p, v) in
-                w.store.status.observed.metrics.iter().filter(|g| g.0.starts_with(&prefix))
+            for (p, v) in store.status.observed.metrics.iter().filter(|g| g.0.starts_with(&prefix))
             {
                 row(p.trim_start_matches(&prefix), reading_text(v));
             }
-            if let Some(s) = &w.store.summary {
+            if let Some(s) = &store.summary {
                 for (n, v) in s.values.iter().filter(|x| x.0.starts_with(&prefix)) {
                     row(n.trim_start_matches(&prefix), crate::ui::events::value_text(v));
                 }
@@ -421,6 +442,7 @@ fn inspector(w: &mut Workbench, ui: &mut egui::Ui, id: &str) {
         });
         ui.separator();
         ui.strong("Knobs");
-        crate::ui::knobs::component_knobs(w, ui, id);
+        crate::ui::knobs::component_knobs(ui, knobs, opened, store, id, out);
     });
+    close
 }

@@ -2,9 +2,9 @@
 //! with their instants: clicking one moves the plots there) and the summary panel (the
 //! same names and numbers as the `runs` table).
 
-use crate::app::{View, Workbench};
+use crate::store::Store;
 use crate::ui::controls::clock;
-use crate::ui::plots::Span;
+use crate::ui::{Action, Actions};
 use models::summary::Value;
 use sim_core::SimTime;
 
@@ -25,7 +25,8 @@ fn is_outage(kind: &str, from: &str) -> bool {
             .any(|p| from.starts_with(&format!("{p} =")))
 }
 
-pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
+/// The events panel; clicking an instant pushes [`Action::Focus`] there.
+pub fn view(ui: &mut egui::Ui, store: &Store, out: &mut Actions) {
     let id = ui.make_persistent_id("event-filter");
     let mut filter = ui.data(|d| d.get_temp::<u8>(id)).unwrap_or(0);
     ui.horizontal(|ui| {
@@ -35,16 +36,16 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
     });
     ui.data_mut(|d| d.insert_temp(id, filter));
     let filter = [Filter::All, Filter::Breakers, Filter::Config, Filter::Outages][filter as usize];
-    if let Some(e) = &w.store.status.error {
+    if let Some(e) = &store.status.error {
         ui.colored_label(egui::Color32::from_rgb(220, 80, 60), format!("guard stop: {e}"));
     }
     ui.horizontal(|ui| {
-        ui.strong(format!("Recorded changes ({})", w.store.changes.len()));
+        ui.strong(format!("Recorded changes ({})", store.changes.len()));
         ui.weak("each applied at the end of its instant; exported with the session");
     });
     let mut goto: Option<f64> = None;
     egui::Grid::new("changes").striped(true).show(ui, |ui| {
-        for c in &w.store.changes {
+        for c in &store.changes {
             if ui.link(clock(SimTime::ZERO + c.at)).clicked() {
                 goto = Some(c.at.0 as f64 / 1e9);
             }
@@ -54,10 +55,10 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
         }
     });
     ui.separator();
-    ui.strong(format!("Model events ({})", w.store.events.len()));
+    ui.strong(format!("Model events ({})", store.events.len()));
     egui::ScrollArea::vertical().id_salt("events").show(ui, |ui| {
         egui::Grid::new("events-grid").striped(true).show(ui, |ui| {
-            for e in &w.store.events {
+            for e in &store.events {
                 let keep = match filter {
                     Filter::All => true,
                     Filter::Breakers => e.kind == "state_change",
@@ -78,8 +79,7 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
         });
     });
     if let Some(t) = goto {
-        w.plots.span = Span::Focus(t);
-        w.view = View::Plots;
+        out.push(Action::Focus(t));
     }
 }
 
@@ -91,16 +91,16 @@ pub fn value_text(v: &Value) -> String {
     }
 }
 
-pub fn summary(w: &mut Workbench, ui: &mut egui::Ui) {
-    let st = &w.store.status;
+pub fn summary(ui: &mut egui::Ui, store: &Store) {
+    let st = &store.status;
     ui.horizontal(|ui| {
-        ui.label(format!("seed {}  events {}  t = {}", w.store.seed, st.events, clock(st.now)));
+        ui.label(format!("seed {}  events {}  t = {}", store.seed, st.events, clock(st.now)));
         match &st.fingerprint {
             Some(f) => ui.monospace(format!("fingerprint {f}")),
             None => ui.weak("fingerprint: when the run reaches its end"),
         };
     });
-    ui.weak("Columns as in the runs table (runs.parquet); while running, figures so far.");
+    ui.weak("The session's row of the runs table (runs.parquet): the same columns and values, built by the results layer; while running, figures so far.");
     let id = ui.make_persistent_id("summary-search");
     let mut search = ui.data(|d| d.get_temp::<String>(id)).unwrap_or_default();
     ui.horizontal(|ui| {
@@ -108,15 +108,15 @@ pub fn summary(w: &mut Workbench, ui: &mut egui::Ui) {
         ui.text_edit_singleline(&mut search);
     });
     ui.data_mut(|d| d.insert_temp(id, search.clone()));
-    let Some(s) = &w.store.summary else {
+    if store.runs_row.is_empty() {
         ui.label("No summary yet.");
         return;
-    };
+    }
     egui::ScrollArea::vertical().id_salt("summary").show(ui, |ui| {
         egui::Grid::new("summary-grid").striped(true).num_columns(2).show(ui, |ui| {
-            for (n, v) in s.values.iter().filter(|(n, _)| n.contains(search.as_str())) {
+            for (n, v) in store.runs_row.iter().filter(|(n, _)| n.contains(search.as_str())) {
                 ui.monospace(n);
-                ui.monospace(value_text(v));
+                ui.monospace(v);
                 ui.end_row();
             }
         });

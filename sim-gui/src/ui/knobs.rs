@@ -4,7 +4,10 @@
 //! from the scenario's highlighted, with a reset. Run-time parameters apply at the current
 //! instant; the others are marked and apply on reset.
 
-use crate::app::Workbench;
+use crate::session::Opened;
+use crate::store::Store;
+use crate::ui::{Action, Actions};
+use crate::worker::Cmd;
 use models::params::{ParamSpec, ParamType, ParamValue};
 use sim_core::SimDuration;
 use std::collections::BTreeMap;
@@ -22,41 +25,45 @@ pub struct KnobsState {
 
 const CHANGED: egui::Color32 = egui::Color32::from_rgb(230, 180, 60);
 
-pub fn panel(w: &mut Workbench, ui: &mut egui::Ui) {
+/// The knobs panel. `selected`: the component selected in the request path (its group
+/// opens).
+pub fn panel(
+    ui: &mut egui::Ui,
+    st: &mut KnobsState,
+    opened: Option<&Opened>,
+    store: &Store,
+    selected: Option<&str>,
+    out: &mut Actions,
+) {
     ui.heading("Knobs");
     ui.horizontal(|ui| {
         let l = ui.label("Search");
-        ui.add(egui::TextEdit::singleline(&mut w.knobs.search).desired_width(200.0))
-            .labelled_by(l.id);
+        ui.add(egui::TextEdit::singleline(&mut st.search).desired_width(200.0)).labelled_by(l.id);
     });
-    if !w.knobs.pending.is_empty() {
-        ui.colored_label(CHANGED, format!("{} value(s) apply on reset", w.knobs.pending.len()));
+    if !st.pending.is_empty() {
+        ui.colored_label(CHANGED, format!("{} value(s) apply on reset", st.pending.len()));
     }
-    let Some(o) = &w.opened else {
+    let Some(o) = opened else {
         ui.label("No experiment open.");
         return;
     };
-    let needle = w.knobs.search.to_lowercase();
-    let specs: Vec<ParamSpec> = o
-        .registry
-        .iter()
-        .filter(|s| needle.is_empty() || s.path.to_lowercase().contains(&needle))
-        .cloned()
-        .collect();
-    let mut groups: BTreeMap<String, Vec<ParamSpec>> = BTreeMap::new();
-    for s in specs {
-        let comp = s.path.rsplit_once('.').map(|x| x.0).unwrap_or(&s.path).to_string();
+    let needle = st.search.to_lowercase();
+    let mut groups: BTreeMap<&str, Vec<&ParamSpec>> = BTreeMap::new();
+    for s in
+        o.registry.iter().filter(|s| needle.is_empty() || s.path.to_lowercase().contains(&needle))
+    {
+        let comp = s.path.rsplit_once('.').map(|x| x.0).unwrap_or(&s.path);
         groups.entry(comp).or_default().push(s);
     }
     egui::ScrollArea::vertical().show(ui, |ui| {
         for (comp, specs) in groups {
-            let open = !needle.is_empty() || w.diagram.selected.as_deref() == Some(comp.as_str());
-            egui::CollapsingHeader::new(&comp)
-                .id_salt(&comp)
+            let open = !needle.is_empty() || selected == Some(comp);
+            egui::CollapsingHeader::new(comp)
+                .id_salt(comp)
                 .open(if open { Some(true) } else { None })
                 .show(ui, |ui| {
-                    for s in &specs {
-                        knob(w, ui, s);
+                    for s in specs {
+                        knob(ui, st, store, s, out);
                     }
                 });
         }
@@ -64,32 +71,39 @@ pub fn panel(w: &mut Workbench, ui: &mut egui::Ui) {
 }
 
 /// The knobs of one component (the diagram's inspector shows them too).
-pub fn component_knobs(w: &mut Workbench, ui: &mut egui::Ui, comp: &str) {
-    let Some(o) = &w.opened else { return };
+pub fn component_knobs(
+    ui: &mut egui::Ui,
+    st: &mut KnobsState,
+    opened: Option<&Opened>,
+    store: &Store,
+    comp: &str,
+    out: &mut Actions,
+) {
+    let Some(o) = opened else { return };
     let prefix = format!("{comp}.");
-    let specs: Vec<ParamSpec> =
-        o.registry.iter().filter(|s| s.path.starts_with(&prefix)).cloned().collect();
-    if specs.is_empty() {
-        ui.weak("no parameters");
+    let mut any = false;
+    for s in o.registry.iter().filter(|s| s.path.starts_with(&prefix)) {
+        knob(ui, st, store, s, out);
+        any = true;
     }
-    for s in &specs {
-        knob(w, ui, s);
+    if !any {
+        ui.weak("no parameters");
     }
 }
 
 /// The value a knob shows: a pending reset value, else the value in force now.
-fn shown_value(w: &Workbench, s: &ParamSpec) -> ParamValue {
-    if let Some((_, v)) = w.knobs.pending.iter().find(|(p, _)| *p == s.path) {
+fn shown_value(st: &KnobsState, store: &Store, s: &ParamSpec) -> ParamValue {
+    if let Some((_, v)) = st.pending.iter().find(|(p, _)| *p == s.path) {
         return v.clone();
     }
-    w.store.param(&s.path).unwrap_or(&s.value).clone()
+    store.param(&s.path).unwrap_or(&s.value).clone()
 }
 
-fn knob(w: &mut Workbench, ui: &mut egui::Ui, s: &ParamSpec) {
+fn knob(ui: &mut egui::Ui, st: &mut KnobsState, store: &Store, s: &ParamSpec, out: &mut Actions) {
     let param = s.path.rsplit('.').next().unwrap_or(&s.path);
-    let current = shown_value(w, s);
+    let current = shown_value(st, store, s);
     let changed = current != s.value;
-    let mut v = match &w.knobs.editing {
+    let mut v = match &st.editing {
         Some((p, x)) if *p == s.path => x.clone(),
         _ => current.clone(),
     };
@@ -106,7 +120,7 @@ fn knob(w: &mut Workbench, ui: &mut egui::Ui, s: &ParamSpec) {
             s.unit,
             if s.runtime { "" } else { "\ncannot change during a run: applies on reset" }
         ));
-        commit = editor(w, ui, s, &mut v, label.id);
+        commit = editor(ui, &mut st.dist_text, s, &mut v, label.id, out);
         if !s.runtime {
             ui.weak("(on reset)");
         }
@@ -118,16 +132,16 @@ fn knob(w: &mut Workbench, ui: &mut egui::Ui, s: &ParamSpec) {
         }
     });
     if commit {
-        w.knobs.editing = None;
+        st.editing = None;
     } else if v != current {
-        w.knobs.editing = Some((s.path.clone(), v.clone()));
+        st.editing = Some((s.path.clone(), v.clone()));
     }
     if commit && v != current {
         if s.runtime {
-            w.apply(&s.path, v);
+            out.push(Action::Send(Cmd::Apply(s.path.clone(), v)));
         } else {
-            w.knobs.pending.retain(|(p, _)| *p != s.path);
-            w.knobs.pending.push((s.path.clone(), v));
+            st.pending.retain(|(p, _)| *p != s.path);
+            st.pending.push((s.path.clone(), v));
         }
     }
 }
@@ -139,11 +153,12 @@ fn done(r: &egui::Response) -> bool {
 
 /// The editor of one value; returns true when an edit is to be applied.
 fn editor(
-    w: &mut Workbench,
     ui: &mut egui::Ui,
+    dist_text: &mut BTreeMap<String, String>,
     s: &ParamSpec,
     v: &mut ParamValue,
     label: egui::Id,
+    out: &mut Actions,
 ) -> bool {
     let unit = format!(" {}", s.unit);
     let id = egui::Id::unique(("knob", &s.path));
@@ -191,11 +206,11 @@ fn editor(
                 ParamValue::DurationDist(d) => models::params::dist_to_text(d),
                 other => other.to_string(),
             };
-            let buf = w.knobs.dist_text.entry(s.path.clone()).or_insert(shown);
+            let buf = dist_text.entry(s.path.clone()).or_insert(shown);
             let r = ui.add(egui::TextEdit::singleline(buf).desired_width(180.0)).labelled_by(label);
             if r.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {
                 let text = buf.clone();
-                w.knobs.dist_text.remove(&s.path);
+                dist_text.remove(&s.path);
                 match ron::Deserializer::from_str(&text)
                     .map_err(|e| e.to_string())
                     .and_then(|mut de| s.ty.deserialize_value(&mut de).map_err(|e| e.to_string()))
@@ -204,10 +219,10 @@ fn editor(
                         *val = parsed;
                         return true;
                     }
-                    Err(e) => w.store.notices.push(format!("{}: {e}", s.path)),
+                    Err(e) => out.push(Action::Notice(format!("{}: {e}", s.path))),
                 }
             } else if !r.has_focus() {
-                w.knobs.dist_text.remove(&s.path);
+                dist_text.remove(&s.path);
             }
             false
         }

@@ -2,10 +2,30 @@
 //! in-app file browser, the variant × sweep-point and seed choice, export; errors in a
 //! file shown with file:line:col and the field path.
 
-use crate::app::Workbench;
-use crate::session::Selection;
+use crate::session::{Opened, Selection};
+use crate::store::Store;
+use crate::ui::{Action, Actions};
 use crate::worker::Cmd;
+use experiments::catalog::Entry;
 use std::path::{Path, PathBuf};
+
+/// The open bar's own state: the path field, the export path, the file browser.
+pub struct OpenState {
+    /// The path field.
+    pub path_text: String,
+    pub export_path: String,
+    pub browser: Browser,
+}
+
+impl Default for OpenState {
+    fn default() -> Self {
+        OpenState {
+            path_text: String::new(),
+            export_path: std::env::temp_dir().join("stormglass-session.ron").display().to_string(),
+            browser: Browser::new(std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))),
+        }
+    }
+}
 
 /// The in-app file browser (no native dialog: it works the same under Xvfb and in tests).
 pub struct Browser {
@@ -30,124 +50,115 @@ impl Browser {
     }
 }
 
-pub fn bar(w: &mut Workbench, ui: &mut egui::Ui) {
+/// The open bar: bundled experiments, file, variant × point, seed, export; the load error.
+pub fn bar(
+    ui: &mut egui::Ui,
+    st: &mut OpenState,
+    catalog: &[Entry],
+    opened: Option<&Opened>,
+    store: &Store,
+    load_error: Option<&str>,
+    out: &mut Actions,
+) {
     ui.horizontal_wrapped(|ui| {
         ui.strong("stormglass workbench");
         ui.separator();
-        let current = w.opened.as_ref().map(|o| o.exp.name.clone()).unwrap_or_default();
-        let mut pick: Option<PathBuf> = None;
-        let mut entry = None;
+        let current = opened.map(|o| o.exp.name.clone()).unwrap_or_default();
         egui::ComboBox::from_id_salt("bundled")
             .selected_text(if current.is_empty() { "bundled…".to_string() } else { current })
             .width(180.0)
             .show_ui(ui, |ui| {
                 let mut group = "";
-                for e in &w.catalog {
+                for e in catalog {
                     if e.group != group {
                         group = e.group;
                         ui.weak(group);
                     }
-                    let r = ui.selectable_label(false, e.name).on_hover_text(&e.description);
-                    if r.clicked() {
-                        entry = Some(e.clone());
-                    }
+                    ui.horizontal(|ui| {
+                        let r = ui.selectable_label(false, e.name).on_hover_text(&e.description);
+                        ui.weak(&e.description);
+                        if r.clicked() {
+                            out.push(Action::OpenEntry(e.clone()));
+                        }
+                    });
                 }
             })
             .response
             .on_hover_text("Bundled experiments (the list of `stormglass list`)");
-        if let Some(e) = entry {
-            w.open_entry(&e);
-        }
         let l = ui.label("File:");
         let field = ui
             .add(
-                egui::TextEdit::singleline(&mut w.path_text)
+                egui::TextEdit::singleline(&mut st.path_text)
                     .desired_width(260.0)
                     .hint_text("path to a .ron experiment or scenario"),
             )
             .labelled_by(l.id);
         let enter = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
         if ui.button("Open").clicked() || enter {
-            pick = Some(PathBuf::from(w.path_text.trim()));
+            out.push(Action::OpenPath(PathBuf::from(st.path_text.trim())));
         }
         if ui.button("Browse…").clicked() {
-            w.browser.open = !w.browser.open;
+            st.browser.open = !st.browser.open;
         }
-        if let Some(p) = pick {
-            w.open_path(&p);
+        if let Some(o) = opened {
+            combo_and_seed(ui, o, store.seed, out);
         }
-        combo_and_seed(w, ui);
         ui.separator();
         let l = ui.label("Export to:");
-        ui.add(egui::TextEdit::singleline(&mut w.export_path).desired_width(200.0))
+        ui.add(egui::TextEdit::singleline(&mut st.export_path).desired_width(200.0))
             .labelled_by(l.id);
         if ui.button("Export session").clicked() {
-            w.worker.send(Cmd::Export(PathBuf::from(w.export_path.trim())));
+            out.push(Action::Send(Cmd::Export(PathBuf::from(st.export_path.trim()))));
         }
     });
-    save_export(w);
-    if let Some(e) = &w.load_error {
+    if let Some(e) = load_error {
         ui.colored_label(egui::Color32::from_rgb(220, 80, 60), format!("Cannot open: {e}"));
     }
-    if let Some(d) = w.opened.as_ref().map(|o| o.exp.description.clone()) {
-        ui.weak(d);
+    if let Some(o) = opened {
+        ui.weak(&o.exp.description);
     }
-    browser(w, ui);
+    browser(ui, &mut st.browser, out);
 }
 
-/// Shows where the worker wrote the export.
-fn save_export(w: &mut Workbench) {
-    let Some(r) = w.store.exported.take() else { return };
-    w.store.notices.push(match r {
-        Ok(p) => format!("session exported to {}", p.display()),
-        Err(e) => format!("export failed: {e}"),
-    });
-}
-
-fn combo_and_seed(w: &mut Workbench, ui: &mut egui::Ui) {
-    let Some(o) = &w.opened else { return };
+fn combo_and_seed(ui: &mut egui::Ui, o: &Opened, seed: u64, out: &mut Actions) {
     let combos = Selection::combos(&o.exp);
     let cur = combos.iter().find(|c| c.0 == o.sel.combo).map(|c| c.1.clone()).unwrap_or_default();
-    let mut chosen: Option<usize> = None;
     egui::ComboBox::from_id_salt("combo")
         .selected_text(cur)
         .width(220.0)
         .show_ui(ui, |ui| {
             for (i, label) in &combos {
                 if ui.selectable_label(*i == o.sel.combo, label).clicked() {
-                    chosen = Some(*i);
+                    let mut sel = o.sel.clone();
+                    sel.combo = *i;
+                    sel.overrides.clear();
+                    out.push(Action::Select(sel));
                 }
             }
         })
         .response
         .on_hover_text("Variant and sweep point");
-    ui.label(format!("seed {}", w.store.seed));
-    if let Some(i) = chosen {
-        let mut sel = o.sel.clone();
-        sel.combo = i;
-        sel.overrides.clear();
-        w.open_selection(sel);
-    }
+    ui.label(format!("seed {seed}"));
 }
 
-fn browser(w: &mut Workbench, ui: &mut egui::Ui) {
-    if !w.browser.open {
+fn browser(ui: &mut egui::Ui, b: &mut Browser, out: &mut Actions) {
+    if !b.open {
         return;
     }
     let mut go: Option<PathBuf> = None;
     let mut open: Option<PathBuf> = None;
     egui::Frame::group(ui.style()).show(ui, |ui| {
         ui.horizontal(|ui| {
-            ui.label(format!("Folder: {}", w.browser.dir.display()));
+            ui.label(format!("Folder: {}", b.dir.display()));
             if ui.button("Up").clicked() {
-                go = w.browser.dir.parent().map(Path::to_path_buf);
+                go = b.dir.parent().map(Path::to_path_buf);
             }
             if ui.button("Close").clicked() {
-                w.browser.open = false;
+                b.open = false;
             }
         });
         egui::ScrollArea::vertical().max_height(160.0).show(ui, |ui| {
-            for (is_dir, p) in w.browser.entries() {
+            for (is_dir, p) in b.entries() {
                 let name =
                     p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
                 let label = if is_dir { format!("[dir] {name}") } else { name };
@@ -162,10 +173,10 @@ fn browser(w: &mut Workbench, ui: &mut egui::Ui) {
         });
     });
     if let Some(d) = go {
-        w.browser.dir = d;
+        b.dir = d;
     }
     if let Some(p) = open {
-        w.browser.open = false;
-        w.open_path(&p);
+        b.open = false;
+        out.push(Action::OpenPath(p));
     }
 }

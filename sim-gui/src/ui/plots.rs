@@ -3,11 +3,13 @@
 //! a state strip per breaker, GPU batch size and KV use. Choose which to show; a moving
 //! window, the whole run, or the instant an event was clicked.
 //!
-//! Series come from the store as they are (borrowed points, no copy per frame); egui_plot
-//! bands a line denser than the pixels into per-pixel min/max, so hours of data stay cheap.
+//! Series come from the store as they are (borrowed points, no copy per frame), cut to the
+//! time range shown and min/max-decimated to two points per pixel column
+//! ([`crate::ui::decimate`]), so hours of data cost what the plot's width costs.
 
-use crate::app::Workbench;
+use crate::session::Opened;
 use crate::store::Store;
+use crate::ui::decimate::decimate;
 use egui::Color32;
 use egui_plot::{HLine, Legend, Line, Plot, PlotPoint, PlotPoints, Polygon, VLine};
 
@@ -33,10 +35,12 @@ impl PlotKind {
     ];
     pub fn label(self) -> &'static str {
         match self {
-            PlotKind::Latency => "Latency p50/p95/p99 (ms)",
+            PlotKind::Latency => "Latency p50/p95/p99 per source and class (ms)",
             PlotKind::Queues => "Queue depth",
             PlotKind::InFlight => "In flight vs limits",
-            PlotKind::Throughput => "Throughput / goodput / 429 / retries / degraded (per s)",
+            PlotKind::Throughput => {
+                "Throughput / goodput / 429 / retries / degraded by reason (per s)"
+            }
             PlotKind::Breakers => "Breaker state",
             PlotKind::Gpu => "GPU batch size and KV use",
         }
@@ -66,20 +70,20 @@ impl Default for PlotsState {
     }
 }
 
-pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
+pub fn view(ui: &mut egui::Ui, st: &mut PlotsState, store: &Store, opened: Option<&Opened>) {
     ui.horizontal_wrapped(|ui| {
         for k in PlotKind::ALL {
-            let mut on = w.plots.shown.contains(&k);
+            let mut on = st.shown.contains(&k);
             if ui.checkbox(&mut on, short(k)).changed() {
-                w.plots.shown.retain(|x| *x != k);
+                st.shown.retain(|x| *x != k);
                 if on {
-                    w.plots.shown.push(k);
-                    w.plots.shown.sort();
+                    st.shown.push(k);
+                    st.shown.sort();
                 }
             }
         }
         ui.separator();
-        let span = &mut w.plots.span;
+        let span = &mut st.span;
         if ui.selectable_label(*span == Span::Whole, "whole run").clicked() {
             *span = Span::Whole;
         }
@@ -92,16 +96,14 @@ pub fn view(w: &mut Workbench, ui: &mut egui::Ui) {
         if ui.selectable_label(*span == Span::Free, "free zoom").clicked() {
             *span = Span::Free;
         }
-        ui.weak(format!("{} points", w.store.point_count()));
+        ui.weak(format!("{} points", store.point_count()));
     });
-    let n = w.plots.shown.len().max(1) as f32;
+    let n = st.shown.len().max(1) as f32;
     let height = ((ui.available_height() - 8.0 * n) / n).max(60.0);
-    let now = w.store.status.now.0 as f64 / 1e9;
-    let span = w.plots.span;
-    let shown = w.plots.shown.clone();
+    let now = store.status.now.0 as f64 / 1e9;
     egui::ScrollArea::vertical().show(ui, |ui| {
-        for k in shown {
-            plot(ui, &w.store, w.opened.as_ref(), k, height, now, span);
+        for &k in &st.shown {
+            plot(ui, store, opened, k, height, now, st.span);
         }
     });
 }
@@ -120,7 +122,7 @@ fn short(k: PlotKind) -> &'static str {
 fn plot(
     ui: &mut egui::Ui,
     store: &Store,
-    opened: Option<&crate::app::Opened>,
+    opened: Option<&Opened>,
     k: PlotKind,
     height: f32,
     now: f64,
@@ -136,18 +138,24 @@ fn plot(
         .include_y(0.0);
     let limits = limits(store, opened, k);
     let owned = owned_lines(store, k);
+    // The time range shown (all of it when zoomed freely) and the plot's width in pixels:
+    // each line is decimated to two points per pixel column of it.
+    let range = match span {
+        Span::Whole => Some((0.0, now.max(1.0))),
+        Span::Window(w) => Some(((now - w).max(0.0), now.max(1.0))),
+        Span::Focus(t) => Some(((t - 30.0).max(0.0), t + 30.0)),
+        Span::Free => None,
+    };
+    let columns = ui.available_width().max(1.0) as usize;
     p.show(ui, |pu| {
-        match span {
-            Span::Whole => pu.set_plot_bounds_x(0.0..=now.max(1.0)),
-            Span::Window(w) => pu.set_plot_bounds_x((now - w).max(0.0)..=now.max(1.0)),
-            Span::Focus(t) => pu.set_plot_bounds_x((t - 30.0).max(0.0)..=t + 30.0),
-            Span::Free => {}
+        if let Some((x0, x1)) = range {
+            pu.set_plot_bounds_x(x0..=x1);
         }
-        for (name, metric) in borrowed_lines(store, k) {
-            pu.line(Line::new(name, PlotPoints::Borrowed(store.points(metric))));
+        for (name, metric) in borrowed_lines(store, opened, k) {
+            pu.line(Line::new(name, thin(store.points(metric), range, columns)));
         }
-        for (name, pts) in owned {
-            pu.line(Line::new(name, PlotPoints::Owned(pts)));
+        for (name, pts) in &owned {
+            pu.line(Line::new(name.as_str(), thin(pts, range, columns)));
         }
         for (name, y) in limits {
             pu.hline(HLine::new(name, y).color(Color32::GRAY));
@@ -161,17 +169,36 @@ fn plot(
     });
 }
 
+/// A line's points for the plot: those in `range` (s), decimated to `columns` pixel
+/// columns; all of them when the range is the user's (free zoom).
+fn thin(pts: &[PlotPoint], range: Option<(f64, f64)>, columns: usize) -> PlotPoints<'_> {
+    match range.map(|(x0, x1)| decimate(pts, x0, x1, columns)) {
+        None => PlotPoints::Borrowed(pts),
+        Some(std::borrow::Cow::Borrowed(s)) => PlotPoints::Borrowed(s),
+        Some(std::borrow::Cow::Owned(v)) => PlotPoints::Owned(v),
+    }
+}
+
 /// Engine series drawn as they are: (legend name, metric).
-fn borrowed_lines(store: &Store, k: PlotKind) -> Vec<(String, &str)> {
-    let pick = |f: &dyn Fn(&str) -> Option<String>| -> Vec<(String, &str)> {
+fn borrowed_lines<'a>(
+    store: &'a Store,
+    opened: Option<&Opened>,
+    k: PlotKind,
+) -> Vec<(String, &'a str)> {
+    let pick = |f: &dyn Fn(&str) -> Option<String>| -> Vec<(String, &'a str)> {
         store.series.keys().filter_map(|m| f(m).map(|n| (n, m.as_str()))).collect()
     };
     match k {
+        // Latency is recorded per source; each line is named with its source's class
+        // (one source per class, as in the showcase, makes these the per-class quantiles).
         PlotKind::Latency => pick(&|m| {
             let rest = m.strip_prefix("source.")?;
             let (src, q) = rest.split_once(".latency.")?;
             let q = q.strip_suffix("_ms")?;
-            Some(format!("{src} {q}"))
+            Some(match opened.and_then(|o| source_class(&o.scenario, src)) {
+                Some(class) => format!("{src} ({class}) {q}"),
+                None => format!("{src} {q}"),
+            })
         }),
         PlotKind::Queues => pick(&|m| {
             let base = m.strip_suffix(".mean")?;
@@ -198,6 +225,12 @@ fn borrowed_lines(store: &Store, k: PlotKind) -> Vec<(String, &str)> {
     }
 }
 
+/// The class of a source's requests (its own, else the scenario's first class).
+fn source_class<'a>(sc: &'a models::scenario::Scenario, source: &str) -> Option<&'a str> {
+    let s = sc.sources.iter().find(|s| s.name == source)?;
+    s.class.as_deref().or(sc.classes.first().map(|c| c.name.as_str()))
+}
+
 /// Lines computed from several series (per-second rates, sums, scaled KV).
 fn owned_lines(store: &Store, k: PlotKind) -> Vec<(String, Vec<PlotPoint>)> {
     let width = store.sample_every.map(|d| d.0 as f64 / 1e9).unwrap_or(1.0).max(1e-9);
@@ -220,6 +253,17 @@ fn owned_lines(store: &Store, k: PlotKind) -> Vec<(String, Vec<PlotPoint>)> {
                     ("rejected", "rejected"),
                 ] {
                     out.push((format!("{c} {what}"), rate(&format!("summary.class.{c}.{leaf}"))));
+                }
+                // Degraded answers by reason (`degraded_<reason>`), the reasons that occurred.
+                let reasons: Vec<&str> = store
+                    .metrics(|m| {
+                        m.starts_with(&format!("summary.class.{c}.degraded_"))
+                            && store.points(m).iter().any(|p| p.y > 0.0)
+                    })
+                    .collect();
+                for m in reasons {
+                    let reason = m.rsplit_once(".degraded_").map_or(m, |x| x.1);
+                    out.push((format!("{c} degraded: {reason}"), rate(m)));
                 }
                 let s429: Vec<&str> = store
                     .metrics(|m| {
@@ -263,7 +307,7 @@ fn sum_rates(store: &Store, metrics: &[&str], width: f64) -> Vec<PlotPoint> {
 }
 
 /// Limits drawn as horizontal lines: gate permits and station servers in force now.
-fn limits(store: &Store, opened: Option<&crate::app::Opened>, k: PlotKind) -> Vec<(String, f64)> {
+fn limits(store: &Store, opened: Option<&Opened>, k: PlotKind) -> Vec<(String, f64)> {
     let Some(o) = opened else { return Vec::new() };
     if k != PlotKind::InFlight {
         return Vec::new();

@@ -12,7 +12,7 @@
 //! summary counters come from the limiter.
 
 use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
-use crate::params::{ParamDecl, ParamType, ParamValue as V};
+use crate::params::ParamValue as V;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
 
@@ -115,75 +115,16 @@ impl LimitAlgorithm for Aimd {
     }
 }
 
-impl crate::params::Params for AimdLimitSpec {
-    const KIND: &'static str = "aimd_limit";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        let limit = ParamType::Count { min: 1, max: MAX_LIMIT };
-        vec![
-            ParamDecl {
-                name: "initial_limit",
-                ty: limit.clone(),
-                unit: "calls",
-                runtime: false,
-                doc: "the limit before the first sample (initialLimit)",
-            },
-            ParamDecl {
-                name: "min_limit",
-                ty: limit.clone(),
-                unit: "calls",
-                runtime: true,
-                doc: "the lowest limit (minLimit)",
-            },
-            ParamDecl {
-                name: "max_limit",
-                ty: limit,
-                unit: "calls",
-                runtime: true,
-                doc: "the highest limit (maxLimit)",
-            },
-            ParamDecl {
-                name: "backoff_ratio",
-                ty: ParamType::Float { min: 0.5, max: 0.999_999 },
-                unit: "ratio",
-                runtime: true,
-                doc: "factor applied to the limit on a drop, in [0.5, 1.0) (backoffRatio)",
-            },
-            ParamDecl {
-                name: "timeout",
-                ty: ParamType::Duration {
-                    min: SimDuration::from_ns(1),
-                    max: SimDuration::from_secs(86_400),
-                },
-                unit: "ns",
-                runtime: true,
-                doc: "a round trip longer than this counts as a drop (timeout)",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        Some(match p {
-            "initial_limit" => V::Count(self.initial_limit),
-            "min_limit" => V::Count(self.min_limit),
-            "max_limit" => V::Count(self.max_limit),
-            "backoff_ratio" => V::Float(self.backoff_ratio),
-            "timeout" => V::Duration(self.timeout),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("initial_limit", V::Count(n)) => self.initial_limit = n,
-            ("min_limit", V::Count(n)) => self.min_limit = n,
-            ("max_limit", V::Count(n)) => self.max_limit = n,
-            ("backoff_ratio", V::Float(x)) => self.backoff_ratio = x,
-            ("timeout", V::Duration(d)) => self.timeout = d,
-            (p, v) => return Err(format!("aimd_limit has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    AimdLimitSpec: "aimd_limit", name = |s| s.name;
+    initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
+        "the limit before the first sample (initialLimit)";
+    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the lowest limit (minLimit)";
+    max_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the highest limit (maxLimit)";
+    backoff_ratio: Float { min: 0.5, max: 0.999_999 }, "ratio", runtime,
+        "factor applied to the limit on a drop, in [0.5, 1.0) (backoffRatio)";
+    timeout: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
+        "ns", runtime, "a round trip longer than this counts as a drop (timeout)";
 }
 
 impl crate::params::GovernorSpec for AimdLimitSpec {}

@@ -25,7 +25,7 @@
 //! `dispatcher.<name>.*` and `pool.<name>.*` (applied to every instance's copy).
 
 use crate::dispatch::DispatcherSpec;
-use crate::params::{ParamDecl, ParamType, ParamValue, Params};
+use crate::params::ParamValue;
 use crate::pool::PoolLayout;
 use crate::pool::overhead::ThreadOverheadSpec;
 use crate::validate;
@@ -182,44 +182,10 @@ impl AppSpec {
     }
 }
 
-impl Params for AppSpec {
-    const KIND: &'static str = "app";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        vec![
-            ParamDecl {
-                name: "healthy",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "health signal: deferred tasks are replayed only while true",
-            },
-            ParamDecl {
-                name: "instances",
-                ty: ParamType::Count { min: 1, max: 1024 },
-                unit: "",
-                runtime: false,
-                doc: "identical instances behind the balancer",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        Some(match p {
-            "healthy" => ParamValue::Bool(self.healthy),
-            "instances" => ParamValue::Count(self.instances),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        match (p, v) {
-            ("healthy", ParamValue::Bool(b)) => self.healthy = b,
-            ("instances", ParamValue::Count(n)) => self.instances = n,
-            (p, v) => return Err(format!("app has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    AppSpec: "app", name = |s| s.name;
+    healthy: Bool, "", runtime, "health signal: deferred tasks are replayed only while true";
+    instances: Count { min: 1, max: 1024 }, "", fixed, "identical instances behind the balancer";
 }
 
 pub use crate::timeouts::QueueParams;

@@ -255,47 +255,12 @@ impl Batcher {
     }
 }
 
-impl crate::params::Params for BatcherSpec {
-    const KIND: &'static str = "batcher";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        vec![
-            ParamDecl {
-                name: "window",
-                ty: ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
-                unit: "ns",
-                runtime: true,
-                doc: "longest time a batch stays open, from its first call",
-            },
-            ParamDecl {
-                name: "max_batch",
-                ty: ParamType::Count { min: 1, max: 1_000_000 },
-                unit: "calls",
-                runtime: true,
-                doc: "members at which a batch is sent at once",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        Some(match p {
-            "window" => V::Duration(self.window),
-            "max_batch" => V::Count(self.max_batch),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v) {
-            ("window", V::Duration(d)) => self.window = d,
-            ("max_batch", V::Count(n)) => self.max_batch = n,
-            (p, v) => return Err(format!("batcher has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    BatcherSpec: "batcher", name = |s| s.name;
+    window: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) }, "ns", runtime,
+        "longest time a batch stays open, from its first call";
+    max_batch: Count { min: 1, max: 1_000_000 }, "calls", runtime,
+        "members at which a batch is sent at once";
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 //! Without a `classes` list a scenario has the SPEC's three: P0 real-time chat (SLA 3 s),
 //! P1 near-real-time, P2 batch.
 
-use crate::params::{ParamDecl, ParamType, ParamValue, Params};
 use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
@@ -37,45 +36,10 @@ pub fn default_classes() -> Vec<ClassSpec> {
     ]
 }
 
-impl Params for ClassSpec {
-    const KIND: &'static str = "class";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        vec![
-            ParamDecl {
-                name: "weight",
-                ty: ParamType::Count { min: 1, max: 1_000_000 },
-                unit: "",
-                runtime: false,
-                doc: "relative weight of the class for weighted policies",
-            },
-            ParamDecl {
-                name: "sla",
-                ty: ParamType::Duration {
-                    min: SimDuration::ZERO,
-                    max: SimDuration::from_secs(86_400),
-                },
-                unit: "ns",
-                runtime: false,
-                doc: "target end-to-end latency (0 = none); results report the share within it",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        Some(match p {
-            "weight" => ParamValue::Count(self.weight),
-            "sla" => ParamValue::Duration(self.sla),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        match (p, v) {
-            ("weight", ParamValue::Count(n)) => self.weight = n,
-            ("sla", ParamValue::Duration(d)) => self.sla = d,
-            (p, v) => return Err(format!("class has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    ClassSpec: "class", name = |s| s.name;
+    weight: Count { min: 1, max: 1_000_000 }, "", fixed,
+        "relative weight of the class for weighted policies";
+    sla: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", fixed,
+        "target end-to-end latency (0 = none); results report the share within it";
 }

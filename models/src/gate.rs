@@ -149,59 +149,14 @@ impl Governor for Gate {
     }
 }
 
-impl crate::params::Params for GateSpec {
-    const KIND: &'static str = "gate";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        vec![
-            ParamDecl {
-                name: "permits",
-                ty: ParamType::Count { min: 1, max: 10_000_000 },
-                unit: "permits",
-                runtime: true,
-                doc: "concurrent calls allowed past the gate",
-            },
-            ParamDecl {
-                name: "acquire_timeout",
-                ty: ParamType::Duration {
-                    min: SimDuration::ZERO,
-                    max: SimDuration::from_secs(86_400),
-                },
-                unit: "ns",
-                runtime: true,
-                doc: "how long a call waits for a permit (0 = fail fast)",
-            },
-            ParamDecl {
-                name: "max_waiting",
-                ty: ParamType::Count { min: 0, max: 100_000_000 },
-                unit: "calls",
-                runtime: false,
-                doc: "bound on calls waiting for a permit",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        Some(match p {
-            "permits" => V::Count(self.permits),
-            "acquire_timeout" => V::Duration(self.acquire_timeout),
-            "max_waiting" => V::Count(self.max_waiting),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v) {
-            ("permits", V::Count(n)) => self.permits = n,
-            ("acquire_timeout", V::Duration(d)) => self.acquire_timeout = d,
-            ("max_waiting", V::Count(n)) => self.max_waiting = n,
-            (p, v) => return Err(format!("gate has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    GateSpec: "gate", name = |s| s.name;
+    permits: Count { min: 1, max: 10_000_000 }, "permits", runtime,
+        "concurrent calls allowed past the gate";
+    acquire_timeout: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
+        "ns", runtime, "how long a call waits for a permit (0 = fail fast)";
+    max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed,
+        "bound on calls waiting for a permit";
 }
 
 impl crate::params::GovernorSpec for GateSpec {}

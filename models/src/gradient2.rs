@@ -17,7 +17,7 @@
 //! `queueSize` function of the limit (the fixed `queueSize(int)` form is).
 
 use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
-use crate::params::{ParamDecl, ParamType, ParamValue as V};
+use crate::params::ParamValue as V;
 use serde::{Deserialize, Serialize};
 
 /// Configuration, named as `Gradient2Limit.Builder` names it.
@@ -178,79 +178,21 @@ impl LimitAlgorithm for Gradient2 {
     }
 }
 
-impl crate::params::Params for Gradient2LimitSpec {
-    const KIND: &'static str = "gradient2_limit";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        let limit = ParamType::Count { min: 1, max: MAX_LIMIT };
-        let d = |name, ty, unit, runtime, doc| ParamDecl { name, ty, unit, runtime, doc };
-        vec![
-            d(
-                "initial_limit",
-                limit.clone(),
-                "calls",
-                false,
-                "the limit before the first sample (initialLimit)",
-            ),
-            d("min_limit", limit.clone(), "calls", true, "the lowest limit (minLimit)"),
-            d("max_concurrency", limit, "calls", true, "the highest limit (maxConcurrency)"),
-            d(
-                "smoothing",
-                ParamType::Float { min: 0.0, max: 1.0 },
-                "ratio",
-                true,
-                "weight of a new estimate (smoothing)",
-            ),
-            d(
-                "queue_size",
-                ParamType::Count { min: 0, max: MAX_LIMIT },
-                "calls",
-                true,
-                "growth allowed while latency stays low (queueSize)",
-            ),
-            d(
-                "long_window",
-                ParamType::Count { min: 1, max: 1_000_000 },
-                "samples",
-                false,
-                "window of the long-term RTT average (longWindow)",
-            ),
-            d(
-                "rtt_tolerance",
-                ParamType::Float { min: 1.0, max: 100.0 },
-                "ratio",
-                true,
-                "acceptable RTT growth over the long-term average (rttTolerance)",
-            ),
-        ]
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        Some(match p {
-            "initial_limit" => V::Count(self.initial_limit),
-            "min_limit" => V::Count(self.min_limit),
-            "max_concurrency" => V::Count(self.max_concurrency),
-            "smoothing" => V::Float(self.smoothing),
-            "queue_size" => V::Count(self.queue_size),
-            "long_window" => V::Count(self.long_window),
-            "rtt_tolerance" => V::Float(self.rtt_tolerance),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("initial_limit", V::Count(n)) => self.initial_limit = n,
-            ("min_limit", V::Count(n)) => self.min_limit = n,
-            ("max_concurrency", V::Count(n)) => self.max_concurrency = n,
-            ("smoothing", V::Float(x)) => self.smoothing = x,
-            ("queue_size", V::Count(n)) => self.queue_size = n,
-            ("long_window", V::Count(n)) => self.long_window = n,
-            ("rtt_tolerance", V::Float(x)) => self.rtt_tolerance = x,
-            (p, v) => return Err(format!("gradient2_limit has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    Gradient2LimitSpec: "gradient2_limit", name = |s| s.name;
+    initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
+        "the limit before the first sample (initialLimit)";
+    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the lowest limit (minLimit)";
+    max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
+        "the highest limit (maxConcurrency)";
+    smoothing: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
+        "weight of a new estimate (smoothing)";
+    queue_size: Count { min: 0, max: MAX_LIMIT }, "calls", runtime,
+        "growth allowed while latency stays low (queueSize)";
+    long_window: Count { min: 1, max: 1_000_000 }, "samples", fixed,
+        "window of the long-term RTT average (longWindow)";
+    rtt_tolerance: Float { min: 1.0, max: 100.0 }, "ratio", runtime,
+        "acceptable RTT growth over the long-term average (rttTolerance)";
 }
 
 impl crate::params::GovernorSpec for Gradient2LimitSpec {}

@@ -334,6 +334,144 @@ impl Registry {
     }
 }
 
+/// A Rust field type a parameter can have, with its [`ParamValue`] variant: what the
+/// generated `get` and `set` of [`declare_params!`] convert through.
+pub trait ParamField: Sized {
+    fn to_value(&self) -> ParamValue;
+    /// `None` when the value has another type.
+    fn from_value(v: ParamValue) -> Option<Self>;
+}
+
+macro_rules! param_field {
+    ($t:ty, $variant:ident) => {
+        impl ParamField for $t {
+            fn to_value(&self) -> ParamValue {
+                ParamValue::$variant(self.clone())
+            }
+            fn from_value(v: ParamValue) -> Option<Self> {
+                match v {
+                    ParamValue::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+param_field!(u64, Count);
+param_field!(Option<u64>, OptCount);
+param_field!(SimDuration, Duration);
+param_field!(Dist<SimDuration>, DurationDist);
+param_field!(f64, Float);
+param_field!(bool, Bool);
+
+/// One declaration per parameter: a component's [`Params`] implementation (its kind, its
+/// declarations, `get` and `set`) generated from one table, a row per parameter stating its
+/// name, type and range, unit, run-time flag and doc once, next to how it is read and
+/// written. The registry, validation, sweeps, the timeline, `explain`, the GUI's knobs and
+/// the generated reference tables all read these rows.
+///
+/// ```text
+/// declare_params! {
+///     AimdLimitSpec: "aimd_limit", name = |s| s.name;
+///     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
+///         "the limit before the first sample (initialLimit)";
+///     // A parameter held elsewhere than a field of the same name:
+///     wait_duration: Duration { .. }, "ns", fixed, "the (first) backoff interval",
+///         get = |s| s.backoff.wait_duration(), set = |s, d| s.backoff.set_wait_duration(d);
+/// }
+/// ```
+/// Rows are `name: <ParamType variant>, unit, runtime | fixed, doc` and optionally
+/// `get = |s| <value>` (a [`ParamField`]; `opt_get` for an `Option` of one, the parameter
+/// then absent from instances that return `None`) and `set = |s, v| <statement>`; without
+/// them the field of the same name is read and written. `field_of = <fn>` after the kind
+/// overrides [`Params::field_of`]; `check = <fn(&Spec) -> Result<(), String>>` after it
+/// checks the whole spec after each `set` (a cross-field rule), which is undone if refused.
+macro_rules! declare_params {
+    (
+        $spec:ty : $kind:literal, name = |$ns:ident| $name:expr
+        $(, field_of = $field_of:expr)?
+        $(, check = $check:expr)? ;
+        $(
+            $param:ident : $variant:ident $({ $($range:tt)* })?, $unit:literal, $rt:ident, $doc:literal
+            $(, get = |$gs:ident| $get:expr)?
+            $(, opt_get = |$os:ident| $opt_get:expr)?
+            $(, set = |$ss:ident, $sv:ident| $set:expr)?
+        );* $(;)?
+    ) => {
+        impl $crate::params::Params for $spec {
+            const KIND: &'static str = $kind;
+            fn instance_name(&self) -> &str {
+                let $ns = self;
+                &$name
+            }
+            fn decls() -> Vec<$crate::params::ParamDecl> {
+                vec![$($crate::params::ParamDecl {
+                    name: stringify!($param),
+                    ty: $crate::params::ParamType::$variant $({ $($range)* })?,
+                    unit: $unit,
+                    runtime: $crate::params::declare_params!(@runtime $rt),
+                    doc: $doc,
+                }),*]
+            }
+            $(fn field_of(param: &str) -> String {
+                ($field_of)(param)
+            })?
+            #[allow(unused_variables)]
+            fn get(&self, p: &str) -> Option<$crate::params::ParamValue> {
+                use $crate::params::ParamField as _;
+                match p {
+                    $(stringify!($param) => $crate::params::declare_params!(
+                        @get self, $param $(, |$gs| $get)? $(, opt |$os| $opt_get)?
+                    ),)*
+                    _ => None,
+                }
+            }
+            #[allow(unused_variables)]
+            fn set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
+                use $crate::params::ParamField;
+                let wrong = |p: &str, v: &$crate::params::ParamValue| {
+                    format!("{} has no parameter `{p}` of type {v:?}", $kind)
+                };
+                $(let (before, check) = (self.clone(), $check);)?
+                match p {
+                    $(stringify!($param) => {
+                        let Some(x) = ParamField::from_value(v.clone()) else {
+                            return Err(wrong(p, &v));
+                        };
+                        $crate::params::declare_params!(
+                            @set self, x, $param $(, |$ss, $sv| $set)?
+                        );
+                    })*
+                    _ => return Err(wrong(p, &v)),
+                }
+                $(if let Err(e) = check(&*self) {
+                    let _ = stringify!($check);
+                    *self = before;
+                    return Err(e);
+                })?
+                Ok(())
+            }
+        }
+    };
+    (@runtime runtime) => { true };
+    (@runtime fixed) => { false };
+    (@get $self:ident, $param:ident) => { Some($self.$param.to_value()) };
+    (@get $self:ident, $param:ident, |$gs:ident| $get:expr) => {{
+        let $gs = $self;
+        Some(($get).to_value())
+    }};
+    (@get $self:ident, $param:ident, opt |$os:ident| $get:expr) => {{
+        let $os = $self;
+        ($get).map(|x| x.to_value())
+    }};
+    (@set $self:ident, $x:ident, $param:ident) => { $self.$param = $x };
+    (@set $self:ident, $x:ident, $param:ident, |$ss:ident, $sv:ident| $set:expr) => {{
+        let ($ss, $sv) = ($self, $x);
+        $set;
+    }};
+}
+pub(crate) use declare_params;
+
 /// Splits `kind.name.param` (the instance name may not contain dots).
 pub fn split_path(path: &str) -> Option<(&str, &str, &str)> {
     let (kind, rest) = path.split_once('.')?;

@@ -413,54 +413,15 @@ pub fn whole_seconds_up(d: SimDuration) -> SimDuration {
     SimDuration::from_ns(d.as_ns().div_ceil(NS_PER_S) * NS_PER_S)
 }
 
-impl crate::params::Params for QuotaSpec {
-    const KIND: &'static str = "quota";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        let opt = |name, unit, doc| ParamDecl {
-            name,
-            ty: ParamType::OptCount { min: 1, max: 1_000_000_000_000 },
-            unit,
-            runtime: true,
-            doc,
-        };
-        vec![
-            opt("rpm", "requests/min", "requests per minute (None = unlimited)"),
-            opt("tpm", "tokens/min", "tokens per minute, prompt + max_tokens (None = unlimited)"),
-            opt("max_concurrency", "requests", "concurrent requests (None = unlimited)"),
-            ParamDecl {
-                name: "refund_unused",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "give back unused reserved tokens at completion",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        Some(match p {
-            "rpm" => V::OptCount(self.rpm),
-            "tpm" => V::OptCount(self.tpm),
-            "max_concurrency" => V::OptCount(self.max_concurrency),
-            "refund_unused" => V::Bool(self.refund_unused),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v) {
-            ("rpm", V::OptCount(n)) => self.rpm = n,
-            ("tpm", V::OptCount(n)) => self.tpm = n,
-            ("max_concurrency", V::OptCount(n)) => self.max_concurrency = n,
-            ("refund_unused", V::Bool(b)) => self.refund_unused = b,
-            (p, v) => return Err(format!("quota has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    QuotaSpec: "quota", name = |s| s.name;
+    rpm: OptCount { min: 1, max: 1_000_000_000_000 }, "requests/min", runtime,
+        "requests per minute (None = unlimited)";
+    tpm: OptCount { min: 1, max: 1_000_000_000_000 }, "tokens/min", runtime,
+        "tokens per minute, prompt + max_tokens (None = unlimited)";
+    max_concurrency: OptCount { min: 1, max: 1_000_000_000_000 }, "requests", runtime,
+        "concurrent requests (None = unlimited)";
+    refund_unused: Bool, "", runtime, "give back unused reserved tokens at completion";
 }
 
 #[cfg(test)]

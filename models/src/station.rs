@@ -8,7 +8,7 @@
 //! servers finish their work); the queue never exceeds its capacity; a server is never idle
 //! while a request waits (work conservation).
 
-use crate::params::{ParamDecl, ParamType, ParamValue, Params};
+use crate::params::ParamValue;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, SimDuration, SimTime};
@@ -139,133 +139,40 @@ impl RejectAs {
     }
 }
 
-impl Params for StationSpec {
-    const KIND: &'static str = "station";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        vec![
-            ParamDecl {
-                name: "servers",
-                ty: ParamType::Count { min: 1, max: MAX_SERVERS },
-                unit: "servers",
-                runtime: true,
-                doc: "identical servers working in parallel",
-            },
-            ParamDecl {
-                name: "queue_capacity",
-                ty: ParamType::OptCount { min: 0, max: u64::MAX },
-                unit: "requests",
-                runtime: false,
-                doc: "waiting places in front of the servers (None = unbounded, Some(0) = none)",
-            },
-            ParamDecl {
-                name: "cancellation",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "drop the work of calls whose client timed out (false: it runs to the end)",
-            },
-            ParamDecl {
-                name: "error_rate",
-                ty: ParamType::Float { min: 0.0, max: 1.0 },
-                unit: "probability",
-                runtime: true,
-                doc: "share of calls answered 5xx (failure injection; 1.0 = outage)",
-            },
-            ParamDecl {
-                name: "latency_multiplier",
-                ty: ParamType::Float { min: 1e-3, max: 1e3 },
-                unit: "×",
-                runtime: true,
-                doc: "factor on service times started after a change (a slowdown)",
-            },
-            ParamDecl {
-                name: "service",
-                ty: ParamType::DurationDist,
-                unit: "ns",
-                runtime: true,
-                doc: "service time of one request (applies to services started after a change)",
-            },
-            ParamDecl {
-                name: "load_slope",
-                ty: ParamType::Duration {
-                    min: SimDuration::ZERO,
-                    max: SimDuration::from_secs(3600),
-                },
-                unit: "ns",
-                runtime: true,
-                doc: "extra service time per call in service when a service starts (load curve)",
-            },
-            ParamDecl {
-                name: "per_output_token",
-                ty: ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
-                unit: "ns",
-                runtime: true,
-                doc: "service time added per output token (token-based latency)",
-            },
-            ParamDecl {
-                name: "per_prompt_token",
-                ty: ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
-                unit: "ns",
-                runtime: true,
-                doc: "service time added per prompt token",
-            },
-            ParamDecl {
-                name: "business_error_rate",
-                ty: ParamType::Float { min: 0.0, max: 1.0 },
-                unit: "probability",
-                runtime: true,
-                doc: "share of calls answered with a business error (never retried)",
-            },
-        ]
-        .into_iter()
-        .chain(crate::stream::decls())
-        .collect()
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        Some(match p {
-            "servers" => ParamValue::Count(self.servers),
-            "queue_capacity" => ParamValue::OptCount(self.queue_capacity),
-            "service" => ParamValue::DurationDist(self.service.clone()),
-            "error_rate" => ParamValue::Float(self.error_rate),
-            "cancellation" => ParamValue::Bool(self.cancellation),
-            "latency_multiplier" => ParamValue::Float(self.latency_multiplier),
-            "load_slope" => ParamValue::Duration(self.load_slope),
-            "per_output_token" => ParamValue::Duration(self.per_output_token),
-            "per_prompt_token" => ParamValue::Duration(self.per_prompt_token),
-            "business_error_rate" => ParamValue::Float(self.business_error_rate),
-            // Stream settings exist (are registered) only on a streaming station.
-            "chunk_tokens" if self.streaming => ParamValue::Count(self.chunk_tokens),
-            "stall_rate" if self.streaming => ParamValue::Float(self.stall_rate),
-            "stall_duration" if self.streaming => {
-                ParamValue::DurationDist(self.stall_duration.clone())
-            }
-            "stall_after" if self.streaming => ParamValue::Float(self.stall_after),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        match (p, v) {
-            ("servers", ParamValue::Count(n)) => self.servers = n,
-            ("queue_capacity", ParamValue::OptCount(n)) => self.queue_capacity = n,
-            ("service", ParamValue::DurationDist(d)) => self.service = d,
-            ("error_rate", ParamValue::Float(x)) => self.error_rate = x,
-            ("cancellation", ParamValue::Bool(b)) => self.cancellation = b,
-            ("latency_multiplier", ParamValue::Float(x)) => self.latency_multiplier = x,
-            ("load_slope", ParamValue::Duration(d)) => self.load_slope = d,
-            ("per_output_token", ParamValue::Duration(d)) => self.per_output_token = d,
-            ("per_prompt_token", ParamValue::Duration(d)) => self.per_prompt_token = d,
-            ("business_error_rate", ParamValue::Float(x)) => self.business_error_rate = x,
-            ("chunk_tokens", ParamValue::Count(n)) => self.chunk_tokens = n,
-            ("stall_rate", ParamValue::Float(x)) => self.stall_rate = x,
-            ("stall_duration", ParamValue::DurationDist(d)) => self.stall_duration = d,
-            ("stall_after", ParamValue::Float(x)) => self.stall_after = x,
-            (p, v) => return Err(format!("station has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    StationSpec: "station", name = |s| s.name;
+    servers: Count { min: 1, max: MAX_SERVERS }, "servers", runtime,
+        "identical servers working in parallel";
+    queue_capacity: OptCount { min: 0, max: u64::MAX }, "requests", fixed,
+        "waiting places in front of the servers (None = unbounded, Some(0) = none)";
+    cancellation: Bool, "", runtime,
+        "drop the work of calls whose client timed out (false: it runs to the end)";
+    error_rate: Float { min: 0.0, max: 1.0 }, "probability", runtime,
+        "share of calls answered 5xx (failure injection; 1.0 = outage)";
+    latency_multiplier: Float { min: 1e-3, max: 1e3 }, "×", runtime,
+        "factor on service times started after a change (a slowdown)";
+    service: DurationDist, "ns", runtime,
+        "service time of one request (applies to services started after a change)";
+    load_slope: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(3600) }, "ns",
+        runtime, "extra service time per call in service when a service starts (load curve)";
+    per_output_token: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
+        "ns", runtime, "service time added per output token (token-based latency)";
+    per_prompt_token: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
+        "ns", runtime, "service time added per prompt token";
+    business_error_rate: Float { min: 0.0, max: 1.0 }, "probability", runtime,
+        "share of calls answered with a business error (never retried)";
+    // Stream settings exist (are registered) only on a streaming station.
+    chunk_tokens: Count { min: 1, max: crate::stream::MAX_CHUNK_TOKENS }, "tokens", runtime,
+        "output tokens per streamed chunk (streams started after a change)",
+        opt_get = |s| s.streaming.then_some(s.chunk_tokens);
+    stall_rate: Float { min: 0.0, max: 1.0 }, "probability", runtime,
+        "share of streamed responses that stall once (failure injection)",
+        opt_get = |s| s.streaming.then_some(s.stall_rate);
+    stall_duration: DurationDist, "ns", runtime, "length of a stream stall",
+        opt_get = |s| s.streaming.then(|| s.stall_duration.clone());
+    stall_after: Float { min: 0.0, max: 1.0 }, "fraction", runtime,
+        "where a stall comes, as a fraction of the stream's chunks",
+        opt_get = |s| s.streaming.then_some(s.stall_after);
 }
 
 /// What happened to a request offered to the station.

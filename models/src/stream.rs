@@ -33,7 +33,7 @@
 //! parameter declarations the station registers) and [`StreamTiming`] (pure arithmetic);
 //! the world (`world/streaming.rs`) plans streams, arms the close timer and records metrics.
 
-use crate::params::{ParamDecl, ParamType, ParamValue};
+use crate::params::ParamValue;
 use sim_core::{Dist, SimDuration};
 
 /// The run-time streaming settings of a station (from `StationSpec`).
@@ -54,40 +54,6 @@ pub struct StreamSettings {
 
 /// Upper bound on `chunk_tokens`.
 pub const MAX_CHUNK_TOKENS: u64 = 1 << 20;
-
-/// The run-time changeable parameters a station registers for its streams.
-pub fn decls() -> Vec<ParamDecl> {
-    vec![
-        ParamDecl {
-            name: "chunk_tokens",
-            ty: ParamType::Count { min: 1, max: MAX_CHUNK_TOKENS },
-            unit: "tokens",
-            runtime: true,
-            doc: "output tokens per streamed chunk (streams started after a change)",
-        },
-        ParamDecl {
-            name: "stall_rate",
-            ty: ParamType::Float { min: 0.0, max: 1.0 },
-            unit: "probability",
-            runtime: true,
-            doc: "share of streamed responses that stall once (failure injection)",
-        },
-        ParamDecl {
-            name: "stall_duration",
-            ty: ParamType::DurationDist,
-            unit: "ns",
-            runtime: true,
-            doc: "length of a stream stall",
-        },
-        ParamDecl {
-            name: "stall_after",
-            ty: ParamType::Float { min: 0.0, max: 1.0 },
-            unit: "fraction",
-            runtime: true,
-            doc: "where a stall comes, as a fraction of the stream's chunks",
-        },
-    ]
-}
 
 impl StreamSettings {
     pub fn get(&self, p: &str) -> Option<ParamValue> {
@@ -337,10 +303,11 @@ mod tests {
             stall_duration: Dist::constant(SimDuration::ZERO),
             stall_after: 0.5,
         };
-        for d in decls() {
-            let v = st.get(d.name).expect("declared parameters can be read");
-            assert_eq!(st.set(d.name, v.clone()), Ok(()));
-            assert_eq!(st.get(d.name), Some(v));
+        // The stream settings a streaming station declares (`station.rs`).
+        for name in ["chunk_tokens", "stall_rate", "stall_duration", "stall_after"] {
+            let v = st.get(name).expect("declared parameters can be read");
+            assert_eq!(st.set(name, v.clone()), Ok(()));
+            assert_eq!(st.get(name), Some(v));
         }
         assert_eq!(st.set("servers", ParamValue::Count(3)), Err(ParamValue::Count(3)));
     }

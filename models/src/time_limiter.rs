@@ -38,7 +38,7 @@
 use crate::governor::{CallDecision, CallInfo, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
-use crate::params::{ParamDecl, ParamType, ParamValue, Params};
+use crate::params::ParamValue;
 use serde::{Deserialize, Deserializer, Serialize};
 use sim_core::{SimDuration, SimTime};
 use std::collections::{BTreeMap, BTreeSet};
@@ -183,47 +183,11 @@ impl Governor for TimeLimiter {
     }
 }
 
-impl Params for TimeLimiterSpec {
-    const KIND: &'static str = "time_limiter";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        vec![
-            ParamDecl {
-                name: "timeout_duration",
-                ty: ParamType::Duration {
-                    min: SimDuration(1),
-                    max: SimDuration::from_secs(86_400),
-                },
-                unit: "ns",
-                runtime: true,
-                doc: "longest time from passing the limiter to the outcome",
-            },
-            ParamDecl {
-                name: "cancel_running_future",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "cancel the upstream work of a timed-out call",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        Some(match p {
-            "timeout_duration" => ParamValue::Duration(self.timeout_duration),
-            "cancel_running_future" => ParamValue::Bool(self.cancel_running_future),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        match (p, v) {
-            ("timeout_duration", ParamValue::Duration(d)) => self.timeout_duration = d,
-            ("cancel_running_future", ParamValue::Bool(b)) => self.cancel_running_future = b,
-            (p, v) => return Err(format!("time_limiter.{p} cannot be set to {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    TimeLimiterSpec: "time_limiter", name = |s| s.name;
+    timeout_duration: Duration { min: SimDuration(1), max: SimDuration::from_secs(86_400) },
+        "ns", runtime, "longest time from passing the limiter to the outcome";
+    cancel_running_future: Bool, "", runtime, "cancel the upstream work of a timed-out call";
 }
 
 impl crate::params::GovernorSpec for TimeLimiterSpec {

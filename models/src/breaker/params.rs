@@ -9,199 +9,58 @@
 //! changes through the state's setters (see the integration notes in the final report).
 
 use super::{CircuitBreakerSpec, CircuitBreakerStrategy, DegradeRuleSpec};
-use crate::params::{ParamDecl, ParamType, ParamValue as V, Params};
+use crate::params::ParamValue as V;
 use sim_core::{SimDuration, SimTime};
 
 const DAY: SimDuration = SimDuration::from_secs(86_400);
 
-fn pct(name: &'static str, doc: &'static str) -> ParamDecl {
-    ParamDecl {
-        name,
-        ty: ParamType::Float { min: 1e-9, max: 100.0 },
-        unit: "%",
-        runtime: true,
-        doc,
-    }
-}
-fn dur(name: &'static str, min: SimDuration, runtime: bool, doc: &'static str) -> ParamDecl {
-    ParamDecl { name, ty: ParamType::Duration { min, max: DAY }, unit: "ns", runtime, doc }
-}
-fn count(
-    name: &'static str,
-    max: u64,
-    unit: &'static str,
-    runtime: bool,
-    doc: &'static str,
-) -> ParamDecl {
-    ParamDecl { name, ty: ParamType::Count { min: 1, max }, unit, runtime, doc }
-}
-
-impl Params for CircuitBreakerSpec {
-    const KIND: &'static str = "circuit_breaker";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        vec![
-            pct("failure_rate_threshold", "open when the failure rate is ≥ this"),
-            pct("slow_call_rate_threshold", "open when the slow-call rate is ≥ this"),
-            dur("slow_call_duration_threshold", SimDuration(1), true, "slow when strictly longer"),
-            count("minimum_number_of_calls", 10_000_000, "calls", true, "results before a verdict"),
-            dur(
-                "wait_duration_in_open_state",
-                SimDuration::from_ms(1),
-                true,
-                "OPEN wait (next opening)",
-            ),
-            count(
-                "permitted_number_of_calls_in_half_open_state",
-                1_000_000,
-                "calls",
-                true,
-                "probe permits (next HALF_OPEN)",
-            ),
-            dur(
-                "max_wait_duration_in_half_open_state",
-                SimDuration::ZERO,
-                true,
-                "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)",
-            ),
-            ParamDecl {
-                name: "automatic_transition_from_open_to_half_open_enabled",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "OPEN → HALF_OPEN by timer instead of on the next call",
-            },
-            count("sliding_window_size", 1_000_000, "calls or s", false, "window length"),
-            ParamDecl {
-                name: "forced_open",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "switched off: every call rejected (FORCED_OPEN); false → CLOSED",
-            },
-            ParamDecl {
-                name: "disabled",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "DISABLED: every call permitted, nothing recorded; false → CLOSED",
-            },
-            ParamDecl {
-                name: "metrics_only",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "METRICS_ONLY: every call permitted and recorded, never opened; false → CLOSED",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        Some(match p {
-            "failure_rate_threshold" => V::Float(self.failure_rate_threshold),
-            "slow_call_rate_threshold" => V::Float(self.slow_call_rate_threshold),
-            "slow_call_duration_threshold" => V::Duration(self.slow_call_duration_threshold),
-            "minimum_number_of_calls" => V::Count(self.minimum_number_of_calls),
-            "wait_duration_in_open_state" => V::Duration(self.wait_duration_in_open_state),
-            "permitted_number_of_calls_in_half_open_state" => {
-                V::Count(self.permitted_number_of_calls_in_half_open_state)
-            }
-            "max_wait_duration_in_half_open_state" => {
-                V::Duration(self.max_wait_duration_in_half_open_state)
-            }
-            "automatic_transition_from_open_to_half_open_enabled" => {
-                V::Bool(self.automatic_transition_from_open_to_half_open_enabled)
-            }
-            "sliding_window_size" => V::Count(self.sliding_window_size),
-            "forced_open" => V::Bool(self.forced_open),
-            "disabled" => V::Bool(self.disabled),
-            "metrics_only" => V::Bool(self.metrics_only),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("failure_rate_threshold", V::Float(x)) => self.failure_rate_threshold = x,
-            ("slow_call_rate_threshold", V::Float(x)) => self.slow_call_rate_threshold = x,
-            ("slow_call_duration_threshold", V::Duration(d)) => {
-                self.slow_call_duration_threshold = d
-            }
-            ("minimum_number_of_calls", V::Count(n)) => self.minimum_number_of_calls = n,
-            ("wait_duration_in_open_state", V::Duration(d)) => self.wait_duration_in_open_state = d,
-            ("permitted_number_of_calls_in_half_open_state", V::Count(n)) => {
-                self.permitted_number_of_calls_in_half_open_state = n
-            }
-            ("max_wait_duration_in_half_open_state", V::Duration(d)) => {
-                self.max_wait_duration_in_half_open_state = d
-            }
-            ("automatic_transition_from_open_to_half_open_enabled", V::Bool(b)) => {
-                self.automatic_transition_from_open_to_half_open_enabled = b
-            }
-            ("sliding_window_size", V::Count(n)) => self.sliding_window_size = n,
-            ("forced_open", V::Bool(b)) => self.forced_open = b,
-            ("disabled", V::Bool(b)) => self.disabled = b,
-            ("metrics_only", V::Bool(b)) => self.metrics_only = b,
-            (p, v) => return Err(format!("circuit_breaker has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    CircuitBreakerSpec: "circuit_breaker", name = |s| s.name;
+    failure_rate_threshold: Float { min: 1e-9, max: 100.0 }, "%", runtime,
+        "open when the failure rate is ≥ this";
+    slow_call_rate_threshold: Float { min: 1e-9, max: 100.0 }, "%", runtime,
+        "open when the slow-call rate is ≥ this";
+    slow_call_duration_threshold: Duration { min: SimDuration(1), max: DAY }, "ns", runtime,
+        "slow when strictly longer";
+    minimum_number_of_calls: Count { min: 1, max: 10_000_000 }, "calls", runtime,
+        "results before a verdict";
+    wait_duration_in_open_state: Duration { min: SimDuration::from_ms(1), max: DAY }, "ns",
+        runtime, "OPEN wait (next opening)";
+    permitted_number_of_calls_in_half_open_state: Count { min: 1, max: 1_000_000 }, "calls",
+        runtime, "probe permits (next HALF_OPEN)";
+    max_wait_duration_in_half_open_state: Duration { min: SimDuration::ZERO, max: DAY }, "ns",
+        runtime, "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)";
+    automatic_transition_from_open_to_half_open_enabled: Bool, "", runtime,
+        "OPEN → HALF_OPEN by timer instead of on the next call";
+    sliding_window_size: Count { min: 1, max: 1_000_000 }, "calls or s", fixed, "window length";
+    forced_open: Bool, "", runtime,
+        "switched off: every call rejected (FORCED_OPEN); false → CLOSED";
+    disabled: Bool, "", runtime, "DISABLED: every call permitted, nothing recorded; false → CLOSED";
+    metrics_only: Bool, "", runtime,
+        "METRICS_ONLY: every call permitted and recorded, never opened; false → CLOSED";
 }
 
-impl Params for DegradeRuleSpec {
-    const KIND: &'static str = "degrade_rule";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        vec![
-            ParamDecl {
-                name: "count",
-                ty: ParamType::Float { min: 0.0, max: 1e12 },
-                unit: "ms | ratio | errors",
-                runtime: true,
-                doc: "max RT (SLOW_REQUEST_RATIO), error ratio ≤ 1 (ERROR_RATIO) or error count",
-            },
-            ParamDecl {
-                name: "slow_ratio_threshold",
-                ty: ParamType::Float { min: 0.0, max: 1.0 },
-                unit: "ratio",
-                runtime: true,
-                doc: "slow-call ratio above which the rule opens",
-            },
-            count("time_window", 86_400, "s", true, "OPEN duration before a probe (next opening)"),
-            count("min_request_amount", 10_000_000, "calls", true, "completions before a verdict"),
-            count("stat_interval_ms", 86_400_000, "ms", false, "statistics bucket length"),
-        ]
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        Some(match p {
-            "count" => V::Float(self.count),
-            "slow_ratio_threshold" if self.grade == CircuitBreakerStrategy::SlowRequestRatio => {
-                V::Float(self.slow_ratio_threshold)
+crate::params::declare_params! {
+    DegradeRuleSpec: "degrade_rule", name = |s| s.name;
+    count: Float { min: 0.0, max: 1e12 }, "ms | ratio | errors", runtime,
+        "max RT (SLOW_REQUEST_RATIO), error ratio ≤ 1 (ERROR_RATIO) or error count",
+        set = |s, x| {
+            if s.grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
+                return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
             }
-            "time_window" => V::Count(self.time_window),
-            "min_request_amount" => V::Count(self.min_request_amount),
-            "stat_interval_ms" => V::Count(self.stat_interval_ms),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("count", V::Float(x)) => {
-                if self.grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
-                    return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
-                }
-                self.count = x
-            }
-            ("slow_ratio_threshold", V::Float(x)) => self.slow_ratio_threshold = x,
-            ("time_window", V::Count(n)) => self.time_window = n,
-            ("min_request_amount", V::Count(n)) => self.min_request_amount = n,
-            ("stat_interval_ms", V::Count(n)) => self.stat_interval_ms = n,
-            (p, v) => return Err(format!("degrade_rule has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+            s.count = x
+        };
+    // Registered for SLOW_REQUEST_RATIO rules only.
+    slow_ratio_threshold: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
+        "slow-call ratio above which the rule opens",
+        opt_get = |s| {
+            (s.grade == CircuitBreakerStrategy::SlowRequestRatio).then_some(s.slow_ratio_threshold)
+        };
+    time_window: Count { min: 1, max: 86_400 }, "s", runtime,
+        "OPEN duration before a probe (next opening)";
+    min_request_amount: Count { min: 1, max: 10_000_000 }, "calls", runtime,
+        "completions before a verdict";
+    stat_interval_ms: Count { min: 1, max: 86_400_000 }, "ms", fixed, "statistics bucket length";
 }
 
 impl super::CircuitBreaker {
@@ -291,7 +150,7 @@ impl crate::governor::GovernorKindOps for super::DegradeBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Registry;
+    use crate::params::{Params, Registry};
 
     /// Every declared parameter is listed with a value of its type, writes back unchanged,
     /// and the run-time ones apply to the state.

@@ -359,66 +359,15 @@ impl Governor for Cache {
     }
 }
 
-impl crate::params::Params for CacheSpec {
-    const KIND: &'static str = "cache";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        let day = SimDuration::from_secs(86_400);
-        vec![
-            ParamDecl {
-                name: "capacity",
-                ty: ParamType::Count { min: 1, max: 100_000_000 },
-                unit: "entries",
-                runtime: true,
-                doc: "maximum entries (LRU eviction beyond)",
-            },
-            ParamDecl {
-                name: "ttl",
-                ty: ParamType::Duration { min: SimDuration::ZERO, max: day },
-                unit: "ns",
-                runtime: true,
-                doc: "time an entry stays fresh",
-            },
-            ParamDecl {
-                name: "hit_probability",
-                ty: ParamType::Float { min: 0.0, max: 1.0 },
-                unit: "",
-                runtime: true,
-                doc: "probability that a lookup finding an entry matches it",
-            },
-            ParamDecl {
-                name: "serve_stale_on_error",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "answer failures from a live entry as degraded",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        Some(match p {
-            "capacity" => V::Count(self.capacity),
-            "ttl" => V::Duration(self.ttl),
-            "hit_probability" => V::Float(self.hit_probability),
-            "serve_stale_on_error" => V::Bool(self.serve_stale_on_error),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v) {
-            ("capacity", V::Count(n)) => self.capacity = n,
-            ("ttl", V::Duration(d)) => self.ttl = d,
-            ("hit_probability", V::Float(x)) => self.hit_probability = x,
-            ("serve_stale_on_error", V::Bool(b)) => self.serve_stale_on_error = b,
-            (p, v) => return Err(format!("cache has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    CacheSpec: "cache", name = |s| s.name;
+    capacity: Count { min: 1, max: 100_000_000 }, "entries", runtime,
+        "maximum entries (LRU eviction beyond)";
+    ttl: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
+        "time an entry stays fresh";
+    hit_probability: Float { min: 0.0, max: 1.0 }, "", runtime,
+        "probability that a lookup finding an entry matches it";
+    serve_stale_on_error: Bool, "", runtime, "answer failures from a live entry as degraded";
 }
 
 impl crate::params::GovernorSpec for CacheSpec {}

@@ -238,47 +238,12 @@ impl Governor for SingleFlight {
     }
 }
 
-impl crate::params::Params for SingleFlightSpec {
-    const KIND: &'static str = "single_flight";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        vec![
-            ParamDecl {
-                name: "share_errors",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "followers get the leader's failure (off: a follower takes over)",
-            },
-            ParamDecl {
-                name: "max_waiting",
-                ty: ParamType::Count { min: 1, max: 100_000_000 },
-                unit: "calls",
-                runtime: false,
-                doc: "followers waiting over all keys",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        Some(match p {
-            "share_errors" => V::Bool(self.share_errors),
-            "max_waiting" => V::Count(self.max_waiting),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v) {
-            ("share_errors", V::Bool(b)) => self.share_errors = b,
-            ("max_waiting", V::Count(n)) => self.max_waiting = n,
-            (p, v) => return Err(format!("single_flight has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    SingleFlightSpec: "single_flight", name = |s| s.name;
+    share_errors: Bool, "", runtime,
+        "followers get the leader's failure (off: a follower takes over)";
+    max_waiting: Count { min: 1, max: 100_000_000 }, "calls", fixed,
+        "followers waiting over all keys";
 }
 
 impl crate::params::GovernorSpec for SingleFlightSpec {}

@@ -7,83 +7,28 @@
 //! Architecture invariant: a value written here passes [`ServerSpec::check`] (the
 //! cross-field rule `max_num_batched_tokens ≥ max_num_seqs` included) or is refused.
 //!
-//! API boundary: [`Params`] for [`ServerSpec`]; the world applies run-time values to the
+//! API boundary: [`crate::params::Params`] for [`ServerSpec`] (one row per parameter); the world applies run-time values to the
 //! [`super::Server`] with its `set_*` methods.
 
 use super::server::{MAX_NUM_SEQS, MAX_TOKENS, ServerSpec};
-use crate::params::{ParamDecl, ParamType, ParamValue, Params};
 
-impl Params for ServerSpec {
-    const KIND: &'static str = "gpu_server";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        let count = |name, max, unit, runtime, doc| ParamDecl {
-            name,
-            ty: ParamType::Count { min: 1, max },
-            unit,
-            runtime,
-            doc,
-        };
-        vec![
-            count("max_num_seqs", MAX_NUM_SEQS, "sequences", true, "running sequences at most"),
-            count(
-                "max_num_batched_tokens",
-                MAX_TOKENS,
-                "tokens",
-                true,
-                "tokens per step (≥ max_num_seqs)",
-            ),
-            count("kv_cache_tokens", MAX_TOKENS, "tokens", false, "KV-cache budget"),
-            count("max_queue", MAX_TOKENS, "sequences", true, "bound on the waiting queue"),
-            ParamDecl {
-                name: "enable_chunked_prefill",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: false,
-                doc: "prefill prompts in chunks mixed with decodes",
-            },
-            ParamDecl {
-                name: "cancellation",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "a client giving up frees its sequence's slot and KV",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        Some(match p {
-            "max_num_seqs" => ParamValue::Count(self.max_num_seqs),
-            "max_num_batched_tokens" => ParamValue::Count(self.max_num_batched_tokens),
-            "kv_cache_tokens" => ParamValue::Count(self.kv_cache_tokens),
-            "max_queue" => ParamValue::Count(self.max_queue),
-            "enable_chunked_prefill" => ParamValue::Bool(self.enable_chunked_prefill),
-            "cancellation" => ParamValue::Bool(self.cancellation),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        let mut next = self.clone();
-        match (p, v) {
-            ("max_num_seqs", ParamValue::Count(n)) => next.max_num_seqs = n,
-            ("max_num_batched_tokens", ParamValue::Count(n)) => next.max_num_batched_tokens = n,
-            ("kv_cache_tokens", ParamValue::Count(n)) => next.kv_cache_tokens = n,
-            ("max_queue", ParamValue::Count(n)) => next.max_queue = n,
-            ("enable_chunked_prefill", ParamValue::Bool(b)) => next.enable_chunked_prefill = b,
-            ("cancellation", ParamValue::Bool(b)) => next.cancellation = b,
-            (p, v) => return Err(format!("gpu_server has no parameter `{p}` of type {v:?}")),
-        }
-        next.check()?;
-        *self = next;
-        Ok(())
-    }
+crate::params::declare_params! {
+    ServerSpec: "gpu_server", name = |s| s.name, check = ServerSpec::check;
+    max_num_seqs: Count { min: 1, max: MAX_NUM_SEQS }, "sequences", runtime,
+        "running sequences at most";
+    max_num_batched_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens", runtime,
+        "tokens per step (≥ max_num_seqs)";
+    kv_cache_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens", fixed, "KV-cache budget";
+    max_queue: Count { min: 1, max: MAX_TOKENS }, "sequences", runtime,
+        "bound on the waiting queue";
+    enable_chunked_prefill: Bool, "", fixed, "prefill prompts in chunks mixed with decodes";
+    cancellation: Bool, "", runtime, "a client giving up frees its sequence's slot and KV";
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::{ParamValue, Params};
 
     #[test]
     fn parameters_read_write_and_keep_the_cross_field_rule() {

@@ -385,77 +385,32 @@ impl<T> ThreadPool<T> {
     }
 }
 
-impl crate::params::Params for ThreadPoolSpec {
-    const KIND: &'static str = "pool";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        let count = |name, runtime, doc| ParamDecl {
-            name,
-            ty: ParamType::Count { min: 0, max: 1_000_000 },
-            unit: "threads",
-            runtime,
-            doc,
-        };
-        vec![
-            count("core_pool_size", true, "threads kept even when idle (setCorePoolSize)"),
-            ParamDecl {
-                ty: ParamType::Count { min: 1, max: 1_000_000 },
-                ..count("maximum_pool_size", true, "threads at most (setMaximumPoolSize)")
-            },
-            ParamDecl {
-                name: "keep_alive_time",
-                ty: ParamType::Duration {
-                    min: SimDuration::ZERO,
-                    max: SimDuration::from_secs(86_400),
-                },
-                unit: "ns",
-                runtime: true,
-                doc: "idle time after which a thread above core exits",
-            },
-            ParamDecl {
-                unit: "tasks",
-                ..count("queue_capacity", false, "bound of the work queue (0 = SynchronousQueue)")
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        Some(match p {
-            "core_pool_size" => V::Count(self.core_pool_size),
-            "maximum_pool_size" => V::Count(self.maximum_pool_size),
-            "keep_alive_time" => V::Duration(self.keep_alive_time),
-            "queue_capacity" => V::Count(self.queue_capacity),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v) {
-            ("core_pool_size", V::Count(n)) if n <= self.maximum_pool_size => {
-                self.core_pool_size = n
-            }
-            ("maximum_pool_size", V::Count(n)) if n >= self.core_pool_size.max(1) => {
-                self.maximum_pool_size = n
-            }
-            ("keep_alive_time", V::Duration(d)) => self.keep_alive_time = d,
-            ("queue_capacity", V::Count(n)) => self.queue_capacity = n,
-            ("core_pool_size", V::Count(n)) => {
+crate::params::declare_params! {
+    ThreadPoolSpec: "pool", name = |s| s.name;
+    core_pool_size: Count { min: 0, max: 1_000_000 }, "threads", runtime,
+        "threads kept even when idle (setCorePoolSize)",
+        set = |s, n| {
+            if n > s.maximum_pool_size {
                 return Err(format!(
                     "pool `{}`: core_pool_size {n} > maximum_pool_size {}",
-                    self.name, self.maximum_pool_size
+                    s.name, s.maximum_pool_size
                 ));
             }
-            ("maximum_pool_size", V::Count(n)) => {
+            s.core_pool_size = n
+        };
+    maximum_pool_size: Count { min: 1, max: 1_000_000 }, "threads", runtime,
+        "threads at most (setMaximumPoolSize)",
+        set = |s, n| {
+            if n < s.core_pool_size.max(1) {
                 return Err(format!(
                     "pool `{}`: maximum_pool_size {n} < core_pool_size {} (and must be ≥ 1)",
-                    self.name, self.core_pool_size
+                    s.name, s.core_pool_size
                 ));
             }
-            (p, v) => return Err(format!("pool `{}`: cannot set `{p}` to {v}", self.name)),
-        }
-        Ok(())
-    }
+            s.maximum_pool_size = n
+        };
+    keep_alive_time: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
+        "ns", runtime, "idle time after which a thread above core exits";
+    queue_capacity: Count { min: 0, max: 1_000_000 }, "tasks", fixed,
+        "bound of the work queue (0 = SynchronousQueue)";
 }

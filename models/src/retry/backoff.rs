@@ -186,6 +186,49 @@ pub fn delay(backoff: &Backoff, jitter: &Jitter, n: u32, prev: SimDuration, u: f
     jitter.apply(backoff.interval(n), backoff.wait_duration(), prev, u)
 }
 
+/// The variant-dependent settings as registry parameters (`retry.<n>.<param>`): each is
+/// registered only for the variant that has it (`None` otherwise).
+impl Backoff {
+    pub fn multiplier(&self) -> Option<f64> {
+        match self {
+            Backoff::Exponential { exponential_backoff_multiplier, .. } => {
+                Some(*exponential_backoff_multiplier)
+            }
+            Backoff::Fixed { .. } => None,
+        }
+    }
+    pub fn set_multiplier(&mut self, x: f64) {
+        if let Backoff::Exponential { exponential_backoff_multiplier, .. } = self {
+            *exponential_backoff_multiplier = x;
+        }
+    }
+}
+
+impl Jitter {
+    pub fn randomized_wait_factor(&self) -> Option<f64> {
+        match self {
+            Jitter::Randomized { randomized_wait_factor } => Some(*randomized_wait_factor),
+            _ => None,
+        }
+    }
+    pub fn set_randomized_wait_factor(&mut self, x: f64) {
+        if let Jitter::Randomized { randomized_wait_factor } = self {
+            *randomized_wait_factor = x;
+        }
+    }
+    pub fn cap(&self) -> Option<SimDuration> {
+        match self {
+            Jitter::Decorrelated { cap } => Some(*cap),
+            _ => None,
+        }
+    }
+    pub fn set_cap(&mut self, d: SimDuration) {
+        if let Jitter::Decorrelated { cap } = self {
+            *cap = d;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

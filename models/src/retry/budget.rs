@@ -117,6 +117,73 @@ fn window_at_least_10ns<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SimDur
     Ok(w)
 }
 
+/// The budget's settings as registry parameters (`retry.<n>.budget_<param>`): each is
+/// registered only for the variant that has it (`None` otherwise).
+impl RetryBudgetSpec {
+    pub fn max_ratio(&self) -> Option<f64> {
+        match self {
+            RetryBudgetSpec::Ratio { max_ratio, .. } => Some(*max_ratio),
+            _ => None,
+        }
+    }
+    pub fn window(&self) -> Option<SimDuration> {
+        match self {
+            RetryBudgetSpec::Ratio { window, .. } => Some(*window),
+            _ => None,
+        }
+    }
+    pub fn max_tokens(&self) -> Option<f64> {
+        match self {
+            RetryBudgetSpec::GrpcTokenBucket { max_tokens, .. } => Some(*max_tokens),
+            _ => None,
+        }
+    }
+    pub fn token_ratio(&self) -> Option<f64> {
+        match self {
+            RetryBudgetSpec::GrpcTokenBucket { token_ratio, .. } => Some(*token_ratio),
+            _ => None,
+        }
+    }
+    pub fn budget_percent(&self) -> Option<f64> {
+        match self {
+            RetryBudgetSpec::EnvoyBudget { budget_percent, .. } => Some(*budget_percent),
+            _ => None,
+        }
+    }
+    pub fn min_retry_concurrency(&self) -> Option<u64> {
+        match self {
+            RetryBudgetSpec::EnvoyBudget { min_retry_concurrency, .. } => {
+                Some(*min_retry_concurrency)
+            }
+            _ => None,
+        }
+    }
+    /// Writes the float setting `name` of the variant that has it (no-op otherwise).
+    pub fn set_float(&mut self, name: &str, x: f64) {
+        match (self, name) {
+            (RetryBudgetSpec::Ratio { max_ratio, .. }, "max_ratio") => *max_ratio = x,
+            (RetryBudgetSpec::GrpcTokenBucket { max_tokens, .. }, "max_tokens") => *max_tokens = x,
+            (RetryBudgetSpec::GrpcTokenBucket { token_ratio, .. }, "token_ratio") => {
+                *token_ratio = x
+            }
+            (RetryBudgetSpec::EnvoyBudget { budget_percent, .. }, "budget_percent") => {
+                *budget_percent = x
+            }
+            _ => {}
+        }
+    }
+    pub fn set_window(&mut self, d: SimDuration) {
+        if let RetryBudgetSpec::Ratio { window, .. } = self {
+            *window = d;
+        }
+    }
+    pub fn set_min_retry_concurrency(&mut self, n: u64) {
+        if let RetryBudgetSpec::EnvoyBudget { min_retry_concurrency, .. } = self {
+            *min_retry_concurrency = n;
+        }
+    }
+}
+
 /// Run-time state of a retry budget.
 #[derive(Clone, Debug)]
 pub enum BudgetState {

@@ -199,48 +199,78 @@ mod reason_list {
     }
 }
 
-impl crate::params::Params for RetrySpec {
-    const KIND: &'static str = "retry";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        vec![
-            ParamDecl {
-                name: "max_attempts",
-                ty: ParamType::Count { min: 1, max: 100 },
-                unit: "attempts",
-                runtime: true,
-                doc: "attempts including the first call (classes without their own follow it)",
-            },
-            ParamDecl {
-                name: "wait_duration",
-                ty: ParamType::Duration {
-                    min: SimDuration::ZERO,
-                    max: SimDuration::from_secs(86_400),
-                },
-                unit: "ns",
-                runtime: false,
-                doc: "the (first) backoff interval",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        Some(match p {
-            "max_attempts" => V::Count(self.max_attempts),
-            "wait_duration" => V::Duration(self.backoff.wait_duration()),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v) {
-            ("max_attempts", V::Count(n)) => self.max_attempts = n,
-            ("wait_duration", V::Duration(d)) => self.backoff.set_wait_duration(d),
-            (p, v) => return Err(format!("retry has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
+crate::params::declare_params! {
+    RetrySpec: "retry", name = |s| s.name;
+    max_attempts: Count { min: 1, max: 100 }, "attempts", runtime,
+        "attempts including the first call (classes without their own follow it)";
+    wait_duration: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
+        "ns", fixed, "the (first) backoff interval",
+        get = |s| s.backoff.wait_duration(),
+        set = |s, d| s.backoff.set_wait_duration(d);
+    backoff_multiplier: Float { min: 1.0, max: 100.0 }, "×", fixed,
+        "exponential backoff's factor per retry (exponentialBackoffMultiplier; Exponential only)",
+        opt_get = |s| s.backoff.multiplier(),
+        set = |s, x| s.backoff.set_multiplier(x);
+    randomized_wait_factor: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
+        "spread of a randomized interval (randomizedWaitFactor; Randomized jitter only)",
+        opt_get = |s| s.jitter.randomized_wait_factor(),
+        set = |s, x| s.jitter.set_randomized_wait_factor(x);
+    jitter_cap: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
+        fixed,
+        "upper bound of a decorrelated-jitter interval (Decorrelated jitter only)",
+        opt_get = |s| s.jitter.cap(),
+        set = |s, d| s.jitter.set_cap(d);
+    budget_max_ratio: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
+        "retries allowed per request in the window (Ratio budget only)",
+        opt_get = |s| s.budget.max_ratio(),
+        set = |s, x| s.budget.set_float("max_ratio", x);
+    budget_window: Duration { min: SimDuration(10), max: SimDuration::from_secs(86_400) }, "ns",
+        fixed,
+        "the ratio's sliding window, ten buckets (Ratio budget only)",
+        opt_get = |s| s.budget.window(),
+        set = |s, d| s.budget.set_window(d);
+    budget_max_tokens: Float { min: 1e-9, max: 1000.0 }, "tokens", fixed,
+        "gRPC retry throttling's bucket size, in (0, 1000] (GrpcTokenBucket only)",
+        opt_get = |s| s.budget.max_tokens(),
+        set = |s, x| s.budget.set_float("max_tokens", x);
+    budget_token_ratio: Float { min: 1e-9, max: 1.0 }, "tokens", fixed,
+        "tokens a success gives back, in (0, 1] (GrpcTokenBucket only)",
+        opt_get = |s| s.budget.token_ratio(),
+        set = |s, x| s.budget.set_float("token_ratio", x);
+    budget_percent: Float { min: 0.0, max: 100.0 }, "%", fixed,
+        "retries in flight allowed as a share of requests in flight (EnvoyBudget only)",
+        opt_get = |s| s.budget.budget_percent(),
+        set = |s, x| s.budget.set_float("budget_percent", x);
+    budget_min_retry_concurrency: Count { min: 0, max: 1_000_000 }, "retries", fixed,
+        "retries in flight always allowed (EnvoyBudget only)",
+        opt_get = |s| s.budget.min_retry_concurrency(),
+        set = |s, n| s.budget.set_min_retry_concurrency(n);
+}
+
+#[cfg(test)]
+mod param_tests {
+    use super::*;
+    use crate::params::{ParamValue as V, Params};
+
+    /// Backoff, jitter and budget settings are registered parameters, each only for the
+    /// variant that has it, and a sweep's `set` writes them back into the spec.
+    #[test]
+    fn variant_settings_are_parameters_of_their_variant_only() {
+        let text = r#"Retry(name: "r", backoff: Exponential(wait_duration: "100ms"),
+            jitter: Randomized(randomized_wait_factor: 0.5),
+            budget: Ratio(max_ratio: 0.1, window: "10s"))"#;
+        let mut r: RetrySpec = ron::from_str(text).expect("a retry spec");
+        assert_eq!(r.get("backoff_multiplier"), Some(V::Float(1.5)));
+        assert_eq!(r.get("budget_window"), Some(V::Duration(SimDuration::from_secs(10))));
+        assert_eq!(r.get("budget_max_tokens"), None, "not a token-bucket budget");
+        assert_eq!(r.get("jitter_cap"), None, "not decorrelated jitter");
+        r.set("budget_max_ratio", V::Float(0.2)).expect("settable");
+        r.set("randomized_wait_factor", V::Float(0.25)).expect("settable");
+        r.set("backoff_multiplier", V::Float(2.0)).expect("settable");
+        assert_eq!(
+            (r.budget.max_ratio(), r.jitter.randomized_wait_factor(), r.backoff.multiplier()),
+            (Some(0.2), Some(0.25), Some(2.0))
+        );
+        assert!(r.set("budget_max_ratio", V::Count(1)).is_err(), "a value of another type");
     }
 }

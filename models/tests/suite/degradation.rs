@@ -120,10 +120,10 @@ fn incident_14_degradation_storm_busy_cap_serves_the_cache() {
     // Uncapped: every one of them is told "service busy".
     assert_eq!(u.1, u.0);
     // Capped: exactly 20 busy answers per second (20 s × 20), the rest from the cache.
-    // Measured (seed 14): of 4,007 requests, 400 busy, 3,378 cached (93.6 % of the 3,607
-    // beyond the cap), 229 keys never cached fail with breaker_open.
     assert_eq!(c.1, 400);
-    assert_eq!((c.0, c.2), (4007, 3378));
+    // Measured (seed 14; `expect/`): of 4,007 requests, 3,378 cached (93.6 % of the 3,607
+    // beyond the cap), 229 keys never cached fail with breaker_open.
+    expect("degradation_storm_capped_n_busy_cached", format!("{c:?}"));
     assert!(c.2 as f64 > 0.9 * (c.0 - c.1) as f64, "{c:?}");
     let p = "call_site.llm";
     assert!(col(&capped, &format!("{p}.busy_answers")) <= 40 * 20);
@@ -298,9 +298,9 @@ fn incident_3_outage_collapses_the_pool_a_breaker_and_fallback_keep_serving() {
         col(&n, "source.chat.rejected_pool_full"),
         col(&n, "source.search.rejected_pool_full")
     );
-    // Measured (seed 3): naive — chat 82 of 1,029 answered, search 176 of 1,037 (958
-    // refused pool_full); breaker + fallback — all 1,029 and 1,037 answered.
-    assert_eq!((nc, ns), ((1029, 82), (1037, 176)));
+    // Measured (seed 3; `expect/`): naive — chat 82 of 1,029 answered, search 176 of 1,037
+    // (958 refused pool_full); breaker + fallback — all 1,029 and 1,037 answered.
+    expect("degradation_pool_naive_chat_search", format!("{:?}", (nc, ns)));
     // Naive: the pool is full of 9-second chat calls; most search requests are refused.
     assert!((ns.1 as f64) < 0.5 * ns.0 as f64, "search collapses with chat: {ns:?}");
     assert!(col(&n, "source.search.rejected_pool_full") > 0);

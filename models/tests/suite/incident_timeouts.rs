@@ -5,7 +5,7 @@
 //! and determinism (same seed ⇒ same fingerprint); the `stepped` runs check invariants
 //! after every single event.
 
-use crate::support::load;
+use crate::support::{expect, load};
 use models::outcome::{Outcome, Reason};
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;
@@ -89,9 +89,10 @@ fn incident9_global_budget_kills_healthy_calls_per_stage_timeouts_keep_them() {
     assert_eq!(sum(&rg, "failed_timeout"), expired);
     assert_eq!(get(&rg, "station.llm.abandoned_work"), cut, "cut calls' work ran on, wasted");
     let killed = cut / calls;
-    // Measured: 225 calls sent, 59 of them cut (26 % of the calls that reached the model),
-    // 59 requests failed, 166 completed (all within 2.5 s).
-    assert_eq!((calls, cut, expired), (225.0, 59.0, 59.0), "killed {killed:.3}");
+    // Measured (`expect/`): 225 calls sent, 59 of them cut (26 % of the calls that reached
+    // the model, `killed`), 59 requests failed, 166 completed (all within 2.5 s).
+    assert!(killed > 0.0 && killed < 1.0, "killed {killed:.3}");
+    expect("incident9_global_calls_cut_expired", format!("{:?}", (calls, cut, expired)));
     assert!(get(&rg, "source.s.latency_ms_max") <= 2500.0);
     // PER_STAGE: no call that reached the model is cut or times out (400 ms ≪ 1 s read
     // timeout); requests that would have waited > 2 s are turned away at 2 s without
@@ -101,10 +102,14 @@ fn incident9_global_budget_kills_healthy_calls_per_stage_timeouts_keep_them() {
     assert_eq!(sum(&rp, "failed_timeout"), 0.0);
     assert_eq!(get(&rp, "station.llm.abandoned_work"), 0.0);
     assert_eq!(sum(&rp, "upstream_calls"), sum(&rp, "completed"));
-    // Measured: 219 of 225 complete (every call sent completes, none cut), 6 rejected
-    // after exactly 2 s in the queue; vs 166 completions under the global budget.
-    assert_eq!((sum(&rp, "completed"), q), (219.0, 6.0));
-    assert_eq!(sum(&rg, "completed"), 166.0);
+    // Every request ends completed or turned away in the queue (225 offered, all drained):
+    // per-stage timeouts complete more than the global budget, which cuts healthy calls.
+    assert_eq!(sum(&rp, "completed") + q, 225.0);
+    assert!(sum(&rp, "completed") > sum(&rg, "completed"));
+    // Measured (`expect/`): 219 of 225 complete, 6 rejected after exactly 2 s in the queue;
+    // vs 166 completions under the global budget.
+    let per_stage = (sum(&rp, "completed"), q, sum(&rg, "completed"));
+    expect("incident9_per_stage_completed_rejected_vs_global", format!("{per_stage:?}"));
     for rec in rp.requests.iter().filter(|r| r.outcome == Some(Outcome::Rejected(Reason::Timeout)))
     {
         assert_eq!(rec.end.unwrap() - rec.arrival, SimDuration::from_secs(2), "exactly the cap");

@@ -90,6 +90,7 @@ impl<A: LimitAlgorithm> SimpleLimiter<A> {
                 kind: "limit_decrease",
                 from: self.limit.to_string(),
                 to: next.to_string(),
+                closed: None,
             });
         }
         self.limit = next;

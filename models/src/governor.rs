@@ -69,6 +69,9 @@ pub struct GovEvent {
     pub kind: &'static str,
     pub from: String,
     pub to: String,
+    /// A breaker's transition: whether it enters CLOSED (what an app's `health_from`
+    /// follows). `None` for every other event.
+    pub closed: Option<bool>,
 }
 
 /// A governor's verdict on a call coming down the stack.

@@ -113,6 +113,14 @@ macro_rules! with_governor_kinds {
                 spec: $crate::gradient2::Gradient2LimitSpec,
                 state: $crate::gradient2::Gradient2Limit,
             },
+            /// A Sentinel resource run as Sentinel's slot chain (its flow rules in
+            /// `FlowRuleUtil` order, then its degrade rules) from `sentinel_resources`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            SentinelResource {
+                list: sentinel_resources,
+                spec: $crate::sentinel_resource::SentinelResourceSpec,
+                state: $crate::sentinel_resource::SentinelResource,
+            },
         }
     };
 }

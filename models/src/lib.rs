@@ -48,6 +48,7 @@ pub mod retry;
 pub mod run;
 pub mod scenario;
 pub mod scripted;
+pub mod sentinel_resource;
 pub mod session;
 pub mod shadow;
 pub mod slotmap;

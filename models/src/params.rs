@@ -224,7 +224,13 @@ impl<'de> DeserializeSeed<'de> for &ParamType {
 /// One parameter of one component instance.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamSpec {
+    /// `<kind>.<instance>.<name>`.
     pub path: String,
+    /// The path's parts, typed at registration (never parsed back from `path`): the
+    /// component kind (`gate`), the instance's name (`llm`), the parameter (`permits`).
+    pub kind: &'static str,
+    pub instance: String,
+    pub name: &'static str,
     pub ty: ParamType,
     /// Unit of the value (`"ns"` for durations, `"permits"`, `"servers"`…).
     pub unit: &'static str,
@@ -287,7 +293,17 @@ impl Registry {
             let Some(value) = c.get(d.name) else { continue };
             let prev = self.specs.insert(
                 path.clone(),
-                ParamSpec { path, ty: d.ty, unit: d.unit, value, runtime: d.runtime, doc: d.doc },
+                ParamSpec {
+                    path,
+                    kind: P::KIND,
+                    instance: c.instance_name().to_string(),
+                    name: d.name,
+                    ty: d.ty,
+                    unit: d.unit,
+                    value,
+                    runtime: d.runtime,
+                    doc: d.doc,
+                },
             );
             assert!(prev.is_none(), "duplicate parameter path");
         }

@@ -66,14 +66,18 @@ pub fn param_kinds() -> Vec<KindParams> {
     v
 }
 
-/// `rule7.count` → `rule<i>.count` (a flow rule's index): one row for all 16.
+/// `rule7.count` → `rule<i>.count` (a flow rule's index), `degrade3.count` →
+/// `degrade<j>.count` (a resource's degrade rule): one row for all 16.
 fn generic_name(name: &str) -> Option<String> {
-    match name.split_once('.') {
-        Some((r, field)) if r.starts_with("rule") && r[4..].parse::<u32>().is_ok() => {
-            (r == "rule0").then(|| format!("rule<i>.{field}"))
+    for (prefix, index) in [("rule", "i"), ("degrade", "j")] {
+        if let Some((r, field)) = name.split_once('.')
+            && let Some(n) = r.strip_prefix(prefix)
+            && n.parse::<u32>().is_ok()
+        {
+            return (n == "0").then(|| format!("{prefix}<{index}>.{field}"));
         }
-        _ => Some(name.to_string()),
     }
+    Some(name.to_string())
 }
 
 /// The reference table of every parameter path (Markdown): path, type and range, unit,

@@ -170,7 +170,13 @@ impl<G: Governor> Shadow<G> {
         let due = self.last_event[which].is_none_or(|t| now >= t + EVENT_INTERVAL);
         if due {
             self.last_event[which] = Some(now);
-            self.events.push(GovEvent { time: now, kind, from: "pass".into(), to: to.into() });
+            self.events.push(GovEvent {
+                time: now,
+                kind,
+                from: "pass".into(),
+                to: to.into(),
+                closed: None,
+            });
         }
     }
 }
@@ -182,10 +188,16 @@ fn prefixed(e: GovEvent) -> GovEvent {
         "rule_reload" => "shadow:rule_reload",
         "config_change" => "shadow:config_change",
         other => {
-            return GovEvent { kind: "shadow:other", from: format!("{other}: {}", e.from), ..e };
+            return GovEvent {
+                kind: "shadow:other",
+                from: format!("{other}: {}", e.from),
+                closed: None,
+                ..e
+            };
         }
     };
-    GovEvent { kind, ..e }
+    // A shadow's breaker never moves an app's health.
+    GovEvent { kind, closed: None, ..e }
 }
 
 impl<G: Governor> Governor for Shadow<G> {

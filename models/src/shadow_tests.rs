@@ -143,10 +143,16 @@ fn breaker_without_timer_transitions_on_the_next_call() {
 
 #[test]
 fn unknown_inner_event_kinds_keep_their_name() {
-    let e = GovEvent { time: ms(1), kind: "drift", from: "a".into(), to: "b".into() };
+    let e = GovEvent { time: ms(1), kind: "drift", from: "a".into(), to: "b".into(), closed: None };
     let p = prefixed(e);
     assert_eq!((p.kind, p.from.as_str(), p.to.as_str()), ("shadow:other", "drift: a", "b"));
-    let e = GovEvent { time: ms(1), kind: "rule_reload", from: "a".into(), to: "b".into() };
+    let e = GovEvent {
+        time: ms(1),
+        kind: "rule_reload",
+        from: "a".into(),
+        to: "b".into(),
+        closed: None,
+    };
     assert_eq!(prefixed(e).kind, "shadow:rule_reload");
 }
 

@@ -22,7 +22,7 @@ use crate::callsite::{self, GovernorKind, Next, Woken};
 use crate::governor::{CallInfo, Governor};
 use crate::ids::{CallId, ClassId, RequestId};
 use crate::outcome::{Outcome, Reason};
-use crate::params::{ParamValue, split_path};
+use crate::params::ParamValue;
 use crate::pipeline::{Advance, Issue, Pipeline, Progress};
 use crate::scenario::{GovernorRef, Scenario, SetParam};
 use crate::station::{Admit, Station};
@@ -229,100 +229,6 @@ impl sim_core::Event for Ev {
     }
 }
 
-/// One user request in flight: it runs its pipeline, one or more calls.
-#[derive(Clone, Debug)]
-struct Req {
-    id: RequestId,
-    source: u16,
-    class: u16,
-    seq: u64,
-    pipeline: u16,
-    arrival: SimTime,
-    /// When its first call started service.
-    start: Option<SimTime>,
-    tokens: Tokens,
-    /// The user (0: none), the cache key (0: none), the weight (its class's unless the
-    /// source overrides it) and the closed-loop user waiting for it (`NO_CLIENT`: none).
-    user: u64,
-    key: u64,
-    weight: u64,
-    client: u32,
-    progress: Progress,
-    /// Its calls not yet ended.
-    live_calls: u32,
-    /// Its place on its app's entry path (`None`: its source has no app).
-    entry: Option<entry::ReqEntry>,
-    /// Its budget's timer (`RequestDeadline`), while armed.
-    deadline: Option<TimerHandle>,
-    /// Its budget ran out: no call is issued any more; it ends with its last call.
-    expired: bool,
-}
-
-/// One upstream call of a request (a pipeline step's call), through one call site.
-#[derive(Clone, Debug)]
-struct Call {
-    /// Unique over the run (slots are reused).
-    id: u64,
-    /// The request's slot.
-    req: u32,
-    site: u16,
-    issue: Issue,
-    /// Key of its random numbers: its position in the pipeline (0 for a direct call).
-    path: u32,
-    /// 0 for the first attempt; a retry governor re-sends it with the next number.
-    attempt: u32,
-    /// The upstream's error for this attempt (failure injection, drawn at the start of
-    /// service): 5xx or a business error.
-    upstream_error: Option<Reason>,
-    /// The Retry-After of a scripted 429 answer (`crate::scripted`).
-    upstream_retry_after: Option<SimDuration>,
-    /// In service at its station (else waiting there, or not sent yet).
-    in_service: bool,
-    /// The completion event, when the station may cancel it.
-    service_timer: Option<TimerHandle>,
-    /// The client's timeout on the upstream call.
-    upstream_timer: Option<TimerHandle>,
-    /// Where it is parked (a governor level), and the deadline timer.
-    parked_at: Option<usize>,
-    on_deadline: Reason,
-    /// Its one pending timer: a parked call's deadline, a connection wait's deadline or
-    /// readiness, a retry back-off's end.
-    timer: Option<TimerHandle>,
-    /// Waiting to be re-sent from this level (a retry's back-off).
-    retry_level: Option<usize>,
-    /// Its connection, on a pooled call site.
-    conn: Option<conn::ConnState>,
-    /// The upstream its current attempt went to.
-    up: Option<Upstream>,
-    /// Instance key + 1 of its request's app instance (0: no app): which copies of
-    /// per-instance governors it meets.
-    inst: u16,
-    /// Sent to the site's backup after its upstream failed (once per attempt).
-    on_backup: bool,
-    /// Its streamed answer in flight (at a streaming station, in service).
-    stream: Option<streaming::CallStream>,
-    /// On its degradation chain: moved on from a failing site (`world/fallback.rs`).
-    degrade: Option<fallback::CallFallback>,
-    generation: u32,
-}
-
-impl Call {
-    /// The id of its current attempt's work at a station: an abandoned attempt's work,
-    /// finishing later, is never taken for the answer to a retry.
-    fn job_id(&self) -> u64 {
-        debug_assert!(self.id < 1 << 47 && self.attempt < 1 << 8);
-        let hops = self.degrade.map_or(0, |d| d.hops as u64);
-        self.id | ((self.attempt as u64) << 48) | ((self.on_backup as u64) << 47) | (hops << 56)
-    }
-
-    /// Is the call waiting for the station's work `id`? Not while it waits to be re-sent
-    /// (a retry's back-off after a timeout): its timed-out attempt's work, still running
-    /// without cancellation, has that attempt's id until the retry is sent.
-    fn awaits(&self, id: u64) -> bool {
-        self.job_id() == id && self.retry_level.is_none()
-    }
-}
-
 /// A pipeline with the call site of each step resolved.
 struct PipelineRt {
     p: Pipeline,
@@ -400,68 +306,6 @@ impl SiteRt {
     }
 }
 
-/// Where a call site's calls end.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Upstream {
-    Station(u16),
-    Gpu(u16),
-}
-
-/// A unit of work at a station: enough to serve it even after its client gave up (the
-/// request's slot may then hold another request; `id` tells them apart).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Job {
-    slot: u32,
-    id: u64,
-    source: u16,
-    seq: u64,
-    path: u32,
-    attempt: u32,
-    prompt_tokens: u32,
-    output_tokens: u32,
-    /// The provider quota's admission, given back when the work ends.
-    ticket: Option<crate::quota::Ticket>,
-    /// When the call was sent (a streamed answer's time to first token counts from here).
-    sent: SimTime,
-}
-
-struct GateRt {
-    /// Index in the governor arena.
-    gov: usize,
-    name: String,
-    in_use: GaugeId,
-    waiting: GaugeId,
-}
-
-struct StationRt {
-    name: String,
-    st: Station<Job>,
-    in_system: TimeAverage,
-    busy: TimeAverage,
-    /// Servers can change at run time: utilisation is ∫busy ÷ ∫capacity, the capacity
-    /// being max(servers, busy) (a removed server finishes its service), so it is ≤ 1.
-    servers: TimeAverage,
-    depth: GaugeId,
-    busy_gauge: GaugeId,
-    completed: CounterId,
-    /// Services finished for calls their client had abandoned.
-    wasted: CounterId,
-    abandoned_done: u64,
-    /// Index into the world's quotas (shared by every station naming it).
-    quota: Option<usize>,
-    /// Work in service by (call slot, job id), kept only when its end matters (quota, cost).
-    running: Option<crate::slotmap::SlotMap<Job>>,
-    cost_per_1k_prompt: f64,
-    cost_per_1k_output: f64,
-    cost: f64,
-    /// Cost of work whose client had given up (paid for, never used).
-    cost_abandoned: f64,
-    /// Scripted answers, by order of service start (`crate::scripted`).
-    script: Option<crate::scripted::UpstreamScript>,
-    /// Stream statistics of a streaming station.
-    stream: Option<streaming::StreamRt>,
-}
-
 /// Run settings that are not part of the scenario.
 #[derive(Clone, Copy, Debug)]
 pub struct RunSettings {
@@ -517,55 +361,38 @@ pub struct RequestRecord {
     pub key: u64,
 }
 
+/// The world, composed of owned subsystems. Each owns its state (and, in its module, the
+/// handlers of its own events); the hand-offs between them are the world's methods named in
+/// [`sim_core::World::handle`] below and the call path of `world/calls.rs`.
 pub struct QueueingWorld {
+    // Run settings.
     seed: u64,
     warmup: SimTime,
     /// The scenario's metastability verdict window, computed after the run from its series.
     recovery: Option<crate::recovery::RecoverySpec>,
-    sources: Vec<SourceRt>,
-    classes: Vec<ClassRt>,
+    /// Traffic: sources, classes, the user population (`world/traffic.rs`).
+    traffic: traffic::Traffic,
+    /// Entry path: app instances, empty without apps (`world/entry.rs`); budgets,
+    /// queue-wait timeouts, continuations (`world/timeouts.rs`).
+    entry_path: entry::EntryPath,
+    timeouts: timeouts::TimeoutsRt,
+    /// Requests and calls in the system, by slot (`world/inflight.rs`), with the routes
+    /// they take: pipelines and call sites (their governor stacks, failover, fallback).
+    reqs: inflight::Requests,
+    calls: inflight::Calls,
     pipelines: Vec<PipelineRt>,
     sites: Vec<SiteRt>,
-    govs: Vec<GovernorKind>,
-    /// Component path of each governor (`gate.llm`), for events.
-    gov_names: Vec<String>,
-    /// Each governor's scheduled wake-up, if any.
-    gov_wake: Vec<Option<(SimTime, TimerHandle)>>,
-    /// Current value of every parameter, by path (for `config_change` events).
-    params_now: std::collections::BTreeMap<String, ParamValue>,
-    /// The scenario's parameter registry: what a run-time change is validated against.
+    /// Governors: arena, names, timers, gauges, woken calls (`world/governors.rs`).
+    govs: governors::Governors,
+    /// Upstreams: stations, quotas, GPU servers, connection pools (`world/upstreams.rs`).
+    upstreams: upstreams::Upstreams,
+    /// Observation: model events, request records, time-series ids
+    /// (`world/observation.rs`).
+    obs: observation::Observation,
+    /// Run-time parameters: the registry a change is validated against, and the value in
+    /// force of each path (`world/changes.rs`).
     registry: crate::params::Registry,
-    gates: Vec<GateRt>,
-    /// Governors with declared gauges: arena index and the gauge of each, in order.
-    gov_gauges: Vec<(usize, Vec<GaugeId>)>,
-    stations: Vec<StationRt>,
-    quotas: Vec<(String, crate::quota::Quota)>,
-    gpus: Vec<gpu::GpuRt>,
-    conns: Vec<conn::ConnPoolRt>,
-    reqs: Vec<Option<Req>>,
-    req_free: Vec<u32>,
-    calls: Vec<Option<Call>>,
-    call_generations: Vec<u32>,
-    call_free: Vec<u32>,
-    /// Requests in the system.
-    live: u64,
-    live_calls: u64,
-    calls_issued: u64,
-    calls_ended: u64,
-    next_request: u64,
-    next_call: u64,
-    woken: std::collections::VecDeque<Woken>,
-    records: Option<Vec<RequestRecord>>,
-    events: Vec<ModelEvent>,
-    /// The scenario's user population, if any.
-    population: Option<crate::users::Population>,
-    /// App instances on the entry path (empty without apps).
-    apps: Vec<entry::AppRt>,
-    dispatch_wait: Vec<entry::DispatchWait>,
-    /// Budgets, queue-wait timeouts, continuations (`world/timeouts.rs`).
-    timeouts: timeouts::TimeoutsRt,
-    /// Time-series ids of the call path (`world/series.rs`).
-    series: series::SeriesIds,
+    params_now: std::collections::BTreeMap<String, ParamValue>,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -584,8 +411,11 @@ mod cut;
 mod entry;
 mod entry_report;
 mod fallback;
+mod governors;
 mod gpu;
 mod holdings;
+mod inflight;
+mod observation;
 mod observe;
 mod report;
 mod requests;
@@ -594,11 +424,15 @@ mod series;
 mod streaming;
 mod timeouts;
 mod traffic;
+mod upstreams;
+use governors::GateRt;
+use inflight::{Call, Req};
+use upstreams::{Job, StationRt, Upstream};
 
 impl QueueingWorld {
     /// Requests in the system now.
     pub fn live(&self) -> u64 {
-        self.live
+        self.reqs.live
     }
 }
 
@@ -606,27 +440,38 @@ impl sim_core::World for QueueingWorld {
     type Event = Ev;
     type Change = SetParam<ParamValue>;
 
+    /// The one dispatch: each event goes to the subsystem that owns it. Hand-offs between
+    /// subsystems happen inside these handlers through world methods, in this order along
+    /// a request: traffic → entry path → requests & calls → governors (the stack) →
+    /// upstreams → back up the stack → requests & calls → entry path → traffic (a
+    /// closed-loop user's answer); observation is told along the way and never answers.
     fn handle(&mut self, ev: Ev, ctx: &mut Ctx<'_, Ev>) {
         match ev {
+            // Traffic (`world/requests.rs`, `world/clients.rs`).
             Ev::Arrival { source, rate_gen } => self.on_arrival(source, rate_gen, ctx),
-            Ev::ServiceDone { station, slot, id } => self.on_service_done(station, slot, id, ctx),
-            Ev::UpstreamTimeout { slot, .. } => self.on_upstream_timeout(slot, ctx),
+            Ev::UserSend { source, user } => self.on_user_send(source, user, ctx),
+            Ev::UserGiveUp { source, user } => self.on_user_give_up(source, user, ctx),
+            // Entry path (`world/entry.rs`, `world/timeouts.rs`).
+            Ev::DispatchWake { app, inst } => self.on_dispatch_wake(app, inst, ctx),
+            Ev::PoolWake { app, inst } => self.on_pool_wake(app, inst, ctx),
+            Ev::LocalWorkDone { slot, id } => self.on_local_work_done(slot, id, ctx),
+            Ev::RequestDeadline { slot, id } => self.on_request_deadline(slot, id, ctx),
+            Ev::QueueTimeout { app, inst } => self.on_queue_timeout(app, inst, ctx),
+            // Calls and their stacks (`world/calls.rs`).
             Ev::WaitDeadline { slot, .. } => self.on_deadline(slot, ctx),
-            Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
             Ev::RetryDue { slot, .. } => self.on_retry_due(slot, ctx),
+            Ev::UpstreamTimeout { slot, .. } => self.on_upstream_timeout(slot, ctx),
+            Ev::StreamClose { slot, .. } => self.on_stream_close(slot, ctx),
+            // Governors (`world/governors.rs`).
             Ev::GovWake { gov } => self.on_gov_wake(gov as usize, ctx),
+            // Upstreams (`world/calls.rs`, `world/gpu.rs`, `world/conn.rs`).
+            Ev::ServiceDone { station, slot, id } => self.on_service_done(station, slot, id, ctx),
             Ev::GpuStep { gpu } => self.on_gpu_step(gpu, ctx),
             Ev::ConnReady { slot, .. } => self.on_conn_ready(slot, ctx),
             Ev::ConnDeadline { slot, .. } => self.on_conn_deadline(slot, ctx),
             Ev::ConnPoolWake { pool } => self.on_conn_pool_wake(pool, ctx),
-            Ev::UserSend { source, user } => self.on_user_send(source, user, ctx),
-            Ev::UserGiveUp { source, user } => self.on_user_give_up(source, user, ctx),
-            Ev::DispatchWake { app, inst } => self.on_dispatch_wake(app, inst, ctx),
-            Ev::PoolWake { app, inst } => self.on_pool_wake(app, inst, ctx),
-            Ev::LocalWorkDone { slot, id } => self.on_local_work_done(slot, id, ctx),
-            Ev::StreamClose { slot, .. } => self.on_stream_close(slot, ctx),
-            Ev::RequestDeadline { slot, id } => self.on_request_deadline(slot, id, ctx),
-            Ev::QueueTimeout { app, inst } => self.on_queue_timeout(app, inst, ctx),
+            // Observation.
+            Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
         }
     }
     fn apply_change(&mut self, change: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
@@ -635,15 +480,20 @@ impl sim_core::World for QueueingWorld {
     fn live_entities(&self) -> u64 {
         // Requests a limited source has still to send count too: a batch flood of 20,000
         // requests at one instant is legitimate, not a zero-time loop.
-        let pending: u64 =
-            self.sources.iter().filter_map(|s| s.limit.map(|l| l.saturating_sub(s.issued))).sum();
-        self.live
-            .saturating_add(self.live_calls)
+        let pending: u64 = self
+            .traffic
+            .sources
+            .iter()
+            .filter_map(|s| s.limit.map(|l| l.saturating_sub(s.issued)))
+            .sum();
+        self.reqs
+            .live
+            .saturating_add(self.calls.live)
             .saturating_add(pending)
-            .saturating_add(self.sources.iter().map(|s| s.traffic.clients()).sum::<u64>())
-            .saturating_add(self.sources.len() as u64)
+            .saturating_add(self.traffic.sources.iter().map(|s| s.traffic.clients()).sum::<u64>())
+            .saturating_add(self.traffic.sources.len() as u64)
             .saturating_add(self.govs.len() as u64)
-            .saturating_add(self.stations.iter().map(|s| s.st.servers).sum::<u64>())
+            .saturating_add(self.upstreams.servers())
             .saturating_add(self.entry_entities())
     }
     fn holdings(&self) -> sim_core::Holdings {
@@ -653,17 +503,19 @@ impl sim_core::World for QueueingWorld {
         self.largest_holder_now()
     }
     fn component_of(&self, ev: &Ev) -> String {
-        let call = |slot: u32| self.calls.get(slot as usize).and_then(|c| c.as_ref());
+        let call = |slot: u32| self.calls.slots.get(slot as usize).and_then(|c| c.as_ref());
         match *ev {
-            Ev::Arrival { source, .. } => format!("source.{}", self.sources[source as usize].name),
+            Ev::Arrival { source, .. } => {
+                format!("source.{}", self.traffic.sources[source as usize].name)
+            }
             Ev::ServiceDone { station, .. } => {
-                format!("station.{}", self.stations[station as usize].name)
+                format!("station.{}", self.upstreams.stations[station as usize].name)
             }
             Ev::WaitDeadline { slot, .. } => match call(slot) {
                 Some(c) => {
                     let site = &self.sites[c.site as usize];
                     c.parked_at
-                        .map(|l| self.gov_names[site.stack_for(c.inst)[l]].clone())
+                        .map(|l| self.govs.names[site.stack_for(c.inst)[l]].clone())
                         .unwrap_or_else(|| format!("call_site.{}", site.name))
                 }
                 None => "request".into(),
@@ -675,33 +527,36 @@ impl sim_core::World for QueueingWorld {
                 Some(c) => format!("call_site.{}", self.sites[c.site as usize].name),
                 None => "request".into(),
             },
-            Ev::GovWake { gov } => self.gov_names[gov as usize].clone(),
-            Ev::GpuStep { gpu } => format!("gpu_server.{}", self.gpus[gpu as usize].name),
+            Ev::GovWake { gov } => self.govs.names[gov as usize].clone(),
+            Ev::GpuStep { gpu } => format!("gpu_server.{}", self.upstreams.gpus[gpu as usize].name),
             Ev::ConnReady { slot, .. } | Ev::ConnDeadline { slot, .. } => match call(slot) {
                 Some(c) => format!("call_site.{}", self.sites[c.site as usize].name),
                 None => "request".into(),
             },
-            Ev::ConnPoolWake { pool } => format!("connpool.{}", self.conns[pool as usize].name),
+            Ev::ConnPoolWake { pool } => {
+                format!("connpool.{}", self.upstreams.conns[pool as usize].name)
+            }
             Ev::UserSend { source, .. } | Ev::UserGiveUp { source, .. } => {
-                format!("source.{}", self.sources[source as usize].name)
+                format!("source.{}", self.traffic.sources[source as usize].name)
             }
             Ev::DispatchWake { app, .. }
             | Ev::PoolWake { app, .. }
             | Ev::QueueTimeout { app, .. } => {
-                format!("app.{}", self.apps[app as usize].spec.name)
+                format!("app.{}", self.entry_path.apps[app as usize].spec.name)
             }
-            Ev::RequestDeadline { slot, .. } => match self.reqs.get(slot as usize) {
-                Some(Some(r)) => format!("source.{}", self.sources[r.source as usize].name),
+            Ev::RequestDeadline { slot, .. } => match self.reqs.slots.get(slot as usize) {
+                Some(Some(r)) => format!("source.{}", self.traffic.sources[r.source as usize].name),
                 _ => "request".into(),
             },
             Ev::LocalWorkDone { slot, .. } => {
                 match self
                     .reqs
+                    .slots
                     .get(slot as usize)
                     .and_then(|r| r.as_ref())
                     .and_then(|r| r.entry.as_ref())
                 {
-                    Some(e) => format!("app.{}", self.apps[e.app as usize].spec.name),
+                    Some(e) => format!("app.{}", self.entry_path.apps[e.app as usize].spec.name),
                     None => "request".into(),
                 }
             }

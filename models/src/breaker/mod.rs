@@ -119,7 +119,13 @@ impl BreakerState {
 }
 
 pub(crate) fn state_event(time: SimTime, from: BreakerState, to: BreakerState) -> GovEvent {
-    GovEvent { time, kind: "state_change", from: from.name().into(), to: to.name().into() }
+    GovEvent {
+        time,
+        kind: "state_change",
+        from: from.name().into(),
+        to: to.name().into(),
+        closed: Some(to == BreakerState::Closed),
+    }
 }
 
 /// Which outcome kind a pattern matches.

@@ -259,13 +259,18 @@ impl DegradeBreaker {
     }
 }
 
-impl Governor for DegradeBreaker {
-    fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
+impl DegradeBreaker {
+    /// `CircuitBreaker.tryPass` for a call that entered the resource at `entry` and reaches
+    /// this rule at `now` (later than `entry` after a pacing wait in a
+    /// `SentinelResource`): OPEN past the retry time becomes
+    /// HALF_OPEN with this call as the probe. An admitted call's RT is measured from
+    /// `entry` (`completeTime − entry.createTimestamp`).
+    pub fn try_enter(&mut self, call: CallId, entry: SimTime, now: SimTime) -> bool {
         let pass = match self.state {
             BreakerState::Closed => true,
             BreakerState::Open if ms(now) >= self.next_retry_ms => {
                 self.transition(BreakerState::HalfOpen, now);
-                self.probe = Some(call.call);
+                self.probe = Some(call);
                 true
             }
             _ => false,
@@ -273,13 +278,33 @@ impl Governor for DegradeBreaker {
         if !pass {
             self.counters.blocked += 1;
             self.counters.blocked_in[self.state.gauge() as usize] += 1;
-            return CallDecision::Reject(Reason::BreakerOpen);
+            return false;
         }
         assert!(self.in_flight.len() < MAX_IN_FLIGHT, "degrade rule tracks too many calls");
-        let prev = self.in_flight.insert(call.call, ms(now));
-        assert!(prev.is_none(), "call {:?} admitted twice by one degrade rule", call.call);
+        let prev = self.in_flight.insert(call, ms(entry));
+        assert!(prev.is_none(), "call {call:?} admitted twice by one degrade rule");
         self.counters.passed += 1;
-        CallDecision::Pass
+        true
+    }
+
+    /// A call this rule admitted was blocked by a later slot of the same chain: it is
+    /// recorded nowhere, and if it was this rule's probe the rule falls back to OPEN with
+    /// its retry time unchanged (`AbstractCircuitBreaker.fromOpenToHalfOpen`'s
+    /// `whenTerminate` hook: the entry ended with a block error).
+    pub fn blocked_later(&mut self, call: CallId, now: SimTime) {
+        self.in_flight.remove(&call).expect("a call this rule admitted");
+        self.counters.passed -= 1;
+        self.probe_void(call, now);
+    }
+}
+
+impl Governor for DegradeBreaker {
+    fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
+        if self.try_enter(call.call, now, now) {
+            CallDecision::Pass
+        } else {
+            CallDecision::Reject(Reason::BreakerOpen)
+        }
     }
 
     fn on_outcome(&mut self, call: &CallInfo, outcome: Outcome, now: SimTime) -> OutcomeDecision {

@@ -243,6 +243,7 @@ impl ClusterFlow {
                 kind: "state_change",
                 from: self.mode.name().into(),
                 to: mode.name().into(),
+                closed: None,
             });
             self.mode = mode;
         }

@@ -37,6 +37,7 @@ pub mod hot_param;
 pub mod leap_array;
 pub mod params;
 pub mod qps;
+pub mod rule_order;
 pub mod rules;
 pub mod throttle;
 pub mod token_bucket;

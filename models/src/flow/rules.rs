@@ -152,9 +152,15 @@ fn rule_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<FlowRule>, D::Error>
     if !(1..=16).contains(&v.len()) {
         return Err(D::Error::custom(format!("expected 1 to 16 rules, found {}", v.len())));
     }
+    check_valid_in_sentinel(&v, "rules").map_err(D::Error::custom)?;
+    Ok(v)
+}
+
+/// Refuses a rule Sentinel would drop as invalid (`<list>[i]: …`).
+pub(crate) fn check_valid_in_sentinel(v: &[FlowRule], list: &str) -> Result<(), String> {
     if let Some(i) = v.iter().position(|r| !r.valid_in_sentinel()) {
-        return Err(D::Error::custom(format!(
-            "rules[{i}]: a {} rule with max_queueing_time_ms: 0 is invalid in Sentinel \
+        return Err(format!(
+            "{list}[{i}]: a {} rule with max_queueing_time_ms: 0 is invalid in Sentinel \
              (FlowRuleUtil.isValidRule → checkControlBehaviorField needs maxQueueingTimeMs > 0 \
              and drops the rule, so it would not limit at all); set it to at least 1 ms, or \
              remove the rule",
@@ -162,9 +168,9 @@ fn rule_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<FlowRule>, D::Error>
                 ControlBehavior::RateLimiter => "RATE_LIMITER",
                 _ => "WARM_UP_RATE_LIMITER",
             }
-        )));
+        ));
     }
-    Ok(v)
+    Ok(())
 }
 
 #[derive(Clone, Debug)]
@@ -227,6 +233,11 @@ pub struct FlowRules {
     woken: Vec<CallId>,
     answered: Vec<(CallId, Outcome)>,
     events: Vec<GovEvent>,
+    /// Held passes (a `SentinelResource`'s flow slot): a call
+    /// that passes every rule is not yet counted; the owner calls [`Self::commit_pass`]
+    /// once the later slots let it through (Sentinel's `StatisticSlot` counts a pass only
+    /// after the whole chain).
+    hold: bool,
     /// Counters: calls passed every rule, blocked (at arrival or after a wait), parked.
     pub passed: u64,
     pub blocked: u64,
@@ -253,9 +264,37 @@ impl FlowRules {
             woken: Vec::new(),
             answered: Vec::new(),
             events: Vec::new(),
+            hold: false,
             passed: 0,
             blocked: 0,
             queued: 0,
+        }
+    }
+
+    /// From now on passes are held for the owner ([`Self::commit_pass`]).
+    pub fn hold_passes(&mut self) {
+        self.hold = true;
+    }
+
+    /// Held mode: the call that passed every rule passed the whole chain at `now` (the
+    /// pass and the thread are counted; its outcome or [`Self::exit_committed`] returns it).
+    pub fn commit_pass(&mut self, now: SimTime) {
+        assert!(self.hold, "passes are counted by the rules themselves");
+        self.stats.record_pass(now);
+        self.passed += 1;
+    }
+
+    /// Held mode: a committed call left without an outcome (abandoned before it resumed).
+    pub fn exit_committed(&mut self) {
+        assert!(self.hold, "only a held pass is committed by the owner");
+        self.stats.record_exit();
+    }
+
+    /// Counts a pass, unless passes are held for the owner.
+    fn passed_all(&mut self, now: SimTime) {
+        if !self.hold {
+            self.stats.record_pass(now);
+            self.passed += 1;
         }
     }
 
@@ -312,6 +351,7 @@ impl FlowRules {
             kind: "rule_reload",
             from: String::new(),
             to: format!("{} rules", self.rules.len()),
+            closed: None,
         });
     }
 
@@ -370,8 +410,7 @@ impl Governor for FlowRules {
     fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
         match self.evaluate(0, now) {
             Step::AllPass => {
-                self.stats.record_pass(now);
-                self.passed += 1;
+                self.passed_all(now);
                 CallDecision::Pass
             }
             Step::Block => {
@@ -429,8 +468,7 @@ impl Governor for FlowRules {
             self.rules[w.rule].parked -= 1;
             match self.evaluate(w.rule + 1, now) {
                 Step::AllPass => {
-                    self.stats.record_pass(now);
-                    self.passed += 1;
+                    self.passed_all(now);
                     self.woken.push(w.call);
                 }
                 Step::Block => {

@@ -10,7 +10,7 @@
 //! and then with the type the registry gives their path (`ParamType::deserialize_value`),
 //! because the registry depends on the scenario being read.
 
-use crate::params::{ParamValue, Params, Registry, split_path};
+use crate::params::{ParamValue, Params, Registry};
 use crate::source::SourceSpec;
 use crate::station::StationSpec;
 use crate::validate;
@@ -318,7 +318,8 @@ impl<V> ScenarioSpec<V> {
         let reg = self.registry();
         let spec = reg.get(path).ok_or_else(|| reg.unknown(path))?;
         spec.ty.check(&value).map_err(|e| format!("{path}: {e}"))?;
-        let (kind, name, param) = split_path(path).expect("registered paths have three parts");
+        let (kind, name, param) = (spec.kind, spec.instance.clone(), spec.name);
+        let name = name.as_str();
         fn find<'a, P: Params>(v: &'a mut [P], name: &str) -> &'a mut P {
             v.iter_mut().find(|c| c.instance_name() == name).expect("registered")
         }

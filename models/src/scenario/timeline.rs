@@ -47,7 +47,7 @@ pub fn validate_change(
     }
     spec.ty.check(value).map_err(|m| err(ChangeField::Value, m))?;
     if reload {
-        let kind = path.split('.').next().unwrap_or("");
+        let kind = spec.kind;
         let reloadable = reloadable_kinds();
         if !reloadable.contains(&kind) {
             return Err(err(

@@ -28,19 +28,23 @@ impl QueueingWorld {
             .collect();
         // Per-instance copies: appended to the arena, one per app instance (flat key order).
         let mut instance_names = Vec::new();
-        for a in &sc.apps {
+        let mut instance_keys = Vec::new();
+        for (ai, a) in sc.apps.iter().enumerate() {
             for i in 0..a.instances {
                 instance_names.push(format!("{}.{i}", a.name));
+                instance_keys.push((ai as u16, i as u16));
             }
         }
         let mut copies: Vec<Option<Vec<usize>>> = vec![None; govs.len()];
+        let mut copy_of: Vec<Option<governors::InstanceCopy>> = vec![None; govs.len()];
         for p in &sc.per_instance {
             let b = gov_names.iter().position(|n| n == p).expect("checked");
             let mut v = Vec::new();
-            for inst in &instance_names {
+            for (inst, &(app, k)) in instance_names.iter().zip(&instance_keys) {
                 v.push(govs.len());
                 govs.push(govs[b].clone());
                 gov_names.push(format!("{p}@{inst}"));
+                copy_of.push(Some(governors::InstanceCopy { base: b, app, inst: k }));
             }
             copies[b] = Some(v);
             // A cluster rule's token server: one client per instance.
@@ -120,40 +124,8 @@ impl QueueingWorld {
                 }),
             })
             .collect();
-        let stations = sc
-            .stations
-            .iter()
-            .map(|s| StationRt {
-                name: s.name.clone(),
-                st: Station::new(s),
-                in_system: TimeAverage::default(),
-                busy: TimeAverage::default(),
-                servers: {
-                    let mut a = TimeAverage::default();
-                    a.set(SimTime::ZERO, s.servers as i64);
-                    a
-                },
-                depth: ctx.metrics.gauge(&format!("station.{}.queue_depth", s.name)),
-                busy_gauge: ctx.metrics.gauge(&format!("station.{}.busy", s.name)),
-                completed: ctx.metrics.counter(&format!("station.{}.completed", s.name)),
-                wasted: ctx.metrics.counter(&format!("station.{}.abandoned_work", s.name)),
-                abandoned_done: 0,
-                quota: s
-                    .quota
-                    .as_ref()
-                    .map(|q| sc.quotas.iter().position(|x| &x.name == q).expect("checked")),
-                running: (s.quota.is_some()
-                    || s.cost_per_1k_prompt_tokens > 0.0
-                    || s.cost_per_1k_output_tokens > 0.0)
-                    .then(Default::default),
-                cost_per_1k_prompt: s.cost_per_1k_prompt_tokens,
-                cost_per_1k_output: s.cost_per_1k_output_tokens,
-                cost: 0.0,
-                cost_abandoned: 0.0,
-                script: s.script.as_deref().map(crate::scripted::UpstreamScript::new),
-                stream: s.streaming.then(|| streaming::StreamRt::new(&s.name, ctx.metrics)),
-            })
-            .collect();
+        let stations: Vec<StationRt> =
+            sc.stations.iter().map(|s| StationRt::new(sc, s, ctx)).collect();
         // Declared pipelines, then one direct pipeline per call site a source targets.
         let mut pipelines: Vec<PipelineRt> = sc
             .pipelines
@@ -238,58 +210,50 @@ impl QueueingWorld {
         let mut w = QueueingWorld {
             seed: run.seed,
             warmup: SimTime::ZERO + run.warmup,
-            sources,
-            classes: sc
-                .classes
-                .iter()
-                .map(|c| ClassRt {
-                    name: c.name.clone(),
-                    weight: c.weight,
-                    sla: c.sla,
-                    stats: SourceStats::default(),
-                    within_sla: 0,
-                })
-                .collect(),
+            traffic: traffic::Traffic {
+                sources,
+                classes: sc
+                    .classes
+                    .iter()
+                    .map(|c| ClassRt {
+                        name: c.name.clone(),
+                        weight: c.weight,
+                        sla: c.sla,
+                        stats: SourceStats::default(),
+                        within_sla: 0,
+                    })
+                    .collect(),
+                population: sc.users.as_ref().map(|u| {
+                    let classes: Vec<&str> = sc.classes.iter().map(|c| c.name.as_str()).collect();
+                    crate::users::Population::new(u, &classes, run.seed)
+                }),
+            },
             pipelines,
             sites,
-            govs,
-            gov_names,
-            gov_wake: vec![None; n_govs],
+            govs: governors::Governors::new(govs, gov_names, copy_of, gates, gov_gauges),
             params_now: registry.iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             registry,
             recovery: sc.recovery.clone(),
-            gates,
-            gov_gauges,
-            stations,
-            conns: sc.connection_pools.iter().map(|s| conn::ConnPoolRt::new(s, ctx)).collect(),
-            gpus: sc.gpu_servers.iter().map(|s| gpu::GpuRt::new(s, ctx)).collect(),
-            quotas: sc
-                .quotas
-                .iter()
-                .map(|q| (q.name.clone(), crate::quota::Quota::new(q)))
-                .collect(),
-            reqs: Vec::new(),
-            req_free: Vec::new(),
-            calls: Vec::new(),
-            call_generations: Vec::new(),
-            call_free: Vec::new(),
-            live: 0,
-            live_calls: 0,
-            calls_issued: 0,
-            calls_ended: 0,
-            next_request: 0,
-            next_call: 0,
-            woken: Default::default(),
-            records: run.record_requests.then(Vec::new),
-            events: Vec::new(),
-            population: sc.users.as_ref().map(|u| {
-                let classes: Vec<&str> = sc.classes.iter().map(|c| c.name.as_str()).collect();
-                crate::users::Population::new(u, &classes, run.seed)
-            }),
-            apps,
-            dispatch_wait,
+            // Field order is registration order: pools' metrics, then GPU servers'.
+            upstreams: upstreams::Upstreams {
+                stations,
+                conns: sc.connection_pools.iter().map(|s| conn::ConnPoolRt::new(s, ctx)).collect(),
+                gpus: sc.gpu_servers.iter().map(|s| gpu::GpuRt::new(s, ctx)).collect(),
+                quotas: sc
+                    .quotas
+                    .iter()
+                    .map(|q| (q.name.clone(), crate::quota::Quota::new(q)))
+                    .collect(),
+            },
+            reqs: Default::default(),
+            calls: Default::default(),
+            entry_path: entry::EntryPath { apps, dispatch_wait },
             timeouts: timeouts::TimeoutsRt::new(sc),
-            series,
+            obs: observation::Observation {
+                events: Vec::new(),
+                records: run.record_requests.then(Vec::new),
+                series,
+            },
         };
         w.fallback_start();
         w.entry_start_all(ctx);

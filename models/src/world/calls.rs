@@ -4,16 +4,16 @@ use super::*;
 
 impl QueueingWorld {
     fn call(&self, slot: u32) -> &Call {
-        self.calls[slot as usize].as_ref().expect("live call")
+        self.calls.slots[slot as usize].as_ref().expect("live call")
     }
     fn call_mut(&mut self, slot: u32) -> &mut Call {
-        self.calls[slot as usize].as_mut().expect("live call")
+        self.calls.slots[slot as usize].as_mut().expect("live call")
     }
 
     pub(super) fn info(&self, slot: u32) -> CallInfo {
         let c = self.call(slot);
-        let r = self.reqs[c.req as usize].as_ref().expect("live request");
-        let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq);
+        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
+        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
         CallInfo {
             call: call_id(slot, c.generation),
             class: ClassId(r.class),
@@ -38,7 +38,7 @@ impl QueueingWorld {
         if site.class_timeout.is_empty() {
             return site.timeout;
         }
-        let class = self.reqs[c.req as usize].as_ref().expect("live request").class;
+        let class = self.reqs.slots[c.req as usize].as_ref().expect("live request").class;
         site.class_timeout[class as usize].unwrap_or(site.timeout)
     }
 
@@ -56,11 +56,11 @@ impl QueueingWorld {
         let info = self.info(slot);
         let next = callsite::descend(
             self.sites[site].stack_for(inst),
-            &mut self.govs,
+            &mut self.govs.arena,
             &info,
             level,
             ctx.now(),
-            &mut self.woken,
+            &mut self.govs.woken,
         );
         self.after_stack(site, inst, ctx);
         self.act(slot, next, ctx);
@@ -127,7 +127,7 @@ impl QueueingWorld {
                 let batch = self.sites[site]
                     .stack_for(self.call(slot).inst)
                     .iter()
-                    .find_map(|&i| self.govs[i].batch_of(call))
+                    .find_map(|&i| self.govs.arena[i].batch_of(call))
                     .unwrap_or(1);
                 self.send_to_gpu(slot, g, batch, ctx);
                 return;
@@ -135,7 +135,7 @@ impl QueueingWorld {
         };
         let now = ctx.now();
         let c = self.call(slot);
-        let r = self.reqs[c.req as usize].as_ref().expect("live request");
+        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
         let source = r.source;
         let mut job = Job {
             slot,
@@ -150,26 +150,14 @@ impl QueueingWorld {
             sent: now,
         };
         if r.arrival >= self.warmup {
-            self.sources[source as usize].upstream_calls += 1;
+            self.traffic.sources[source as usize].upstream_calls += 1;
         }
         // The provider's quota answers first: 429, with a Retry-After, consumes nothing.
-        if let Some(q) = self.stations[st as usize].quota {
-            let q = &mut self.quotas[q].1;
-            let tokens = job.prompt_tokens as u64 + job.output_tokens as u64;
-            match q.admit(tokens, now) {
-                crate::quota::Admit::Admit(t) => job.ticket = Some(t),
-                crate::quota::Admit::Reject429 { retry_after } => {
-                    self.answer_with(
-                        slot,
-                        Outcome::Rejected(Reason::Upstream429),
-                        retry_after,
-                        ctx,
-                    );
-                    return;
-                }
-            }
+        if let Err(retry_after) = self.upstreams.admit_quota(st, &mut job, now) {
+            self.answer_with(slot, Outcome::Rejected(Reason::Upstream429), retry_after, ctx);
+            return;
         }
-        let admitted = self.stations[st as usize].st.admit(job, now);
+        let admitted = self.upstreams.stations[st as usize].st.admit(job, now);
         let timeout = self.call_timeout(slot);
         if admitted != Admit::Full && timeout > SimDuration::ZERO {
             let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
@@ -180,7 +168,8 @@ impl QueueingWorld {
             Admit::Queued => {}
             Admit::Full => {
                 self.work_ended(st, &job, false, now);
-                let refusal = Outcome::Rejected(self.stations[st as usize].st.reject_as.reason());
+                let refusal =
+                    Outcome::Rejected(self.upstreams.stations[st as usize].st.reject_as.reason());
                 self.answer(slot, refusal, ctx);
             }
         }
@@ -189,101 +178,74 @@ impl QueueingWorld {
 
     pub(super) fn start_service(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let key = DrawKey::request(self.seed, self.sources[job.source as usize].key, job.seq)
-            .with_call(job.path, job.attempt);
-        let station = &self.stations[st as usize].st;
-        let mut service = station.service.sample(&mut key.attribute(attr::SERVICE_TIME));
-        // Token-based latency and the load curve (calls already in service, this one
-        // excluded: `busy` counts it since its admission).
-        service = service
-            + SimDuration(station.per_prompt_token.0.saturating_mul(job.prompt_tokens as u64))
-            + SimDuration(station.per_output_token.0.saturating_mul(job.output_tokens as u64))
-            + SimDuration(station.load_slope.0.saturating_mul(station.busy().saturating_sub(1)));
-        if station.latency_multiplier != 1.0 {
-            service = SimDuration::from_ns_f64(service.0 as f64 * station.latency_multiplier);
-        }
-        let (error_rate, business, cancellable) =
-            (station.error_rate, station.business_error_rate, station.cancellation);
+        let key =
+            DrawKey::request(self.seed, self.traffic.sources[job.source as usize].key, job.seq)
+                .with_call(job.path, job.attempt);
+        let station = &self.upstreams.stations[st as usize];
+        let mut service = station.service_time(&job, key);
+        let cancellable = station.st.cancellation;
         let scripted = self.scripted_start(st, &job);
         if let Some(s) = scripted {
             service = s.service;
         }
         let done = Ev::ServiceDone { station: st, slot: job.slot, id: job.id };
-        let Some(c) = self.calls[job.slot as usize].as_mut().filter(|c| c.awaits(job.id)) else {
+        let Some(c) = self.calls.slots[job.slot as usize].as_mut().filter(|c| c.awaits(job.id))
+        else {
             // Abandoned by its client while waiting, not cancelled: the work is done anyway.
             ctx.schedule_in(service, done);
-            if let Some(m) = &mut self.stations[st as usize].running {
+            if let Some(m) = &mut self.upstreams.stations[st as usize].running {
                 m.insert(job.slot, job.id, job);
             }
             return;
         };
         c.in_service = true;
         // Keyed draws: taking them or not never shifts any other random number.
-        c.upstream_error = if error_rate > 0.0 && key.uniform(attr::UPSTREAM_FAILURE) < error_rate {
-            Some(Reason::Upstream5xx)
-        } else if business > 0.0 && key.uniform(attr::BUSINESS_ERROR) < business {
-            Some(Reason::BusinessError)
-        } else {
-            None
-        };
+        c.upstream_error = self.upstreams.stations[st as usize].draw_error(key);
         c.upstream_retry_after = scripted.and_then(|s| s.retry_after);
         if let Some(s) = scripted {
             c.upstream_error = s.error;
         }
         // A streamed answer (`world/streaming.rs`): stalls stretch the service.
         let plain = c.upstream_error.is_none() && scripted.is_none();
-        if plain && self.stations[st as usize].stream.is_some() {
+        if plain && self.upstreams.stations[st as usize].stream.is_some() {
             service = self.plan_stream(st, &job, key, service, ctx);
         }
-        let c = self.calls[job.slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots[job.slot as usize].as_mut().expect("live call");
         if cancellable {
             c.service_timer = Some(ctx.timer_in(service, done));
         } else {
             ctx.schedule_in(service, done);
         }
         let req = c.req;
-        if let Some(m) = &mut self.stations[st as usize].running {
+        if let Some(m) = &mut self.upstreams.stations[st as usize].running {
             m.insert(job.slot, job.id, job);
         }
         self.request_started(req, now);
     }
 
-    /// The station's work for `job` is over (done, cancelled or refused): the quota gets
-    /// its ticket back, and finished work is paid for.
+    /// The station's work for `job` is over (done, cancelled or refused): the upstreams
+    /// settle its quota ticket and its cost (`world/upstreams.rs`).
     fn work_ended(&mut self, st: u16, job: &Job, served: bool, now: SimTime) {
-        let s = &mut self.stations[st as usize];
-        if let (Some(q), Some(t)) = (s.quota, job.ticket) {
-            let used = if served { job.prompt_tokens as u64 + job.output_tokens as u64 } else { 0 };
-            self.quotas[q].1.complete(t, used, now);
-        }
-        if served {
-            let cost = (job.prompt_tokens as f64 * s.cost_per_1k_prompt
-                + job.output_tokens as f64 * s.cost_per_1k_output)
-                / 1000.0;
-            s.cost += cost;
-            let abandoned =
-                self.calls[job.slot as usize].as_ref().is_none_or(|c| !c.awaits(job.id));
-            if abandoned {
-                self.stations[st as usize].cost_abandoned += cost;
-            }
-        }
+        let abandoned =
+            self.calls.slots[job.slot as usize].as_ref().is_none_or(|c| !c.awaits(job.id));
+        self.upstreams.work_ended(st, job, served, abandoned, now);
     }
 
     pub(super) fn on_service_done(&mut self, st: u16, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        ctx.metrics.incr(self.stations[st as usize].completed);
-        if let Some(m) = &mut self.stations[st as usize].running {
+        ctx.metrics.incr(self.upstreams.stations[st as usize].completed);
+        if let Some(m) = &mut self.upstreams.stations[st as usize].running {
             let job = m.remove(slot, id).expect("work in service");
             self.work_ended(st, &job, true, now);
         }
-        if let Some((next, _)) = self.stations[st as usize].st.complete() {
+        if let Some((next, _)) = self.upstreams.stations[st as usize].st.complete() {
             self.start_service(st, next, ctx);
         }
         self.update_station_gauges(st, ctx);
-        let Some(c) = self.calls[slot as usize].as_mut().filter(|c| c.awaits(id)) else {
+        let Some(c) = self.calls.slots[slot as usize].as_mut().filter(|c| c.awaits(id)) else {
             // Abandoned work finished: nobody is waiting for it.
-            ctx.metrics.incr(self.stations[st as usize].wasted);
-            self.stations[st as usize].abandoned_done += 1;
+            ctx.metrics.incr(self.upstreams.stations[st as usize].wasted);
+            self.upstreams.stations[st as usize].abandoned_done += 1;
             return;
         };
         c.in_service = false;
@@ -294,7 +256,7 @@ impl QueueingWorld {
         if let Some(s) = c.stream.take() {
             self.stream_completed(s, ctx);
         }
-        let c = self.calls[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
         let outcome = match c.upstream_error {
             // Only a scripted answer is a 429 here (a quota's comes at admission).
             Some(Reason::Upstream429) => Outcome::Rejected(Reason::Upstream429),
@@ -318,8 +280,8 @@ impl QueueingWorld {
         if site.split.is_empty() {
             return site.upstream;
         }
-        let r = self.reqs[c.req as usize].as_ref().expect("live request");
-        let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq);
+        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
+        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
         let total: u64 = site.split.iter().map(|s| s.1 as u64).sum();
         let mut x = (key.with_call(c.path, 0).uniform(attr::ROUTE) * total as f64) as u64;
         for &(up, w) in &site.split {
@@ -398,12 +360,12 @@ impl QueueingWorld {
         let info = CallInfo { retry_after, ..self.info(slot) };
         let next = callsite::ascend(
             self.sites[site].stack_for(inst),
-            &mut self.govs,
+            &mut self.govs.arena,
             &info,
             below,
             outcome,
             ctx.now(),
-            &mut self.woken,
+            &mut self.govs.woken,
         );
         self.after_stack(site, inst, ctx);
         self.act(slot, next, ctx);
@@ -450,17 +412,17 @@ impl QueueingWorld {
         if in_service {
             if let Some(h) = service_timer {
                 ctx.cancel(h);
-                if let Some(m) = &mut self.stations[st as usize].running {
+                if let Some(m) = &mut self.upstreams.stations[st as usize].running {
                     let job = m.remove(slot, id).expect("in service");
                     self.work_ended(st, &job, false, ctx.now());
                 }
-                if let Some((next, _)) = self.stations[st as usize].st.cancel_service() {
+                if let Some((next, _)) = self.upstreams.stations[st as usize].st.cancel_service() {
                     self.start_service(st, next, ctx);
                 }
                 self.update_station_gauges(st, ctx);
             }
-        } else if self.stations[st as usize].st.cancellation {
-            let removed = self.stations[st as usize].st.remove_waiting(|j| j.id == id);
+        } else if self.upstreams.stations[st as usize].st.cancellation {
+            let removed = self.upstreams.stations[st as usize].st.remove_waiting(|j| j.id == id);
             let job = removed.expect("a call not in service waits at its station");
             self.work_ended(st, &job, false, ctx.now());
             self.update_station_gauges(st, ctx);
@@ -476,12 +438,12 @@ impl QueueingWorld {
         let info = self.info(slot);
         let next = callsite::abandon(
             self.sites[site].stack_for(inst),
-            &mut self.govs,
+            &mut self.govs.arena,
             &info,
             level,
             reason,
             now,
-            &mut self.woken,
+            &mut self.govs.woken,
         );
         self.after_stack(site, inst, ctx);
         self.act(slot, next, ctx);
@@ -494,13 +456,13 @@ impl QueueingWorld {
         // per level of its stack in one cascade (no request arrives meanwhile); the bound is
         // fixed on entry, since `live_calls` falls as woken calls end.
         let depth = self.sites.iter().map(|s| s.stack.len() as u64).max().unwrap_or(0);
-        let bound = 1 + (depth + 1) * (self.live_calls + self.woken.len() as u64);
+        let bound = 1 + (depth + 1) * (self.calls.live + self.govs.woken.len() as u64);
         let mut guard = 0u64;
-        while let Some(w) = self.woken.pop_front() {
+        while let Some(w) = self.govs.woken.pop_front() {
             guard += 1;
             assert!(guard <= bound, "wake-up loop");
             let (slot, generation) = slot_of(w.call);
-            let c = self.calls[slot as usize].as_mut().expect("woken call is live");
+            let c = self.calls.slots[slot as usize].as_mut().expect("woken call is live");
             assert_eq!(c.generation, generation, "woken call id is current");
             // The call's own stack: its instance's copies of per-instance governors.
             let stack = self.sites[c.site as usize].stack_for(c.inst);
@@ -513,15 +475,17 @@ impl QueueingWorld {
                 // resumes first, and is cut from wherever it gets to (if still live).
                 if c.parked_at.is_some()
                     && let Some(k) =
-                        self.woken.iter().position(|x| x.call == w.call && x.answer.is_none())
+                        self.govs.woken.iter().position(|x| x.call == w.call && x.answer.is_none())
                 {
-                    self.woken.remove(k);
+                    self.govs.woken.remove(k);
                     let level = c.parked_at.take().expect("checked");
                     if let Some(h) = c.timer.take() {
                         ctx.cancel(h);
                     }
                     self.descend(slot, level + 1, ctx);
-                    if self.calls[slot as usize].as_ref().is_none_or(|c| c.generation != generation)
+                    if self.calls.slots[slot as usize]
+                        .as_ref()
+                        .is_none_or(|c| c.generation != generation)
                     {
                         continue; // it ended below: the answer is stale
                     }
@@ -542,9 +506,7 @@ impl QueueingWorld {
 
     /// A governor's own timer fired.
     pub(super) fn on_gov_wake(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
-        self.gov_wake[g] = None;
-        self.govs[g].on_wake(ctx.now());
-        callsite::drain(g, &mut self.govs, &mut self.woken);
+        self.govs.woke(g, ctx.now());
         self.after_governor(g, ctx);
         self.resume_woken(ctx);
         self.update_gate_gauges(ctx);
@@ -562,14 +524,14 @@ impl QueueingWorld {
         self.sync_wake(g, ctx);
         self.series_governor(g, ctx);
         let mut evs = Vec::new();
-        self.govs[g].take_events(&mut evs);
+        self.govs.arena[g].take_events(&mut evs);
         for e in evs {
-            if e.kind == "state_change" {
-                self.breaker_health(g, &e.to, ctx);
+            if let Some(closed) = e.closed {
+                self.breaker_health(g, closed, ctx);
             }
-            self.events.push(ModelEvent {
+            self.obs.events.push(ModelEvent {
                 time: e.time,
-                component: self.gov_names[g].clone(),
+                component: self.govs.names[g].clone(),
                 kind: e.kind,
                 from: e.from,
                 to: e.to,
@@ -579,46 +541,14 @@ impl QueueingWorld {
 
     /// Keeps governor `g`'s timer in step with what it asks for.
     pub(super) fn sync_wake(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
-        let want = self.govs[g].wake_at().map(|t| t.max(ctx.now()));
-        let have = self.gov_wake[g].map(|(t, _)| t);
-        if want == have {
-            return;
-        }
-        if let Some((_, h)) = self.gov_wake[g].take() {
-            ctx.cancel(h);
-        }
-        if let Some(t) = want {
-            let h = ctx.timer_at(t, Ev::GovWake { gov: g as u16 });
-            self.gov_wake[g] = Some((t, h));
-        }
+        self.govs.sync_wake(g, ctx);
     }
 
     pub(super) fn update_station_gauges(&mut self, st: u16, ctx: &mut Ctx<'_, Ev>) {
-        let now = ctx.now();
-        let s = &mut self.stations[st as usize];
-        let (busy, q) = (s.st.busy() as i64, s.st.queue_len() as i64);
-        s.in_system.set(now, busy + q);
-        s.busy.set(now, busy);
-        // Servers removed at run time finish their services first: until then they count.
-        s.servers.set(now, (s.st.servers as i64).max(busy));
-        ctx.metrics.set(s.depth, now, q);
-        ctx.metrics.set(s.busy_gauge, now, busy);
+        self.upstreams.stations[st as usize].gauges(ctx.now(), ctx.metrics);
     }
 
     pub(super) fn update_gate_gauges(&mut self, ctx: &mut Ctx<'_, Ev>) {
-        if self.gates.is_empty() && self.gov_gauges.is_empty() {
-            return;
-        }
-        let now = ctx.now();
-        for (g, ids) in &self.gov_gauges {
-            for ((_, v), &id) in self.govs[*g].gauges().iter().zip(ids) {
-                ctx.metrics.set(id, now, *v);
-            }
-        }
-        for rt in &self.gates {
-            let gate = self.govs[rt.gov].as_gate().expect("a gate");
-            ctx.metrics.set(rt.in_use, now, gate.in_use() as i64);
-            ctx.metrics.set(rt.waiting, now, gate.waiting() as i64);
-        }
+        self.govs.update_gauges(ctx);
     }
 }

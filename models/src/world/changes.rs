@@ -22,7 +22,7 @@ impl QueueingWorld {
         value: &ParamValue,
         reload: bool,
     ) -> Result<(), ChangeError> {
-        validate_change(&self.registry, self.classes.len(), path, value, reload)
+        validate_change(&self.registry, self.traffic.classes.len(), path, value, reload)
     }
 
     /// The value in force of a registered parameter: the scenario's, or the last change
@@ -45,7 +45,7 @@ impl QueueingWorld {
     /// and changes nothing.
     pub(super) fn set(&mut self, p: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
         if let Err(e) = self.validate_change(&p.path, &p.value, p.reload) {
-            self.events.push(ModelEvent {
+            self.obs.events.push(ModelEvent {
                 time: ctx.now(),
                 component: p.path.rsplit_once('.').map_or(p.path.clone(), |(c, _)| c.into()),
                 kind: "config_rejected",
@@ -54,13 +54,13 @@ impl QueueingWorld {
             });
             return;
         }
-        let Some((kind, name, param)) = split_path(&p.path) else {
-            unreachable!("validated: registered paths have three parts")
-        };
+        let spec = self.registry.get(&p.path).expect("validated: a registered path");
+        let (kind, name, param) = (spec.kind, spec.instance.clone(), spec.name);
+        let name = name.as_str();
         let old = self.params_now.insert(p.path.clone(), p.value.clone());
         let from = old.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
         let reload = p.reload;
-        self.events.push(ModelEvent {
+        self.obs.events.push(ModelEvent {
             time: ctx.now(),
             component: format!("{kind}.{name}"),
             kind: if reload { "rule_reload" } else { "config_change" },
@@ -71,18 +71,18 @@ impl QueueingWorld {
         let v = p.value;
         let r = match kind {
             "station" => self.set_station(name, param, v, ctx),
-            "quota" => match self.quotas.iter_mut().find(|q| q.0 == name) {
+            "quota" => match self.upstreams.quotas.iter_mut().find(|q| q.0 == name) {
                 Some(q) => q.1.apply_param(param, v, now),
                 None => Err(format!("no quota \"{name}\"")),
             },
             "source" => self.set_source(name, param, v, ctx),
             "segment" => self.set_segment(name, v),
             "connpool" => self.set_connpool(name, param, v, ctx),
-            "gpu_server" => match self.gpus.iter().position(|g| g.name == name) {
+            "gpu_server" => match self.upstreams.gpus.iter().position(|g| g.name == name) {
                 Some(g) => {
                     // A cross-field rule (batched tokens ≥ sequences) may refuse it: recorded
                     // before the server is kicked.
-                    if let Err(e) = self.gpus[g].server.apply_param(param, v) {
+                    if let Err(e) = self.upstreams.gpus[g].server.apply_param(param, v) {
                         self.refuse(&p.path, kind, name, param, old.clone(), e, now);
                     }
                     self.kick_gpu(g as u16, ctx);
@@ -127,7 +127,7 @@ impl QueueingWorld {
         if let Some(v) = old {
             self.params_now.insert(path.to_string(), v);
         }
-        self.events.push(ModelEvent {
+        self.obs.events.push(ModelEvent {
             time: now,
             component: format!("{kind}.{name}"),
             kind: "config_rejected",
@@ -143,11 +143,12 @@ impl QueueingWorld {
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        let st = index_of(self.stations.iter().map(|s| s.name.as_str()), name, "station")? as u16;
-        self.stations[st as usize].st.apply_param(param, v)?;
+        let st = index_of(self.upstreams.stations.iter().map(|s| s.name.as_str()), name, "station")?
+            as u16;
+        self.upstreams.stations[st as usize].st.apply_param(param, v)?;
         if param == "servers" {
             // (The capacity's time average follows in `update_station_gauges`.)
-            while let Some((job, _)) = self.stations[st as usize].st.start_next() {
+            while let Some((job, _)) = self.upstreams.stations[st as usize].st.start_next() {
                 self.start_service(st, job, ctx);
             }
             self.update_station_gauges(st, ctx);
@@ -162,13 +163,15 @@ impl QueueingWorld {
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        let i = index_of(self.sources.iter().map(|s| s.name.as_str()), name, "source")?;
+        let i = index_of(self.traffic.sources.iter().map(|s| s.name.as_str()), name, "source")?;
         match (param, v) {
-            ("interarrival", ParamValue::DurationDist(d)) => self.sources[i].interarrival = Some(d),
+            ("interarrival", ParamValue::DurationDist(d)) => {
+                self.traffic.sources[i].interarrival = Some(d)
+            }
             ("rate_multiplier", ParamValue::Float(x)) => self.set_rate(i as u16, x, ctx),
             ("users", ParamValue::Count(n)) => self.set_clients(i as u16, n, ctx),
             ("think_time", ParamValue::DurationDist(d)) => {
-                let closed = self.sources[i].traffic.closed.as_mut();
+                let closed = self.traffic.sources[i].traffic.closed.as_mut();
                 closed.ok_or("think_time: not a closed-loop source")?.think_time = d;
             }
             (p, v) => return Err(format!("source.{p} = {v} is not run-time changeable")),
@@ -177,10 +180,12 @@ impl QueueingWorld {
     }
 
     fn set_segment(&mut self, name: &str, v: ParamValue) -> Result<(), String> {
-        let p = self.population.as_mut().ok_or("the scenario has no user population")?;
+        let p = self.traffic.population.as_mut().ok_or("the scenario has no user population")?;
         let i = p.names.iter().position(|s| s == name).ok_or("no such segment")?;
         match v {
-            ParamValue::OptCount(k) if k.is_none_or(|k| (k as usize) < self.classes.len()) => {
+            ParamValue::OptCount(k)
+                if k.is_none_or(|k| (k as usize) < self.traffic.classes.len()) =>
+            {
                 p.class[i] = k.map(|k| k as u16);
                 Ok(())
             }
@@ -195,8 +200,12 @@ impl QueueingWorld {
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        let p = index_of(self.conns.iter().map(|c| c.name.as_str()), name, "connection pool")?;
-        self.conns[p].pool.apply_param(param, v, ctx.now())?;
+        let p = index_of(
+            self.upstreams.conns.iter().map(|c| c.name.as_str()),
+            name,
+            "connection pool",
+        )?;
+        self.upstreams.conns[p].pool.apply_param(param, v, ctx.now())?;
         self.sync_conn_pool(p as u16, ctx);
         self.resume_woken(ctx);
         Ok(())
@@ -216,9 +225,9 @@ impl QueueingWorld {
         let copy = format!("{path}@");
         // …and the shadow copy of the declaration (`shadow.<kind>.<name>`).
         let shadow = format!("shadow.{path}");
-        let all: Vec<usize> = (0..self.gov_names.len())
+        let all: Vec<usize> = (0..self.govs.names.len())
             .filter(|&i| {
-                let n = &self.gov_names[i];
+                let n = &self.govs.names[i];
                 *n == path || n.starts_with(&copy) || *n == shadow
             })
             .collect();
@@ -227,13 +236,13 @@ impl QueueingWorld {
         }
         let mut result = Ok(());
         for i in all {
-            if let Err(e) = self.govs[i].apply_param(param, v.clone(), ctx.now()) {
+            if let Err(e) = self.govs.arena[i].apply_param(param, v.clone(), ctx.now()) {
                 result = Err(e);
             } else if reload {
                 // A rule reload (validated: a reloadable kind) rebuilds the controllers.
-                self.govs[i].reload(ctx.now());
+                self.govs.arena[i].reload(ctx.now());
             }
-            callsite::drain(i, &mut self.govs, &mut self.woken);
+            callsite::drain(i, &mut self.govs.arena, &mut self.govs.woken);
             self.after_governor(i, ctx);
         }
         self.resume_woken(ctx);

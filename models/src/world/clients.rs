@@ -11,8 +11,8 @@ use crate::closed_loop::{Client, NextSend, WaitEnd, after_wait, sequence};
 impl QueueingWorld {
     /// Starts every closed-loop source's users (each thinks once first).
     pub(super) fn start_clients(&mut self, ctx: &mut Ctx<'_, Ev>) {
-        for s in 0..self.sources.len() {
-            if let Some(n) = self.sources[s].traffic.closed.as_ref().map(|c| c.users) {
+        for s in 0..self.traffic.sources.len() {
+            if let Some(n) = self.traffic.sources[s].traffic.closed.as_ref().map(|c| c.users) {
                 self.set_clients(s as u16, n, ctx);
             }
         }
@@ -22,13 +22,13 @@ impl QueueingWorld {
     /// users think, then send; users beyond `n` stop after their current wait.
     pub(super) fn set_clients(&mut self, source: u16, n: u64, ctx: &mut Ctx<'_, Ev>) {
         assert!(n <= crate::closed_loop::MAX_CLIENTS);
-        let t = &mut self.sources[source as usize].traffic;
+        let t = &mut self.traffic.sources[source as usize].traffic;
         let old = std::mem::replace(&mut t.active, n);
         while (t.clients.len() as u64) < n {
             t.clients.push(Client::default());
         }
         for u in old..n {
-            let c = &self.sources[source as usize].traffic.clients[u as usize];
+            let c = &self.traffic.sources[source as usize].traffic.clients[u as usize];
             if c.scheduled || c.waiting.is_some() {
                 continue; // still busy: it carries on
             }
@@ -39,7 +39,7 @@ impl QueueingWorld {
 
     /// The think time (or retry delay) before user `user`'s next turn.
     fn delay(&self, source: u16, user: u32, id: u32) -> SimDuration {
-        let src = &self.sources[source as usize];
+        let src = &self.traffic.sources[source as usize];
         let cl = src.traffic.closed.as_ref().expect("a closed-loop source");
         let turn = src.traffic.clients[user as usize].turn;
         let mut u = DrawKey::request(self.seed, src.key, sequence(user, turn)).attribute(id);
@@ -50,7 +50,7 @@ impl QueueingWorld {
     }
 
     fn schedule_send(&mut self, source: u16, user: u32, after: SimDuration, ctx: &mut Ctx<'_, Ev>) {
-        let src = &mut self.sources[source as usize];
+        let src = &mut self.traffic.sources[source as usize];
         let c = &mut src.traffic.clients[user as usize];
         assert!(!c.scheduled && c.waiting.is_none(), "a user has one thing to do at a time");
         c.scheduled = true;
@@ -59,7 +59,7 @@ impl QueueingWorld {
     }
 
     pub(super) fn on_user_send(&mut self, source: u16, user: u32, ctx: &mut Ctx<'_, Ev>) {
-        let src = &mut self.sources[source as usize];
+        let src = &mut self.traffic.sources[source as usize];
         let limit_reached = src.limit.is_some_and(|l| src.issued >= l);
         let t = &mut src.traffic;
         let give_up = t.closed.as_ref().expect("a closed-loop source").give_up;
@@ -72,7 +72,7 @@ impl QueueingWorld {
         let seq = sequence(user, c.turn);
         c.turn += 1;
         // Waiting before the request enters: it may end at once.
-        c.waiting = Some(self.next_request);
+        c.waiting = Some(self.reqs.next_id);
         if give_up > SimDuration::ZERO {
             c.give_up = Some(ctx.timer_in(give_up, Ev::UserGiveUp { source, user }));
         }
@@ -89,7 +89,7 @@ impl QueueingWorld {
         outcome: Outcome,
         ctx: &mut Ctx<'_, Ev>,
     ) {
-        let c = &mut self.sources[source as usize].traffic.clients[user as usize];
+        let c = &mut self.traffic.sources[source as usize].traffic.clients[user as usize];
         if c.waiting != Some(id.0) {
             return; // the user gave up on it and moved on
         }
@@ -105,7 +105,7 @@ impl QueueingWorld {
     }
 
     pub(super) fn on_user_give_up(&mut self, source: u16, user: u32, ctx: &mut Ctx<'_, Ev>) {
-        let t = &mut self.sources[source as usize].traffic;
+        let t = &mut self.traffic.sources[source as usize].traffic;
         let c = &mut t.clients[user as usize];
         c.give_up = None;
         assert!(c.waiting.take().is_some(), "a give-up timer runs only while its user waits");
@@ -115,7 +115,7 @@ impl QueueingWorld {
 
     /// After a wait: re-send (by chance, after a failure or give-up) or think.
     fn user_next(&mut self, source: u16, user: u32, end: WaitEnd, ctx: &mut Ctx<'_, Ev>) {
-        let src = &self.sources[source as usize];
+        let src = &self.traffic.sources[source as usize];
         let cl = src.traffic.closed.as_ref().expect("a closed-loop source");
         let c = &src.traffic.clients[user as usize];
         let last = DrawKey::request(self.seed, src.key, sequence(user, c.turn - 1));
@@ -124,7 +124,7 @@ impl QueueingWorld {
             NextSend::Retry => self.delay(source, user, attr::USER_RETRY_DELAY),
             NextSend::Think => self.delay(source, user, attr::THINK_TIME),
         };
-        let t = &mut self.sources[source as usize].traffic;
+        let t = &mut self.traffic.sources[source as usize].traffic;
         match next {
             NextSend::Retry => {
                 t.clients[user as usize].retries += 1;

@@ -46,9 +46,9 @@ impl QueueingWorld {
     /// sent now, `false` if it waits (connecting, stale, waiting for a connection).
     pub(super) fn borrow_conn(&mut self, slot: u32, p: u16, ctx: &mut Ctx<'_, Ev>) -> bool {
         let now = ctx.now();
-        let c = self.calls[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
         let (call, route) = (call_id(slot, c.generation), c.site);
-        let b = self.conns[p as usize].pool.borrow(call, route, now);
+        let b = self.upstreams.conns[p as usize].pool.borrow(call, route, now);
         let go = self.on_borrow(slot, b, ctx);
         self.sync_conn_pool(p, ctx);
         go
@@ -56,7 +56,7 @@ impl QueueingWorld {
 
     fn on_borrow(&mut self, slot: u32, b: Borrow, ctx: &mut Ctx<'_, Ev>) -> bool {
         let now = ctx.now();
-        let c = self.calls[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
         let id = c.job_id();
         match b {
             Borrow::Reuse { conn, extra_delay: d } | Borrow::Connect { conn, delay: d }
@@ -89,7 +89,8 @@ impl QueueingWorld {
 
     /// A connection is ready (or its staleness surfaced).
     pub(super) fn on_conn_ready(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls[slot as usize].as_mut().expect("a call waiting for its connection");
+        let c =
+            self.calls.slots[slot as usize].as_mut().expect("a call waiting for its connection");
         c.timer = None;
         match c.conn {
             Some(ConnState::Opening(conn)) => {
@@ -106,13 +107,13 @@ impl QueueingWorld {
 
     /// No connection within `connection_request_timeout`.
     pub(super) fn on_conn_deadline(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls[slot as usize].as_mut().expect("a call waiting for a connection");
+        let c = self.calls.slots[slot as usize].as_mut().expect("a call waiting for a connection");
         c.timer = None;
         assert_eq!(c.conn, Some(ConnState::Waiting));
         c.conn = None;
         let (call, site) = (call_id(slot, c.generation), c.site as usize);
         let p = self.sites[site].conn_pool.expect("a pooled site");
-        self.conns[p as usize].pool.abandon(call, ctx.now());
+        self.upstreams.conns[p as usize].pool.abandon(call, ctx.now());
         self.sync_conn_pool(p, ctx);
         self.answer(slot, Outcome::Failed(Reason::Timeout), ctx);
         self.resume_woken(ctx);
@@ -121,7 +122,7 @@ impl QueueingWorld {
     /// The call's upstream exchange is over: its connection goes back (reusable after a
     /// clean answer; closed after a timeout, a connect error or a refusal mid-flight).
     pub(super) fn release_conn(&mut self, slot: u32, o: Outcome, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
         let Some(state) = c.conn.take() else { return };
         let p = self.sites[c.site as usize].conn_pool.expect("a pooled site");
         let conn = match state {
@@ -130,7 +131,7 @@ impl QueueingWorld {
         };
         let reusable = matches!(state, ConnState::Open(_))
             && !matches!(o, Outcome::Failed(Reason::Timeout | Reason::ConnectError));
-        self.conns[p as usize].pool.release(conn, ctx.now(), reusable);
+        self.upstreams.conns[p as usize].pool.release(conn, ctx.now(), reusable);
         self.sync_conn_pool(p, ctx);
     }
 
@@ -138,10 +139,10 @@ impl QueueingWorld {
     pub(super) fn sync_conn_pool(&mut self, p: u16, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         let mut woken = Vec::new();
-        self.conns[p as usize].pool.take_woken(&mut woken);
+        self.upstreams.conns[p as usize].pool.take_woken(&mut woken);
         for (call, b) in woken {
             let (slot, generation) = slot_of(call);
-            let c = self.calls[slot as usize].as_mut().expect("a woken call is live");
+            let c = self.calls.slots[slot as usize].as_mut().expect("a woken call is live");
             assert_eq!(c.generation, generation);
             assert_eq!(c.conn, Some(ConnState::Waiting));
             if let Some(h) = c.timer.take() {
@@ -151,7 +152,7 @@ impl QueueingWorld {
                 self.send_upstream(slot, ctx);
             }
         }
-        let rt = &mut self.conns[p as usize];
+        let rt = &mut self.upstreams.conns[p as usize];
         ctx.metrics.set(rt.leased, now, rt.pool.leased() as i64);
         ctx.metrics.set(rt.idle, now, rt.pool.idle() as i64);
         let want = rt.pool.wake_at().map(|t| t.max(now));
@@ -166,8 +167,8 @@ impl QueueingWorld {
     }
 
     pub(super) fn on_conn_pool_wake(&mut self, p: u16, ctx: &mut Ctx<'_, Ev>) {
-        self.conns[p as usize].wake = None;
-        self.conns[p as usize].pool.on_wake(ctx.now());
+        self.upstreams.conns[p as usize].wake = None;
+        self.upstreams.conns[p as usize].pool.on_wake(ctx.now());
         self.sync_conn_pool(p, ctx);
         self.resume_woken(ctx);
     }

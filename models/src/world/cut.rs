@@ -29,7 +29,7 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) {
         let now = ctx.now();
-        let c = self.calls[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
         let (site, inst) = (c.site as usize, c.inst);
         // The call's own stack (its instance's copies of per-instance governors).
         let stack: Vec<usize> = self.sites[site].stack_for(inst).to_vec();
@@ -37,14 +37,21 @@ impl QueueingWorld {
             .iter()
             .position(|&x| x == g)
             .expect("a call is answered only by a governor of its stack");
-        let cancel = match &self.govs[g] {
+        let cancel = match &self.govs.arena[g] {
             GovernorKind::TimeLimiter(t) => t.cancels_running_future(),
             _ => true,
         };
         let info = self.info(slot);
         self.cut_below(slot, &stack, level + 1, cancel, &info, ctx);
-        let next =
-            callsite::ascend(&stack, &mut self.govs, &info, level, answer, now, &mut self.woken);
+        let next = callsite::ascend(
+            &stack,
+            &mut self.govs.arena,
+            &info,
+            level,
+            answer,
+            now,
+            &mut self.govs.woken,
+        );
         self.after_stack(site, inst, ctx);
         self.act(slot, next, ctx);
     }
@@ -64,29 +71,29 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) {
         let now = ctx.now();
-        let site = self.calls[slot as usize].as_ref().expect("live call").site as usize;
-        let c = self.calls[slot as usize].as_mut().expect("live call");
+        let site = self.calls.slots[slot as usize].as_ref().expect("live call").site as usize;
+        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
         if let Some(h) = c.timer.take() {
             ctx.cancel(h);
         }
         let below = if let Some(p) = c.parked_at.take() {
             assert!(p >= from, "answered from above where it is parked");
             let pg = stack[p];
-            self.govs[pg].on_abandon(info, now);
-            callsite::drain(pg, &mut self.govs, &mut self.woken);
+            self.govs.arena[pg].on_abandon(info, now);
+            callsite::drain(pg, &mut self.govs.arena, &mut self.govs.woken);
             p
         } else if let Some(r) = c.retry_level.take() {
             assert!(r > from, "the retry that holds it is below the answering level");
             let rg = stack[r - 1];
-            self.govs[rg].on_abandon(info, now);
-            callsite::drain(rg, &mut self.govs, &mut self.woken);
+            self.govs.arena[rg].on_abandon(info, now);
+            callsite::drain(rg, &mut self.govs.arena, &mut self.govs.woken);
             r - 1
         } else {
             match c.conn {
                 Some(conn::ConnState::Waiting) => {
                     c.conn = None;
                     let p = self.sites[site].conn_pool.expect("a pooled site");
-                    self.conns[p as usize].pool.abandon(info.call, now);
+                    self.upstreams.conns[p as usize].pool.abandon(info.call, now);
                     self.sync_conn_pool(p, ctx);
                 }
                 Some(conn::ConnState::Opening(_) | conn::ConnState::Stale(_)) => {
@@ -102,13 +109,13 @@ impl QueueingWorld {
         let mut o = Outcome::Failed(Reason::Timeout);
         for l in (from..below).rev() {
             let lg = stack[l];
-            match self.govs[lg].on_outcome(info, o, now) {
+            match self.govs.arena[lg].on_outcome(info, o, now) {
                 crate::governor::OutcomeDecision::PassUp(x) => o = x,
                 crate::governor::OutcomeDecision::RetryAfter(_) => {
-                    self.govs[lg].on_abandon(info, now)
+                    self.govs.arena[lg].on_abandon(info, now)
                 }
             }
-            callsite::drain(lg, &mut self.govs, &mut self.woken);
+            callsite::drain(lg, &mut self.govs.arena, &mut self.govs.woken);
         }
     }
 }

@@ -89,6 +89,14 @@ pub(super) struct InstanceGauges {
     pub outstanding: GaugeId,
 }
 
+/// The entry-path subsystem: every app's instances (balancer, gateway threads,
+/// dispatcher, worker pool) and the dispatchers' wait statistics.
+#[derive(Default)]
+pub(super) struct EntryPath {
+    pub apps: Vec<AppRt>,
+    pub dispatch_wait: Vec<DispatchWait>,
+}
+
 pub(super) struct AppRt {
     pub spec: AppSpec,
     pub healthy: bool,
@@ -121,15 +129,20 @@ fn worker_free(pool: &PoolSet<u32>) -> bool {
 
 impl QueueingWorld {
     fn entry(&mut self, slot: u32) -> &mut ReqEntry {
-        self.reqs[slot as usize].as_mut().expect("live request").entry.as_mut().expect("entry")
+        self.reqs.slots[slot as usize]
+            .as_mut()
+            .expect("live request")
+            .entry
+            .as_mut()
+            .expect("entry")
     }
     fn inst(&mut self, app: u16, inst: u16) -> &mut InstanceRt {
-        &mut self.apps[app as usize].instances[inst as usize]
+        &mut self.entry_path.apps[app as usize].instances[inst as usize]
     }
 
     /// The flat index of an instance over all apps (for per-instance component copies).
     pub fn instance_key(&self, app: u16, inst: u16) -> u32 {
-        self.apps[app as usize].first_instance + inst as u32
+        self.entry_path.apps[app as usize].first_instance + inst as u32
     }
 
     /// A request of a source with an app arrived (its slot is allocated, its pipeline's
@@ -141,8 +154,8 @@ impl QueueingWorld {
         advance: Advance,
         ctx: &mut Ctx<'_, Ev>,
     ) {
-        let r = self.reqs[slot as usize].as_ref().expect("live");
-        let a = &mut self.apps[app as usize];
+        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+        let a = &mut self.entry_path.apps[app as usize];
         let n = a.instances.len() as u64;
         let inst = match a.spec.balancer {
             Balancer::RoundRobin => {
@@ -153,7 +166,8 @@ impl QueueingWorld {
                 (0..n).min_by_key(|&i| (a.instances[i as usize].outstanding, i)).expect("≥ 1")
             }
             Balancer::Random => {
-                let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq);
+                let key =
+                    DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
                 ((key.uniform(attr::BALANCER) * n as f64) as u64).min(n - 1)
             }
         } as u16;
@@ -162,7 +176,7 @@ impl QueueingWorld {
         let i = &mut a.instances[inst as usize];
         i.outstanding += 1;
         i.assigned += 1;
-        self.reqs[slot as usize].as_mut().expect("live").entry = Some(ReqEntry {
+        self.reqs.slots[slot as usize].as_mut().expect("live").entry = Some(ReqEntry {
             app,
             inst,
             stage: Stage::Backlog,
@@ -186,7 +200,7 @@ impl QueueingWorld {
     /// A gateway thread hands the request to the dispatcher or the pool.
     pub(super) fn entry_admit(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let class = self.reqs[slot as usize].as_ref().expect("live").class;
+        let class = self.reqs.slots[slot as usize].as_ref().expect("live").class;
         let e = self.entry(slot);
         let (app, inst) = (e.app, e.inst);
         e.stage = Stage::Waiting;
@@ -211,7 +225,8 @@ impl QueueingWorld {
                 Placed::Discarded => self.end_request(slot, Outcome::Failed(Reason::Shed), ctx),
                 Placed::DiscardedOldest { dropped, .. } => {
                     i.pool_waiting[class as usize] += 1;
-                    let dc = self.reqs[dropped as usize].as_ref().expect("queued is live").class;
+                    let dc =
+                        self.reqs.slots[dropped as usize].as_ref().expect("queued is live").class;
                     self.inst(app, inst).pool_waiting[dc as usize] -= 1;
                     self.end_request(dropped, Outcome::Failed(Reason::Shed), ctx);
                 }
@@ -246,7 +261,7 @@ impl QueueingWorld {
     /// The request's thread starts: its dispatch wait ends; the local work needs a core.
     fn entry_work(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let r = self.reqs[slot as usize].as_ref().expect("live");
+        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
         if r.entry.as_ref().is_some_and(|e| e.continuation) {
             // A continuation on its new thread: straight on (still through an event).
             let id = r.id.0;
@@ -255,7 +270,7 @@ impl QueueingWorld {
             return;
         }
         if r.arrival >= self.warmup {
-            let w = &mut self.dispatch_wait[r.class as usize];
+            let w = &mut self.entry_path.dispatch_wait[r.class as usize];
             let ns = (now - r.arrival).0;
             w.n += 1;
             w.sum_ns += ns as u128;
@@ -264,7 +279,7 @@ impl QueueingWorld {
         let e = self.entry(slot);
         let (app, inst) = (e.app, e.inst);
         e.stage = Stage::CpuQueue;
-        let cores = self.apps[app as usize].overhead().map(|o| o.cpu_cores);
+        let cores = self.entry_path.apps[app as usize].overhead().map(|o| o.cpu_cores);
         let i = self.inst(app, inst);
         match cores {
             Some(c) if i.cpu_busy >= c => i.cpu_queue.push_back(slot),
@@ -274,11 +289,13 @@ impl QueueingWorld {
 
     /// The local work runs now (on a core, if cores are modelled).
     fn entry_cpu(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs[slot as usize].as_ref().expect("live");
-        let (id, key) =
-            (r.id.0, DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq));
+        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+        let (id, key) = (
+            r.id.0,
+            DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq),
+        );
         let e = r.entry.as_ref().expect("entry");
-        let a = &self.apps[e.app as usize];
+        let a = &self.entry_path.apps[e.app as usize];
         let i = &a.instances[e.inst as usize];
         let alive = i.pool.as_ref().map_or(0, |p| p.alive());
         let d = match &a.spec.local_work {
@@ -303,7 +320,7 @@ impl QueueingWorld {
     /// The local work is done: the core is freed, a non-blocking thread too; the pipeline
     /// starts.
     pub(super) fn on_local_work_done(&mut self, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs[slot as usize].as_mut().expect("a request in local work is live");
+        let r = self.reqs.slots[slot as usize].as_mut().expect("a request in local work is live");
         assert_eq!(r.id.0, id, "a request cannot end during its local work");
         let e = r.entry.as_mut().expect("entry");
         assert_eq!(e.stage, Stage::LocalWork);
@@ -329,7 +346,7 @@ impl QueueingWorld {
         // The thread is kept if the first stage holds it (by default: the app's blocking).
         let keep = match &advance {
             Advance::Issue(v) if !v.is_empty() => self.stage_needs_thread(slot, v[0].stage),
-            _ => self.apps[app as usize].spec.blocking,
+            _ => self.entry_path.apps[app as usize].spec.blocking,
         };
         if !keep {
             let e = self.entry(slot);
@@ -368,7 +385,7 @@ impl QueueingWorld {
             let pool = self.inst(app, inst).pool.as_mut().expect("a worker has a pool");
             match pool.finish(&w, now) {
                 Then::Next(task, _, r) => {
-                    let c = self.reqs[task as usize].as_ref().expect("queued is live").class;
+                    let c = self.reqs.slots[task as usize].as_ref().expect("queued is live").class;
                     self.inst(app, inst).pool_waiting[c as usize] -= 1;
                     self.entry_start(task, Some(r), ctx);
                 }
@@ -378,7 +395,7 @@ impl QueueingWorld {
         }
         if gateway {
             self.inst(app, inst).gateway_busy -= 1;
-            let cap = self.apps[app as usize].spec.gateway_threads;
+            let cap = self.entry_path.apps[app as usize].spec.gateway_threads;
             loop {
                 let i = self.inst(app, inst);
                 if cap.is_some_and(|g| i.gateway_busy >= g) {
@@ -466,24 +483,20 @@ impl QueueingWorld {
 }
 
 impl QueueingWorld {
-    /// Governor `g` changed state to `to`: the apps whose `health_from` is that breaker
-    /// (or, for a per-instance copy `<path>@<app>.<k>`, that instance) update the health of
-    /// their dispatchers' deferred queues (healthy = `healthy` and CLOSED). The dispatcher
-    /// acts on it in a wake-up event at the same instant, not inside the governor's call.
-    pub(super) fn breaker_health(&mut self, g: usize, to: &str, ctx: &mut Ctx<'_, Ev>) {
+    /// Breaker `g` changed state (`closed`: it entered CLOSED): the apps whose `health_from`
+    /// is that breaker (or, for a per-instance copy, the instance it serves:
+    /// [`governors::InstanceCopy`]) update the health of their dispatchers' deferred queues
+    /// (healthy = `healthy` and CLOSED). The dispatcher acts on it in a wake-up event at the
+    /// same instant, not inside the governor's call.
+    pub(super) fn breaker_health(&mut self, g: usize, closed: bool, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let name = &self.gov_names[g];
-        let (base, copy) = match name.split_once('@') {
-            Some((b, c)) => (b, Some(c)),
-            None => (name.as_str(), None),
-        };
-        let closed = to == "CLOSED";
-        for (ai, a) in self.apps.iter_mut().enumerate() {
+        let (base, copy) = self.govs.identity(g);
+        for (ai, a) in self.entry_path.apps.iter_mut().enumerate() {
             if a.spec.health_from.as_deref() != Some(base) {
                 continue;
             }
             for (k, i) in a.instances.iter_mut().enumerate() {
-                if copy.is_some_and(|c| c != format!("{}.{k}", a.spec.name)) {
+                if copy.is_some_and(|c| (c.app as usize, c.inst as usize) != (ai, k)) {
                     continue;
                 }
                 i.breaker_closed = closed;

@@ -97,8 +97,8 @@ impl QueueingWorld {
 
     /// Arms the prestarted pools' keep-alive timers and sets the gauges at time 0.
     pub(super) fn entry_start_all(&mut self, ctx: &mut Ctx<'_, Ev>) {
-        for a in 0..self.apps.len() {
-            for i in 0..self.apps[a].instances.len() {
+        for a in 0..self.entry_path.apps.len() {
+            for i in 0..self.entry_path.apps[a].instances.len() {
                 self.entry_sync(a as u16, i as u16, ctx);
             }
         }
@@ -106,7 +106,7 @@ impl QueueingWorld {
 
     pub(super) fn entry_gauges(&mut self, app: u16, inst: u16, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let i = &mut self.apps[app as usize].instances[inst as usize];
+        let i = &mut self.entry_path.apps[app as usize].instances[inst as usize];
         let (busy, alive) = i
             .pool
             .as_ref()
@@ -130,7 +130,7 @@ impl QueueingWorld {
     }
 
     pub(super) fn entry_warmup_end(&mut self, now: SimTime) {
-        for a in &mut self.apps {
+        for a in &mut self.entry_path.apps {
             for i in &mut a.instances {
                 i.busy_avg.restart(now);
             }
@@ -140,14 +140,14 @@ impl QueueingWorld {
     /// Threads and gateway threads count as live entities for the zero-time-loop guard.
     pub(super) fn entry_entities(&self) -> u64 {
         let per = |i: &InstanceRt| i.pool.as_ref().map_or(0, |p| p.alive()) + i.gateway_busy + 1;
-        self.apps.iter().flat_map(|a| &a.instances).map(per).sum()
+        self.entry_path.apps.iter().flat_map(|a| &a.instances).map(per).sum()
     }
 
     pub(super) fn entry_summary(&self, end: SimTime, out: &mut Summary) {
-        if self.apps.is_empty() {
+        if self.entry_path.apps.is_empty() {
             return;
         }
-        for (c, w) in self.classes.iter().zip(&self.dispatch_wait) {
+        for (c, w) in self.traffic.classes.iter().zip(&self.entry_path.dispatch_wait) {
             let p = format!("class.{}", c.name);
             let mean = if w.n == 0 { f64::NAN } else { w.sum_ns as f64 / w.n as f64 / 1e6 };
             out.push_f64(format!("{p}.dispatch_wait_ms_mean"), mean);
@@ -155,7 +155,7 @@ impl QueueingWorld {
             out.push_f64(format!("{p}.dispatch_wait_ms_max"), max);
             out.push_u64(format!("{p}.dispatched"), w.n);
         }
-        for a in &self.apps {
+        for a in &self.entry_path.apps {
             for (k, i) in a.instances.iter().enumerate() {
                 let p = format!("app.{}.{k}", a.spec.name);
                 out.push_u64(format!("{p}.assigned"), i.assigned);
@@ -178,10 +178,11 @@ impl QueueingWorld {
     /// I23: per instance, what the pools, gateway, cores and queues hold equals what the
     /// requests say they hold.
     pub(super) fn entry_invariants(&self, v: &mut Vec<String>) {
-        for (ai, a) in self.apps.iter().enumerate() {
+        for (ai, a) in self.entry_path.apps.iter().enumerate() {
             for (k, i) in a.instances.iter().enumerate() {
                 let mine: Vec<&super::entry::ReqEntry> = self
                     .reqs
+                    .slots
                     .iter()
                     .flatten()
                     .filter_map(|r| r.entry.as_ref())
@@ -236,8 +237,8 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) {
         let now = ctx.now();
-        for ai in 0..self.apps.len() {
-            let a = &mut self.apps[ai];
+        for ai in 0..self.entry_path.apps.len() {
+            let a = &mut self.entry_path.apps[ai];
             let pool_ix = a.spec.pools().iter().position(|p| p.name == name);
             let hit = match kind {
                 "app" => a.spec.name == name,
@@ -313,7 +314,7 @@ impl QueueingWorld {
                     (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
                 }
             }
-            for k in 0..self.apps[ai].instances.len() {
+            for k in 0..self.entry_path.apps[ai].instances.len() {
                 self.entry_pump(ai as u16, k as u16, ctx);
                 self.entry_sync(ai as u16, k as u16, ctx);
             }

@@ -92,7 +92,7 @@ impl QueueingWorld {
     /// Call `slot` reached its site at level 0: is the site switched off? Then the call
     /// goes straight to the fallback (or ends `Rejected(shed)`), and `true` is returned.
     pub(super) fn switched_off(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) -> bool {
-        let site = self.calls[slot as usize].as_ref().expect("live call").site as usize;
+        let site = self.calls.slots[slot as usize].as_ref().expect("live call").site as usize;
         if self.sites[site].enabled {
             return false;
         }
@@ -114,14 +114,14 @@ impl QueueingWorld {
         off: bool,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Option<Outcome> {
-        let c = self.calls[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
         let site = c.site as usize;
         let first = c.degrade.map(|d| d.first);
         let on = self.sites[site].fallback.as_ref().map(|f| f.on);
         if on.is_none() && first.is_none() {
             return Some(o); // the common case: no chain here
         }
-        if self.reqs[c.req as usize].as_ref().expect("live request").expired {
+        if self.reqs.slots[c.req as usize].as_ref().expect("live request").expired {
             return Some(o); // its budget ran out: nothing further is issued, not even a fallback
         }
         let AfterEnd::Fallback { first } = fb::after_end(o, first, on, off) else {
@@ -159,7 +159,7 @@ impl QueueingWorld {
     pub(super) fn fallback_start(&mut self) {
         for s in &self.sites {
             if let Some(SiteFallback { to: To::Busy { cache: Some(g), .. }, .. }) = s.fallback {
-                match &mut self.govs[g] {
+                match &mut self.govs.arena[g] {
                     GovernorKind::Cache(c) => c.keep_stale_for_busy(),
                     _ => unreachable!("checked: a cache"),
                 }
@@ -170,14 +170,14 @@ impl QueueingWorld {
     /// The busy layer's cache lookup: the best cached similar answer, stale entries
     /// accepted; the question is the call's own (its bits before any hop).
     fn stale_lookup(&mut self, slot: u32, g: usize, now: SimTime) -> bool {
-        let c = self.calls[slot as usize].as_ref().expect("live call");
-        let r = self.reqs[c.req as usize].as_ref().expect("live request");
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
         let path = c.degrade.map_or(c.path, |d| d.orig_path);
-        let draw = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq)
+        let draw = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
             .with_call(path, 0)
             .bits(attr::GOVERNOR_BITS);
         let key = r.key;
-        match &mut self.govs[g] {
+        match &mut self.govs.arena[g] {
             GovernorKind::Cache(cache) => cache.lookup_stale(key, draw, now),
             _ => unreachable!("checked: a cache"),
         }
@@ -192,9 +192,9 @@ impl QueueingWorld {
         trim: Option<&Trim>,
         ctx: &mut Ctx<'_, Ev>,
     ) {
-        let c = self.calls[slot as usize].as_ref().expect("live call");
-        let prompt = Self::prompt_of(c, self.reqs[c.req as usize].as_ref().expect("live"));
-        let c = self.calls[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let prompt = Self::prompt_of(c, self.reqs.slots[c.req as usize].as_ref().expect("live"));
+        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
         assert!(
             c.timer.is_none()
                 && c.parked_at.is_none()
@@ -225,7 +225,7 @@ impl QueueingWorld {
     /// I41–I42: live calls on a chain have ≤ `MAX_HOPS` hops and the hop's draw path; busy
     /// answers per window within their cap.
     pub(super) fn fallback_violations(&self, out: &mut Vec<String>) {
-        for c in self.calls.iter().flatten() {
+        for c in self.calls.slots.iter().flatten() {
             if let Some(d) = c.degrade
                 && (d.hops == 0
                     || d.hops > MAX_HOPS

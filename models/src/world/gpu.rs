@@ -65,15 +65,15 @@ impl QueueingWorld {
     /// Sends call `slot` (job `job`) to GPU server `g` as `batch` sequences.
     pub(super) fn send_to_gpu(&mut self, slot: u32, g: u16, batch: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let c = self.calls[slot as usize].as_ref().expect("live call");
-        let r = self.reqs[c.req as usize].as_ref().expect("live request");
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
         let job = c.job_id();
         let (prompt, output) =
             (Self::prompt_of(c, r).unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
         if r.arrival >= self.warmup {
-            self.sources[r.source as usize].upstream_calls += 1;
+            self.traffic.sources[r.source as usize].upstream_calls += 1;
         }
-        let gpu = &mut self.gpus[g as usize];
+        let gpu = &mut self.upstreams.gpus[g as usize];
         let room = gpu.server.spec().max_queue.saturating_sub(gpu.server.waiting());
         if room < batch as u64 {
             gpu.rejected_429 += 1;
@@ -109,7 +109,7 @@ impl QueueingWorld {
         let timeout = self.call_timeout(slot);
         if timeout > SimDuration::ZERO {
             let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job });
-            self.calls[slot as usize].as_mut().expect("live call").upstream_timer = Some(h);
+            self.calls.slots[slot as usize].as_mut().expect("live call").upstream_timer = Some(h);
         }
         self.kick_gpu(g, ctx);
     }
@@ -117,7 +117,7 @@ impl QueueingWorld {
     /// Starts a step if the server has work and none is in flight.
     pub(super) fn kick_gpu(&mut self, g: u16, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let gpu = &mut self.gpus[g as usize];
+        let gpu = &mut self.upstreams.gpus[g as usize];
         if gpu.server.step_end().is_none()
             && gpu.server.has_work()
             && let Some(plan) = gpu.server.start_step(now)
@@ -132,15 +132,15 @@ impl QueueingWorld {
     pub(super) fn on_gpu_step(&mut self, g: u16, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
         let mut evs = Vec::new();
-        self.gpus[g as usize].server.finish_step(now, &mut evs);
+        self.upstreams.gpus[g as usize].server.finish_step(now, &mut evs);
         let mut done = Vec::new();
         for e in evs {
-            let gpu = &mut self.gpus[g as usize];
+            let gpu = &mut self.upstreams.gpus[g as usize];
             match e {
                 SeqEvent::FirstToken { id, at } => {
                     let &(slot, job, sent) = gpu.seqs.get(&id).expect("a sequence of ours");
                     ctx.metrics.record(gpu.ttft, (at - sent).0);
-                    let live = self.calls[slot as usize].as_ref().filter(|c| c.awaits(job));
+                    let live = self.calls.slots[slot as usize].as_ref().filter(|c| c.awaits(job));
                     if let Some(req) = live.map(|c| c.req) {
                         self.request_started(req, at);
                     }
@@ -159,14 +159,14 @@ impl QueueingWorld {
         }
         self.kick_gpu(g, ctx);
         for (slot, job) in done {
-            let Some(c) = self.calls[slot as usize].as_mut().filter(|c| c.awaits(job)) else {
-                self.gpus[g as usize].abandoned_done += 1;
+            let Some(c) = self.calls.slots[slot as usize].as_mut().filter(|c| c.awaits(job)) else {
+                self.upstreams.gpus[g as usize].abandoned_done += 1;
                 continue;
             };
             if let Some(h) = c.upstream_timer.take() {
                 ctx.cancel(h);
             }
-            self.gpus[g as usize].answered += 1;
+            self.upstreams.gpus[g as usize].answered += 1;
             self.answer_with(slot, Outcome::Success, None, ctx);
         }
         self.resume_woken(ctx);
@@ -175,7 +175,7 @@ impl QueueingWorld {
     /// The client gave up on job `job` at GPU server `g`: with cancellation its sequences
     /// are dropped (KV and slots freed), else they run on as abandoned work.
     pub(super) fn gpu_abandon(&mut self, g: u16, job: u64, ctx: &mut Ctx<'_, Ev>) {
-        let gpu = &mut self.gpus[g as usize];
+        let gpu = &mut self.upstreams.gpus[g as usize];
         if !gpu.server.spec().cancellation {
             return;
         }

@@ -19,17 +19,21 @@ impl QueueingWorld {
     /// Requests and calls in the system, and the estimated bytes of what grows with them.
     pub(super) fn holdings_now(&self) -> sim_core::Holdings {
         let cap = |n: usize, each: usize| (n as u64).saturating_mul(each as u64);
-        let bytes = cap(self.reqs.capacity(), size_of::<Option<Req>>())
-            + cap(self.calls.capacity(), size_of::<Option<Call>>())
-            + cap(self.req_free.capacity() + self.call_free.capacity(), 4)
-            + cap(self.call_generations.capacity(), 4)
-            + cap(self.woken.capacity(), size_of::<Woken>())
-            + self.records.as_ref().map_or(0, |r| cap(r.capacity(), size_of::<RequestRecord>()))
-            + cap(self.events.capacity(), size_of::<ModelEvent>())
-            + (self.events.len() as u64).saturating_mul(EVENT_TEXT_BYTES)
-            + self.live.saturating_mul(REQUEST_HEAP_BYTES)
-            + self.live_calls.saturating_mul(CALL_EXTRA_BYTES);
-        sim_core::Holdings { entities: self.live.saturating_add(self.live_calls), bytes }
+        let bytes = cap(self.reqs.slots.capacity(), size_of::<Option<Req>>())
+            + cap(self.calls.slots.capacity(), size_of::<Option<Call>>())
+            + cap(self.reqs.free.capacity() + self.calls.free.capacity(), 4)
+            + cap(self.calls.generations.capacity(), 4)
+            + cap(self.govs.woken.capacity(), size_of::<Woken>())
+            + self
+                .obs
+                .records
+                .as_ref()
+                .map_or(0, |r| cap(r.capacity(), size_of::<RequestRecord>()))
+            + cap(self.obs.events.capacity(), size_of::<ModelEvent>())
+            + (self.obs.events.len() as u64).saturating_mul(EVENT_TEXT_BYTES)
+            + self.reqs.live.saturating_mul(REQUEST_HEAP_BYTES)
+            + self.calls.live.saturating_mul(CALL_EXTRA_BYTES);
+        sim_core::Holdings { entities: self.reqs.live.saturating_add(self.calls.live), bytes }
     }
 
     /// Where most of what the run holds is: the place holding the most calls (a governor a
@@ -43,7 +47,7 @@ impl QueueingWorld {
             Site(u16),
         }
         let mut places = std::collections::BTreeMap::<Place, u64>::new();
-        for c in self.calls.iter().flatten() {
+        for c in self.calls.slots.iter().flatten() {
             let site = &self.sites[c.site as usize];
             let place = match (c.parked_at, c.up) {
                 (Some(l), _) => Place::Governor(site.stack_for(c.inst)[l]),
@@ -53,25 +57,30 @@ impl QueueingWorld {
             };
             *places.entry(place).or_default() += 1;
         }
-        let mut per_source = vec![0u64; self.sources.len()];
-        for r in self.reqs.iter().flatten() {
+        let mut per_source = vec![0u64; self.traffic.sources.len()];
+        for r in self.reqs.slots.iter().flatten() {
             per_source[r.source as usize] += 1;
         }
         let mut out = Vec::new();
         if let Some((p, n)) = places.iter().max_by_key(|(p, n)| (**n, std::cmp::Reverse(**p))) {
             let name = match *p {
-                Place::Governor(g) => self.gov_names[g].clone(),
-                Place::Station(s) => format!("station.{}", self.stations[s as usize].name),
-                Place::Gpu(g) => format!("gpu_server.{}", self.gpus[g as usize].name),
+                Place::Governor(g) => self.govs.names[g].clone(),
+                Place::Station(s) => {
+                    format!("station.{}", self.upstreams.stations[s as usize].name)
+                }
+                Place::Gpu(g) => format!("gpu_server.{}", self.upstreams.gpus[g as usize].name),
                 Place::Site(s) => format!("call_site.{}", self.sites[s as usize].name),
             };
-            out.push(format!("`{name}` ({n} of {} calls)", self.live_calls));
+            out.push(format!("`{name}` ({n} of {} calls)", self.calls.live));
         }
         if let Some((s, n)) =
             per_source.iter().enumerate().max_by_key(|(i, n)| (**n, std::cmp::Reverse(*i)))
             && *n > 0
         {
-            out.push(format!("source `{}` ({n} of {} requests)", self.sources[s].name, self.live));
+            out.push(format!(
+                "source `{}` ({n} of {} requests)",
+                self.traffic.sources[s].name, self.reqs.live
+            ));
         }
         if out.is_empty() { "the run's records and events".into() } else { out.join(", ") }
     }

@@ -9,7 +9,7 @@ impl QueueingWorld {
     /// State changes recorded so far, in the order they happened (a live session drains
     /// them by position; [`QueueingWorld::take_events`] hands them over at the end).
     pub fn model_events(&self) -> &[ModelEvent] {
-        &self.events
+        &self.obs.events
     }
 
     /// The value in force of a registered parameter (the scenario's value until a run-time
@@ -25,15 +25,15 @@ impl QueueingWorld {
 
     /// Calls in the system now.
     pub fn live_calls(&self) -> u64 {
-        self.live_calls
+        self.calls.live
     }
 
     /// The state of every component at `now`, in a stable order.
     pub fn component_states(&self, now: SimTime) -> Vec<ComponentState> {
         let mut out: Vec<ComponentState> = (0..self.govs.len())
-            .map(|i| governor_state(&self.gov_names[i], &self.govs[i], now))
+            .map(|i| governor_state(&self.govs.names[i], &self.govs.arena[i], now))
             .collect();
-        for s in &self.stations {
+        for s in &self.upstreams.stations {
             let mut c = ComponentState::new(format!("station.{}", s.name));
             c.in_flight = Some(InFlight { in_use: s.st.busy(), limit: Some(s.st.servers) });
             c.waiting = s.st.queue_len();
@@ -42,7 +42,7 @@ impl QueueingWorld {
             }
             out.push(c);
         }
-        for g in &self.gpus {
+        for g in &self.upstreams.gpus {
             let mut c = ComponentState::new(format!("gpu_server.{}", g.name));
             let limit = g.server.spec().max_num_seqs;
             c.in_flight = Some(InFlight { in_use: g.server.running(), limit: Some(limit) });
@@ -50,7 +50,7 @@ impl QueueingWorld {
             c.figures.push(("kv_used_tokens", g.server.kv_used_tokens() as f64));
             out.push(c);
         }
-        for (name, q) in &self.quotas {
+        for (name, q) in &self.upstreams.quotas {
             let mut c = ComponentState::new(format!("quota.{name}"));
             c.in_flight = Some(InFlight { in_use: q.in_flight(), limit: q.max_concurrency() });
             c.tokens_left = q.remaining_tokens().map(|t| t as i64);
@@ -59,7 +59,7 @@ impl QueueingWorld {
             }
             out.push(c);
         }
-        for p in &self.conns {
+        for p in &self.upstreams.conns {
             let mut c = ComponentState::new(format!("connpool.{}", p.name));
             let limit = p.pool.spec().max_total;
             c.in_flight = Some(InFlight { in_use: p.pool.leased(), limit: Some(limit) });
@@ -67,7 +67,7 @@ impl QueueingWorld {
             c.figures.push(("idle", p.pool.idle() as f64));
             out.push(c);
         }
-        for a in &self.apps {
+        for a in &self.entry_path.apps {
             for (k, inst) in a.instances.iter().enumerate() {
                 let mut c = ComponentState::new(format!("app.{}.{k}", a.spec.name));
                 c.queues = self.instance_queues(inst);
@@ -88,7 +88,8 @@ impl QueueingWorld {
     /// Per class: requests queued at one app instance (its dispatcher's class queue, or
     /// without a dispatcher the requests of that class in its pool's own queue).
     fn instance_queues(&self, inst: &entry::InstanceRt) -> Vec<(String, u64)> {
-        self.classes
+        self.traffic
+            .classes
             .iter()
             .enumerate()
             .map(|(k, c)| {
@@ -103,8 +104,8 @@ impl QueueingWorld {
 
     /// One component's state by path (`None`: no such component).
     pub fn component_state(&self, path: &str, now: SimTime) -> Option<ComponentState> {
-        if let Some(i) = self.gov_names.iter().position(|n| n == path) {
-            return Some(governor_state(path, &self.govs[i], now));
+        if let Some(i) = self.govs.names.iter().position(|n| n == path) {
+            return Some(governor_state(path, &self.govs.arena[i], now));
         }
         self.component_states(now).into_iter().find(|c| c.path == path)
     }
@@ -113,13 +114,14 @@ impl QueueingWorld {
     pub fn snapshot(&self, now: SimTime, events: u64) -> Snapshot {
         let components = self.component_states(now);
         let mut class_queued: Vec<(String, u64)> =
-            self.classes.iter().map(|c| (c.name.clone(), 0)).collect();
+            self.traffic.classes.iter().map(|c| (c.name.clone(), 0)).collect();
         for c in components.iter().filter(|c| c.kind == "app") {
             for (k, (_, n)) in c.queues.iter().enumerate() {
                 class_queued[k].1 += n;
             }
         }
         let throughput = self
+            .traffic
             .sources
             .iter()
             .map(|s| Throughput {
@@ -135,8 +137,8 @@ impl QueueingWorld {
         Snapshot {
             now,
             events,
-            live_requests: self.live,
-            live_calls: self.live_calls,
+            live_requests: self.reqs.live,
+            live_calls: self.calls.live,
             class_queued,
             components,
             throughput,

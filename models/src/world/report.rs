@@ -6,7 +6,7 @@ use super::*;
 impl QueueingWorld {
     /// State changes recorded during the run, in time order.
     pub fn take_events(&mut self) -> Vec<ModelEvent> {
-        std::mem::take(&mut self.events)
+        std::mem::take(&mut self.obs.events)
     }
 
     /// The model's results at `end`.
@@ -17,11 +17,11 @@ impl QueueingWorld {
 
     pub fn summary(&self, end: SimTime) -> Summary {
         let mut out = Summary::default();
-        let mut oldest: Vec<Option<SimTime>> = vec![None; self.sources.len()];
+        let mut oldest: Vec<Option<SimTime>> = vec![None; self.traffic.sources.len()];
         // Ages at the end of the measured requests still in flight, per source and class.
-        let mut ages: Vec<Vec<SimDuration>> = vec![Vec::new(); self.sources.len()];
-        let mut class_ages: Vec<Vec<SimDuration>> = vec![Vec::new(); self.classes.len()];
-        for r in self.reqs.iter().flatten() {
+        let mut ages: Vec<Vec<SimDuration>> = vec![Vec::new(); self.traffic.sources.len()];
+        let mut class_ages: Vec<Vec<SimDuration>> = vec![Vec::new(); self.traffic.classes.len()];
+        for r in self.reqs.slots.iter().flatten() {
             let o = &mut oldest[r.source as usize];
             *o = Some(o.map_or(r.arrival, |t| t.min(r.arrival)));
             if r.arrival >= self.warmup {
@@ -29,7 +29,7 @@ impl QueueingWorld {
                 class_ages[r.class as usize].push(end - r.arrival);
             }
         }
-        for ((s, o), a) in self.sources.iter().zip(&oldest).zip(&ages) {
+        for ((s, o), a) in self.traffic.sources.iter().zip(&oldest).zip(&ages) {
             let p = format!("source.{}", s.name);
             s.stats.emit(&p, a.len() as u64, o.map(|t| end - t), &mut out);
             s.stats.emit_censored(&p, a, &mut out);
@@ -46,12 +46,12 @@ impl QueueingWorld {
         // Per class: the sums over its sources, and the share answered within the SLA.
         // (From the requests' own classes: a population or trace rule can give a request
         // another class than its source's.)
-        let mut class_oldest: Vec<Option<SimTime>> = vec![None; self.classes.len()];
-        for r in self.reqs.iter().flatten() {
+        let mut class_oldest: Vec<Option<SimTime>> = vec![None; self.traffic.classes.len()];
+        for r in self.reqs.slots.iter().flatten() {
             let o = &mut class_oldest[r.class as usize];
             *o = Some(o.map_or(r.arrival, |t| t.min(r.arrival)));
         }
-        for (k, c) in self.classes.iter().enumerate() {
+        for (k, c) in self.traffic.classes.iter().enumerate() {
             let (a, o) = (&class_ages[k], class_oldest[k]);
             let p = format!("class.{}", c.name);
             c.stats.emit(&p, a.len() as u64, o.map(|t| end - t), &mut out);
@@ -78,7 +78,7 @@ impl QueueingWorld {
                 share(c.within_sla, answered + over),
             );
         }
-        for s in &self.stations {
+        for s in &self.upstreams.stations {
             let p = format!("station.{}", s.name);
             out.push_f64(format!("{p}.mean_in_system"), s.in_system.mean(end));
             out.push_f64(format!("{p}.utilization"), s.busy.mean(end) / s.servers.mean(end));
@@ -96,7 +96,7 @@ impl QueueingWorld {
             out.push_u64(format!("call_site.{}.failovers", site.name), site.failovers);
         }
         self.fallback_summary(&mut out);
-        for g in &self.gpus {
+        for g in &self.upstreams.gpus {
             let p = format!("gpu_server.{}", g.name);
             let st = &g.server.stats;
             out.push_u64(format!("{p}.answered"), g.answered);
@@ -116,7 +116,7 @@ impl QueueingWorld {
             out.push_f64(format!("{p}.utilization"), busy as f64 / end.0.max(1) as f64);
             out.push_f64(format!("{p}.tokens_per_s"), st.tokens_generated as f64 / secs);
         }
-        for c in &self.conns {
+        for c in &self.upstreams.conns {
             let (p, k) = (format!("connpool.{}", c.name), &c.pool.counters);
             let cols = [
                 ("connects", k.connects),
@@ -133,13 +133,13 @@ impl QueueingWorld {
                 out.push_u64(format!("{p}.{n}"), v);
             }
         }
-        for (name, q) in &self.quotas {
+        for (name, q) in &self.upstreams.quotas {
             let p = format!("quota.{name}");
             out.push_u64(format!("{p}.admitted"), q.counters.admitted);
             out.push_u64(format!("{p}.rejected_429"), q.counters.rejected);
         }
         // Governor counters (`<kind>.<name>.<counter>`, shadows `shadow.<kind>.<name>.…`).
-        for (g, name) in self.govs.iter().zip(&self.gov_names) {
+        for (g, name) in self.govs.arena.iter().zip(&self.govs.names) {
             for (counter, v) in g.summary_counters() {
                 out.push_u64(format!("{name}.{counter}"), v);
             }
@@ -153,11 +153,11 @@ impl QueueingWorld {
     pub fn check_invariants(&self) -> Vec<String> {
         let mut v = Vec::new();
         self.fallback_violations(&mut v);
-        let mut live_per_source = vec![0u64; self.sources.len()];
-        for r in self.reqs.iter().flatten() {
+        let mut live_per_source = vec![0u64; self.traffic.sources.len()];
+        for r in self.reqs.slots.iter().flatten() {
             live_per_source[r.source as usize] += 1;
         }
-        for (s, live) in self.sources.iter().zip(live_per_source) {
+        for (s, live) in self.traffic.sources.iter().zip(live_per_source) {
             if s.stats.offered != s.stats.ended + live {
                 v.push(format!(
                     "I1 conservation: source {} offered {} ≠ ended {} + in flight {live}",
@@ -165,8 +165,9 @@ impl QueueingWorld {
                 ));
             }
         }
-        for (k, c) in self.classes.iter().enumerate() {
-            let live = self.reqs.iter().flatten().filter(|r| r.class as usize == k).count() as u64;
+        for (k, c) in self.traffic.classes.iter().enumerate() {
+            let live =
+                self.reqs.slots.iter().flatten().filter(|r| r.class as usize == k).count() as u64;
             if c.stats.offered != c.stats.ended + live {
                 v.push(format!(
                     "I1 conservation: class {} offered {} ≠ ended {} + in flight {live}",
@@ -174,22 +175,22 @@ impl QueueingWorld {
                 ));
             }
         }
-        if self.calls_issued != self.calls_ended + self.live_calls {
+        if self.calls.issued != self.calls.ended + self.calls.live {
             v.push(format!(
                 "I22 call conservation: issued {} ≠ ended {} + in flight {}",
-                self.calls_issued, self.calls_ended, self.live_calls
+                self.calls.issued, self.calls.ended, self.calls.live
             ));
         }
-        let live_calls = self.calls.iter().flatten().count() as u64;
-        let per_request: u64 = self.reqs.iter().flatten().map(|r| r.live_calls as u64).sum();
-        if live_calls != self.live_calls || per_request != self.live_calls {
+        let live_calls = self.calls.slots.iter().flatten().count() as u64;
+        let per_request: u64 = self.reqs.slots.iter().flatten().map(|r| r.live_calls as u64).sum();
+        if live_calls != self.calls.live || per_request != self.calls.live {
             v.push(format!(
                 "I22 call conservation: {live_calls} call slots, {per_request} per request, counter {}",
-                self.live_calls
+                self.calls.live
             ));
         }
-        for rt in &self.gates {
-            let g = self.govs[rt.gov].as_gate().expect("a gate");
+        for rt in &self.govs.gates {
+            let g = self.govs.arena[rt.gov].as_gate().expect("a gate");
             if g.granted - g.returned != g.in_use() {
                 v.push(format!(
                     "I2 permits: gate {} granted {} − returned {} ≠ in use {}",
@@ -200,13 +201,14 @@ impl QueueingWorld {
                 ));
             }
         }
-        v.extend(self.gpus.iter().filter_map(|g| g.check()));
-        if self.stations.iter().any(|s| s.stream.is_some()) {
+        v.extend(self.upstreams.gpus.iter().filter_map(|g| g.check()));
+        if self.upstreams.stations.iter().any(|s| s.stream.is_some()) {
             self.stream_invariants(&mut v);
         }
-        for (p, rt) in self.conns.iter().enumerate() {
+        for (p, rt) in self.upstreams.conns.iter().enumerate() {
             let holding = self
                 .calls
+                .slots
                 .iter()
                 .flatten()
                 .filter(|c| self.sites[c.site as usize].conn_pool == Some(p as u16))
@@ -220,7 +222,7 @@ impl QueueingWorld {
                 ));
             }
         }
-        for (name, q) in &self.quotas {
+        for (name, q) in &self.upstreams.quotas {
             if q.counters.admitted != q.counters.completed + q.in_flight() {
                 v.push(format!(
                     "I24 quota tickets: quota {name} admitted {} ≠ completed {} + in flight {}",
@@ -230,7 +232,7 @@ impl QueueingWorld {
                 ));
             }
         }
-        for s in &self.stations {
+        for s in &self.upstreams.stations {
             if s.st.capacity.is_some_and(|c| s.st.queue_len() > c) {
                 v.push(format!(
                     "I3 capacity: station {} queue {} > {:?}",
@@ -248,7 +250,7 @@ impl QueueingWorld {
         }
         self.entry_invariants(&mut v);
         crate::flow::cluster::check_clients(
-            self.govs.iter().zip(&self.gov_names).filter_map(|(g, n)| match g {
+            self.govs.arena.iter().zip(&self.govs.names).filter_map(|(g, n)| match g {
                 crate::callsite::GovernorKind::ClusterFlow(c) => Some((n.as_str(), c)),
                 _ => None,
             }),
@@ -261,8 +263,8 @@ impl QueueingWorld {
     /// The per-request records (empty unless `record_requests`), in the order requests
     /// ended, followed by the requests still in the system, by id.
     pub fn take_records(&mut self) -> Vec<RequestRecord> {
-        let Some(mut out) = self.records.take() else { return Vec::new() };
-        let mut open: Vec<&Req> = self.reqs.iter().flatten().collect();
+        let Some(mut out) = self.obs.records.take() else { return Vec::new() };
+        let mut open: Vec<&Req> = self.reqs.slots.iter().flatten().collect();
         open.sort_by_key(|r| r.id);
         out.extend(open.into_iter().map(|r| RequestRecord {
             request_id: r.id.0,

@@ -5,7 +5,7 @@ use super::*;
 impl QueueingWorld {
     pub(super) fn on_arrival(&mut self, source: u16, rate_gen: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let src = &mut self.sources[source as usize];
+        let src = &mut self.traffic.sources[source as usize];
         if rate_gen != src.traffic.rate_gen {
             return; // rescheduled by a rate change
         }
@@ -51,17 +51,17 @@ impl QueueingWorld {
     ) -> RequestId {
         let now = ctx.now();
         let a = self.draw_attributes(source, seq, client);
-        let src = &mut self.sources[source as usize];
+        let src = &mut self.traffic.sources[source as usize];
         src.stats.offered += 1;
-        let class = &mut self.classes[a.class as usize].stats;
+        let class = &mut self.traffic.classes[a.class as usize].stats;
         class.offered += 1;
         if now >= self.warmup {
             src.stats.measured_offered += 1;
             class.measured_offered += 1;
         }
         ctx.metrics.incr(src.arrivals);
-        let id = RequestId(self.next_request);
-        self.next_request += 1;
+        let id = RequestId(self.reqs.next_id);
+        self.reqs.next_id += 1;
         let (pipeline, src_key, app) = (src.pipeline, src.key, src.app);
         let key = DrawKey::request(self.seed, src_key, seq);
         let pl = &self.pipelines[pipeline as usize];
@@ -91,17 +91,7 @@ impl QueueingWorld {
             deadline: None,
             expired: false,
         };
-        self.live += 1;
-        let slot = match self.req_free.pop() {
-            Some(s) => {
-                self.reqs[s as usize] = Some(r);
-                s
-            }
-            None => {
-                self.reqs.push(Some(r));
-                (self.reqs.len() - 1) as u32
-            }
-        };
+        let slot = self.reqs.insert(r);
         self.arm_budget(slot, ctx);
         match app {
             Some(app) => self.entry_arrive(slot, app, advance, ctx),
@@ -127,13 +117,13 @@ impl QueueingWorld {
     }
 
     fn issue_call(&mut self, req: u32, issue: Issue, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs[req as usize].as_mut().expect("live request");
+        let r = self.reqs.slots[req as usize].as_mut().expect("live request");
         r.live_calls += 1;
         let pl = &self.pipelines[r.pipeline as usize];
         let site = pl.sites[issue.stage as usize][issue.step as usize];
         let path = if pl.direct { 0 } else { issue.call_path() };
         let c = Call {
-            id: self.next_call,
+            id: self.calls.next_id,
             req,
             site,
             issue,
@@ -156,27 +146,12 @@ impl QueueingWorld {
             inst: 0,
             generation: 0,
         };
-        self.next_call += 1;
-        self.calls_issued += 1;
-        self.live_calls += 1;
-        let slot = match self.call_free.pop() {
-            Some(s) => {
-                self.calls[s as usize] = Some(c);
-                s
-            }
-            None => {
-                self.calls.push(Some(c));
-                self.call_generations.push(0);
-                (self.calls.len() - 1) as u32
-            }
-        };
-        let generation = self.call_generations[slot as usize];
-        let inst = match self.reqs[req as usize].as_ref().expect("live request").entry {
+        self.calls.next_id += 1;
+        let inst = match self.reqs.slots[req as usize].as_ref().expect("live request").entry {
             Some(ref e) => self.instance_key(e.app, e.inst) as u16 + 1,
             None => 0,
         };
-        let c = self.calls[slot as usize].as_mut().expect("just allocated");
-        (c.generation, c.inst) = (generation, inst);
+        let slot = self.calls.insert(Call { inst, ..c });
         self.descend(slot, 0, ctx);
         self.resume_woken(ctx);
     }
@@ -190,13 +165,9 @@ impl QueueingWorld {
 
     /// A call is over: its request's pipeline moves on.
     pub(super) fn call_done(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls[slot as usize].take().expect("a call ends once");
+        let c = self.calls.remove(slot);
         debug_assert!(c.timer.is_none() && c.parked_at.is_none() && c.retry_level.is_none());
-        self.call_generations[slot as usize] = self.call_generations[slot as usize].wrapping_add(1);
-        self.call_free.push(slot);
-        self.live_calls -= 1;
-        self.calls_ended += 1;
-        let r = self.reqs[c.req as usize].as_mut().expect("a call's request outlives it");
+        let r = self.reqs.slots[c.req as usize].as_mut().expect("a call's request outlives it");
         r.live_calls -= 1;
         if r.expired {
             // Its budget ran out: nothing more is issued; it ends with its last call.
@@ -211,7 +182,7 @@ impl QueueingWorld {
             self.end_request(c.req, outcome, ctx);
             return;
         }
-        let key = DrawKey::request(self.seed, self.sources[r.source as usize].key, r.seq);
+        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
         let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
         let advance = r.progress.call_ended(&pl.p, c.issue, outcome, &mut draw);
         self.advance(c.req, advance, ctx);
@@ -219,14 +190,12 @@ impl QueueingWorld {
 
     pub(super) fn end_request(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let r = self.reqs[slot as usize].take().expect("ends once");
+        let r = self.reqs.remove(slot);
         assert_eq!(r.live_calls, 0, "a request ends after its last call");
         if let Some(h) = r.deadline {
             ctx.cancel(h);
         }
-        self.req_free.push(slot);
-        self.live -= 1;
-        if let Some(recs) = &mut self.records {
+        if let Some(recs) = &mut self.obs.records {
             recs.push(RequestRecord {
                 request_id: r.id.0,
                 source: r.source,
@@ -242,10 +211,10 @@ impl QueueingWorld {
             });
         }
         let measured = r.arrival >= self.warmup;
-        let src = &mut self.sources[r.source as usize];
+        let src = &mut self.traffic.sources[r.source as usize];
         let latency = now - r.arrival;
         src.stats.record_end(outcome, latency, measured);
-        let class = &mut self.classes[r.class as usize];
+        let class = &mut self.traffic.classes[r.class as usize];
         class.stats.record_end(outcome, latency, measured);
         if measured
             && class.sla > SimDuration::ZERO
@@ -268,19 +237,19 @@ impl QueueingWorld {
 
     /// The first service start of a request's calls: its wait is measured once.
     pub(super) fn request_started(&mut self, req: u32, now: SimTime) {
-        let r = self.reqs[req as usize].as_mut().expect("live request");
+        let r = self.reqs.slots[req as usize].as_mut().expect("live request");
         if r.start.is_some() {
             return;
         }
         r.start = Some(now);
         if r.arrival >= self.warmup {
-            self.sources[r.source as usize].stats.record_start(now - r.arrival);
-            self.classes[r.class as usize].stats.record_start(now - r.arrival);
+            self.traffic.sources[r.source as usize].stats.record_start(now - r.arrival);
+            self.traffic.classes[r.class as usize].stats.record_start(now - r.arrival);
         }
     }
 
     pub(super) fn on_warmup_end(&mut self, now: SimTime) {
-        for s in &mut self.stations {
+        for s in &mut self.upstreams.stations {
             s.in_system.restart(now);
             s.busy.restart(now);
             s.servers.restart(now);

@@ -11,12 +11,12 @@ impl QueueingWorld {
         st: u16,
         job: &Job,
     ) -> Option<crate::scripted::Scripted> {
-        self.stations[st as usize].script.as_ref()?;
+        self.upstreams.stations[st as usize].script.as_ref()?;
         // The waiting client's timeout (`Some(ZERO)`: none; `None`: nobody waits any more).
-        let timeout = self.calls[job.slot as usize]
+        let timeout = self.calls.slots[job.slot as usize]
             .as_ref()
             .filter(|c| c.awaits(job.id))
             .map(|_| self.call_timeout(job.slot));
-        self.stations[st as usize].script.as_mut().expect("checked above").next(timeout)
+        self.upstreams.stations[st as usize].script.as_mut().expect("checked above").next(timeout)
     }
 }

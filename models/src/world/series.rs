@@ -121,35 +121,35 @@ const DEGRADE_REFUSING: [BreakerState; 2] = [BreakerState::Open, BreakerState::H
 impl QueueingWorld {
     /// A call of `site` is sent to `up` (first attempt, retry or failover).
     pub(super) fn series_sent(&mut self, site: usize, up: Upstream, ctx: &mut Ctx<'_, Ev>) {
-        ctx.metrics.incr(self.series.sites[site].attempts);
+        ctx.metrics.incr(self.obs.series.sites[site].attempts);
         let c = match up {
-            Upstream::Station(s) => self.series.stations[s as usize],
-            Upstream::Gpu(g) => self.series.gpus[g as usize],
+            Upstream::Station(s) => self.obs.series.stations[s as usize],
+            Upstream::Gpu(g) => self.obs.series.gpus[g as usize],
         };
         ctx.metrics.incr(c);
     }
 
     /// A call of `site` starts another attempt after its back-off.
     pub(super) fn series_retry(&mut self, site: usize, ctx: &mut Ctx<'_, Ev>) {
-        ctx.metrics.incr(self.series.sites[site].retries);
+        ctx.metrics.incr(self.obs.series.sites[site].retries);
     }
 
     /// A call of `site` timed out waiting for its upstream.
     pub(super) fn series_timeout(&mut self, site: usize, ctx: &mut Ctx<'_, Ev>) {
-        ctx.metrics.incr(self.series.sites[site].timeouts);
+        ctx.metrics.incr(self.obs.series.sites[site].timeouts);
     }
 
     /// The upstream (or its quota) answered a call of `site` with `outcome`.
     pub(super) fn series_answer(&mut self, site: usize, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         if outcome == Outcome::Rejected(Reason::Upstream429) {
-            ctx.metrics.incr(self.series.sites[site].upstream_429);
+            ctx.metrics.incr(self.obs.series.sites[site].upstream_429);
         }
     }
 
     /// Governor `g` acted: a breaker's gauges and refusals by state.
     pub(super) fn series_governor(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
-        let Some(b) = &mut self.series.breakers[g] else { return };
-        let (state, calls, failed, slow, refused, fr, sr) = match &self.govs[g] {
+        let Some(b) = &mut self.obs.series.breakers[g] else { return };
+        let (state, calls, failed, slow, refused, fr, sr) = match &self.govs.arena[g] {
             GovernorKind::CircuitBreaker(cb) => {
                 let s = cb.snapshot();
                 let (fr, sr) = (s.failure_rate() as f64, s.slow_rate() as f64);

@@ -74,7 +74,7 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) -> SimDuration {
         let now = ctx.now();
-        let station = &self.stations[st as usize].st;
+        let station = &self.upstreams.stations[st as usize].st;
         let cfg = &station.stream;
         let per_token = if station.latency_multiplier != 1.0 {
             SimDuration::from_ns_f64(station.per_output_token.0 as f64 * station.latency_multiplier)
@@ -88,19 +88,19 @@ impl QueueingWorld {
             let extra = cfg.stall_duration.sample(&mut key.attribute(attr::STREAM_STALL_LENGTH));
             timing = timing.with_stall(timing.stall_position(cfg.stall_after), extra);
         }
-        let rt = self.stations[st as usize].stream.as_mut().expect("a streaming station");
+        let rt = self.upstreams.stations[st as usize].stream.as_mut().expect("a streaming station");
         rt.started += 1;
         if stalled {
             rt.stalls += 1;
             ctx.metrics.incr(rt.stalls_counter);
         }
         let ttft = SimDuration((now + timing.first).0 - job.sent.0);
-        let site =
-            &self.sites[self.calls[job.slot as usize].as_ref().expect("live call").site as usize];
+        let site = &self.sites
+            [self.calls.slots[job.slot as usize].as_ref().expect("live call").site as usize];
         let timeout = self.call_timeout(job.slot);
         let total = (timeout > SimDuration::ZERO).then(|| job.sent + timeout);
         let close = timing.close_at(site.read_timeout).map(|off| now + off);
-        let c = self.calls[job.slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots[job.slot as usize].as_mut().expect("live call");
         if let Some(t) = close
             && total.is_none_or(|d| t < d)
         {
@@ -121,7 +121,7 @@ impl QueueingWorld {
         let c = self.call_mut_for_stream(slot);
         c.upstream_timer = None;
         let s = c.stream.take().expect("a closed stream was planned");
-        let rt = self.stations[s.station as usize].stream.as_mut().expect("streaming");
+        let rt = self.upstreams.stations[s.station as usize].stream.as_mut().expect("streaming");
         rt.interrupted += 1;
         rt.ttft_q.record(s.ttft.0);
         ctx.metrics.incr(rt.interruptions_counter);
@@ -133,7 +133,7 @@ impl QueueingWorld {
 
     /// The stream reached its last chunk with its client reading.
     pub(super) fn stream_completed(&mut self, s: CallStream, ctx: &mut Ctx<'_, Ev>) {
-        let rt = self.stations[s.station as usize].stream.as_mut().expect("streaming");
+        let rt = self.upstreams.stations[s.station as usize].stream.as_mut().expect("streaming");
         rt.completed += 1;
         let max_gap = s.timing.max_gap().0;
         rt.ttft_q.record(s.ttft.0);
@@ -149,11 +149,12 @@ impl QueueingWorld {
     /// The client stopped reading for another reason (total timeout, cut short from a
     /// governor above): the stream is dropped unmeasured.
     pub(super) fn stream_dropped(&mut self, s: CallStream) {
-        self.stations[s.station as usize].stream.as_mut().expect("streaming").dropped += 1;
+        self.upstreams.stations[s.station as usize].stream.as_mut().expect("streaming").dropped +=
+            1;
     }
 
     fn call_mut_for_stream(&mut self, slot: u32) -> &mut Call {
-        self.calls[slot as usize].as_mut().expect("a stream closes for a live call")
+        self.calls.slots[slot as usize].as_mut().expect("a stream closes for a live call")
     }
 
     /// Summary columns of a streaming station.
@@ -171,8 +172,8 @@ impl QueueingWorld {
 
     /// I39 and I40.
     pub(super) fn stream_invariants(&self, v: &mut Vec<String>) {
-        let mut live = vec![0u64; self.stations.len()];
-        for c in self.calls.iter().flatten() {
+        let mut live = vec![0u64; self.upstreams.stations.len()];
+        for c in self.calls.slots.iter().flatten() {
             if let Some(s) = &c.stream {
                 live[s.station as usize] += 1;
                 if !c.in_service || c.up != Some(Upstream::Station(s.station)) {
@@ -180,7 +181,7 @@ impl QueueingWorld {
                 }
             }
         }
-        for (i, s) in self.stations.iter().enumerate() {
+        for (i, s) in self.upstreams.stations.iter().enumerate() {
             let Some(rt) = &s.stream else {
                 if live[i] > 0 {
                     v.push(format!("I39 streams: station {} does not stream", s.name));

@@ -66,16 +66,17 @@ impl TimeoutsRt {
 impl QueueingWorld {
     /// Arms a new request's budget timer (if its source or pipeline has a budget).
     pub(super) fn arm_budget(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs[slot as usize].as_ref().expect("live");
-        let Some(b) = self.sources[r.source as usize].budget else { return };
+        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+        let Some(b) = self.traffic.sources[r.source as usize].budget else { return };
         let id = r.id.0;
         let h = ctx.timer_at(r.arrival + b, Ev::RequestDeadline { slot, id });
-        self.reqs[slot as usize].as_mut().expect("live").deadline = Some(h);
+        self.reqs.slots[slot as usize].as_mut().expect("live").deadline = Some(h);
     }
 
     /// A request's total budget ran out.
     pub(super) fn on_request_deadline(&mut self, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs[slot as usize].as_mut().expect("a budget timer dies with its request");
+        let r =
+            self.reqs.slots[slot as usize].as_mut().expect("a budget timer dies with its request");
         assert_eq!(r.id.0, id, "a budget timer dies with its request");
         r.deadline = None;
         r.expired = true;
@@ -91,7 +92,7 @@ impl QueueingWorld {
             Some(Stage::CpuQueue) => Place::CpuQueue,
             Some(Stage::LocalWork) => Place::LocalWork,
         };
-        let live = |w: &Self| w.reqs[slot as usize].as_ref().is_some_and(|r| r.id.0 == id);
+        let live = |w: &Self| w.reqs.slots[slot as usize].as_ref().is_some_and(|r| r.id.0 == id);
         match crate::timeouts::on_budget_expiry(place) {
             Expiry::AfterLocalWork => {} // `on_local_work_done` ends it
             Expiry::Dequeue => {
@@ -99,15 +100,15 @@ impl QueueingWorld {
                 self.end_request(slot, Outcome::Failed(Reason::Timeout), ctx);
             }
             Expiry::CutCalls => {
-                let victims: Vec<(u32, u32)> = (0..self.calls.len())
+                let victims: Vec<(u32, u32)> = (0..self.calls.slots.len())
                     .filter_map(|k| {
-                        let c = self.calls[k].as_ref()?;
+                        let c = self.calls.slots[k].as_ref()?;
                         (c.req == slot).then_some((k as u32, c.generation))
                     })
                     .collect();
                 for (k, generation) in victims {
                     // A cut may wake or answer a sibling, even end it, or end the request.
-                    let current = self.calls[k as usize]
+                    let current = self.calls.slots[k as usize]
                         .as_ref()
                         .is_some_and(|c| c.generation == generation && c.req == slot);
                     if !live(self) || !current {
@@ -120,7 +121,7 @@ impl QueueingWorld {
                     self.resume_woken(ctx);
                 }
                 if live(self) {
-                    let r = self.reqs[slot as usize].as_ref().expect("live");
+                    let r = self.reqs.slots[slot as usize].as_ref().expect("live");
                     assert_eq!(r.live_calls, 0, "every call of an expired request was cut");
                     self.end_request(slot, Outcome::Failed(Reason::Timeout), ctx);
                 }
@@ -131,7 +132,7 @@ impl QueueingWorld {
     /// Cuts one call of an expired request: abandoned wherever it is, every level it passed
     /// sees the timeout, and it ends `Failed(Timeout)` (its request does not advance).
     fn cut_call(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
         let (site, inst) = (c.site as usize, c.inst);
         let stack: Vec<usize> = self.sites[site].stack_for(inst).to_vec();
         let info = self.info(slot);
@@ -144,10 +145,11 @@ impl QueueingWorld {
 
     /// Takes a request out of the entry queue it waits in (backlog, dispatcher, pool, CPU).
     fn entry_dequeue(&mut self, slot: u32, now: SimTime) {
-        let class = self.reqs[slot as usize].as_ref().expect("live").class;
-        let e = self.reqs[slot as usize].as_ref().and_then(|r| r.entry.as_ref()).expect("entry");
+        let class = self.reqs.slots[slot as usize].as_ref().expect("live").class;
+        let e =
+            self.reqs.slots[slot as usize].as_ref().and_then(|r| r.entry.as_ref()).expect("entry");
         let (app, inst, stage) = (e.app, e.inst, e.stage);
-        let i = &mut self.apps[app as usize].instances[inst as usize];
+        let i = &mut self.entry_path.apps[app as usize].instances[inst as usize];
         let found = match stage {
             Stage::Backlog => i.backlog.iter().position(|&s| s == slot).map(|k| {
                 i.backlog.remove(k);
@@ -174,7 +176,7 @@ impl QueueingWorld {
     /// The instance's queue-wait timer fired: expired tasks' requests end.
     pub(super) fn on_queue_timeout(&mut self, app: u16, inst: u16, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let i = &mut self.apps[app as usize].instances[inst as usize];
+        let i = &mut self.entry_path.apps[app as usize].instances[inst as usize];
         i.queue_wake = None;
         let mut expired: Vec<u32> = match i.disp.as_mut() {
             Some(d) => d.expire(now).into_iter().map(|x| x.task).collect(),
@@ -182,12 +184,13 @@ impl QueueingWorld {
         };
         let from_pool = i.pool.as_mut().map_or(Vec::new(), |p| p.expire(now));
         for &t in &from_pool {
-            let c = self.reqs[t as usize].as_ref().expect("queued is live").class;
-            self.apps[app as usize].instances[inst as usize].pool_waiting[c as usize] -= 1;
+            let c = self.reqs.slots[t as usize].as_ref().expect("queued is live").class;
+            self.entry_path.apps[app as usize].instances[inst as usize].pool_waiting[c as usize] -=
+                1;
         }
         expired.extend(from_pool);
         for slot in expired {
-            let r = self.reqs[slot as usize].as_ref().expect("queued is live");
+            let r = self.reqs.slots[slot as usize].as_ref().expect("queued is live");
             if r.arrival >= self.warmup {
                 self.timeouts.queue_timeouts[r.class as usize] += 1;
             }
@@ -199,7 +202,7 @@ impl QueueingWorld {
     /// Keeps the instance's queue-wait timer at the earliest expiry (from `entry_sync`).
     pub(super) fn sync_queue_timer(&mut self, app: u16, inst: u16, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let i = &mut self.apps[app as usize].instances[inst as usize];
+        let i = &mut self.entry_path.apps[app as usize].instances[inst as usize];
         let due = [
             i.disp.as_ref().and_then(|d| d.expiry_at()),
             i.pool.as_ref().and_then(|p| p.expiry_at()),
@@ -221,9 +224,9 @@ impl QueueingWorld {
 
     /// Does request `slot` (with an entry) need a thread for stage `stage` of its pipeline?
     pub(super) fn stage_needs_thread(&self, slot: u32, stage: u16) -> bool {
-        let r = self.reqs[slot as usize].as_ref().expect("live");
+        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
         let e = r.entry.as_ref().expect("entry");
-        let blocking = self.apps[e.app as usize].spec.blocking;
+        let blocking = self.entry_path.apps[e.app as usize].spec.blocking;
         let pl = &self.pipelines[r.pipeline as usize].p;
         crate::pipeline::stage_holds_thread(&pl.stages[stage as usize], blocking)
     }
@@ -240,10 +243,10 @@ impl QueueingWorld {
             Advance::Issue(v) if !v.is_empty() => v[0].stage,
             _ => return Some(advance),
         };
-        let r = self.reqs[slot as usize].as_ref().expect("live");
+        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
         let Some(e) = r.entry.as_ref() else { return Some(advance) };
         let (app, inst) = (e.app, e.inst);
-        if self.apps[app as usize].spec.pool.is_none() {
+        if self.entry_path.apps[app as usize].spec.pool.is_none() {
             return Some(advance); // threads are not modelled
         }
         let holds = e.worker.is_some() || e.gateway;
@@ -272,12 +275,17 @@ impl QueueingWorld {
     }
 
     pub(super) fn entry_mut(&mut self, slot: u32) -> &mut ReqEntry {
-        self.reqs[slot as usize].as_mut().expect("live request").entry.as_mut().expect("entry")
+        self.reqs.slots[slot as usize]
+            .as_mut()
+            .expect("live request")
+            .entry
+            .as_mut()
+            .expect("entry")
     }
 
     pub(super) fn timeouts_summary(&self, out: &mut Summary) {
         let t = &self.timeouts;
-        for (k, s) in self.sources.iter().enumerate() {
+        for (k, s) in self.traffic.sources.iter().enumerate() {
             let p = format!("source.{}", s.name);
             if s.budget.is_some() {
                 out.push_u64(format!("{p}.budget_expired"), t.budget_expired[k]);
@@ -288,7 +296,7 @@ impl QueueingWorld {
             }
         }
         if t.any_queue_wait {
-            for (c, n) in self.classes.iter().zip(&t.queue_timeouts) {
+            for (c, n) in self.traffic.classes.iter().zip(&t.queue_timeouts) {
                 out.push_u64(format!("class.{}.queue_timeouts", c.name), *n);
             }
         }
@@ -296,8 +304,8 @@ impl QueueingWorld {
 
     /// I37 (budgets) and I38 (queue-wait timers).
     pub(super) fn timeouts_invariants(&self, v: &mut Vec<String>) {
-        for r in self.reqs.iter().flatten() {
-            let has = self.sources[r.source as usize].budget.is_some();
+        for r in self.reqs.slots.iter().flatten() {
+            let has = self.traffic.sources[r.source as usize].budget.is_some();
             if r.deadline.is_some() != (has && !r.expired) {
                 v.push(format!("I37 budget: request {} timer {:?}", r.id.0, r.deadline));
             }
@@ -306,7 +314,7 @@ impl QueueingWorld {
                 v.push(format!("I37 budget: expired request {} still live at {at:?}", r.id.0));
             }
         }
-        for a in &self.apps {
+        for a in &self.entry_path.apps {
             for (k, i) in a.instances.iter().enumerate() {
                 let due = [
                     i.disp.as_ref().and_then(|d| d.expiry_at()),

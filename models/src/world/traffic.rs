@@ -10,6 +10,17 @@ use crate::attributes::{AssignSpec, KeyTable, hash_into, sample_tokens};
 use crate::closed_loop::{Client, ClosedLoopSpec};
 use crate::source::SourceSpec;
 
+/// The traffic subsystem: the sources (arrivals, attributes, closed-loop users), the
+/// request classes and the user population. Invariant: a source's arrivals and each
+/// request's attributes are keyed draws of `(seed, source, sequence)` — nothing another
+/// subsystem does moves them.
+pub(super) struct Traffic {
+    pub sources: Vec<SourceRt>,
+    pub classes: Vec<ClassRt>,
+    /// The scenario's user population, if any.
+    pub population: Option<crate::users::Population>,
+}
+
 /// `Req::client` of a request no closed-loop user waits for.
 pub(super) const NO_CLIENT: u32 = u32::MAX;
 
@@ -123,7 +134,7 @@ impl Tokens {
 impl QueueingWorld {
     /// Draws the attributes of request `seq` of `source` (keyed; pure).
     pub(super) fn draw_attributes(&self, source: u16, seq: u64, client: Option<u32>) -> Attributes {
-        let src = &self.sources[source as usize];
+        let src = &self.traffic.sources[source as usize];
         let t = &src.traffic;
         let key = DrawKey::request(self.seed, src.key, seq);
         let row = src.trace.as_ref().and_then(|t| t.data.as_ref());
@@ -151,7 +162,7 @@ impl QueueingWorld {
         {
             class = t.assign_classes.iter().find(|(c, _)| c == name).expect("resolved").1;
         }
-        let pop = self.population.as_ref();
+        let pop = self.traffic.population.as_ref();
         let user = match (client, t.assign.as_ref().and_then(|a| a.hash_users), pop) {
             (Some(c), _, Some(p)) => {
                 closed_loop_user(c, t.closed.as_ref().map_or(0, |l| l.users), p.count)
@@ -180,7 +191,7 @@ impl QueueingWorld {
             class,
             user,
             key: request_key,
-            weight: t.weight.unwrap_or(self.classes[class as usize].weight),
+            weight: t.weight.unwrap_or(self.traffic.classes[class as usize].weight),
             tokens,
         }
     }
@@ -188,8 +199,9 @@ impl QueueingWorld {
     /// The request a live call belongs to (`None` once the call has ended).
     fn request_of_call(&self, call: CallId) -> Option<&Req> {
         let (slot, generation) = slot_of(call);
-        let c = self.calls.get(slot as usize)?.as_ref().filter(|c| c.generation == generation)?;
-        Some(self.reqs[c.req as usize].as_ref().expect("a call's request outlives it"))
+        let c =
+            self.calls.slots.get(slot as usize)?.as_ref().filter(|c| c.generation == generation)?;
+        Some(self.reqs.slots[c.req as usize].as_ref().expect("a call's request outlives it"))
     }
 
     /// The tokens of the request a live call belongs to (prompt and output separately, for
@@ -209,7 +221,7 @@ impl QueueingWorld {
     pub(super) fn set_rate(&mut self, source: u16, rate: f64, ctx: &mut Ctx<'_, Ev>) {
         assert!(rate > 0.0 && rate.is_finite());
         let now = ctx.now();
-        let src = &mut self.sources[source as usize];
+        let src = &mut self.traffic.sources[source as usize];
         let old = std::mem::replace(&mut src.traffic.rate, rate);
         let Some(at) = src.traffic.pending.take() else { return };
         src.traffic.rate_gen += 1;

@@ -29,6 +29,7 @@ mod recovery;
 mod routing;
 mod scenarios;
 mod scripted;
+mod sentinel_resource;
 mod series;
 mod session;
 mod shadow;

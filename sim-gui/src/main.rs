@@ -9,7 +9,6 @@
 //!   `STORMGLASS_GUI_FRAME_LOG=1` the frame log reports UI CPU time and frame intervals.
 //! * `STORMGLASS_GUI_RENDERER=wgpu` — the wgpu renderer instead of glow.
 
-use eframe::App as _;
 use sim_core::{SimDuration, SimTime};
 use sim_gui::Workbench;
 use sim_gui::worker::{Cmd, Speed};

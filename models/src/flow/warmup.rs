@@ -257,6 +257,24 @@ mod tests {
         }
     }
 
+    /// `WarmUpRateLimiterController.canPass` reads whole milliseconds but sleeps
+    /// `waitTime = expectedTime − currentTimeMillis()` from the real time, so a call that
+    /// arrives 0.4 ms into a millisecond goes 0.4 ms after its scheduled millisecond.
+    /// Count 10, cold: cost 300 ms. (arrival ns, verdict, why)
+    #[test]
+    fn pacing_sleeps_whole_milliseconds_from_a_sub_millisecond_arrival() {
+        let mut p = WarmUpPacing::new(WarmUp::new(10.0, 10, 3));
+        let table = [
+            (0, Verdict::Pass, "latest long ago: passes, latest = 0 ms"),
+            (400_000, Verdict::PassAt(SimTime(300_400_000)), "reads 0 ms, waits 300 ms"),
+            (250_700_000, Verdict::PassAt(SimTime(600_700_000)), "reads 250, waits 600 − 250"),
+            (299_999_999, Verdict::Block, "reads 299: 900 − 299 = 601 > 500"),
+        ];
+        for (t, v, why) in table {
+            assert_eq!(p.check(0, 500, SimTime(t)), v, "{why}");
+        }
+    }
+
     /// Warm-up pacing, count 10: cold cost round(1000/3.33…) = 300 ms; warm (stored below
     /// the warning line) cost round(1000/10) = 100 ms.
     #[test]

@@ -254,8 +254,7 @@ impl SentinelResource {
                     kind: if e.kind == "state_change" { "rule_state_change" } else { e.kind },
                     from: format!("{label}:{}", e.from),
                     to: format!("{label}:{}", e.to),
-                    // An inner rule's change is the resource's, not an app's health signal
-                    // (`health_from` follows breakers of kind `state_change` only).
+                    // One rule of several: the resource is no `health_from` breaker.
                     closed: None,
                 });
             }

@@ -222,3 +222,48 @@ fn metrics_read_by_path_while_running() {
     assert!(s.series_names().contains(&"source.vip.latency.p99_ms".to_string()));
     assert_eq!(s.read("station.nope.queue_depth"), None);
 }
+
+/// Resilience4j's special states and `automaticTransitionFromOpenToHalfOpenEnabled` set
+/// through the session at run time (`transitionToForcedOpenState`, `…DisabledState`,
+/// `…MetricsOnlyState`, back to CLOSED), each in force after the boundary, and the whole
+/// session equal to the same changes on the timeline.
+#[test]
+fn special_states_and_automatic_transition_through_the_session() {
+    let sc = load(LIVE);
+    let b = "circuit_breaker.b";
+    let state = |s: &Session| s.component(b).and_then(|c| c.breaker).map(|w| w.state);
+    let mut s = Session::new(sc.clone(), cfg(5));
+    let changes = [
+        (1000, "forced_open", true, "FORCED_OPEN"),
+        (1500, "forced_open", false, "CLOSED"),
+        (2000, "disabled", true, "DISABLED"),
+        (2500, "disabled", false, "CLOSED"),
+        (3000, "metrics_only", true, "METRICS_ONLY"),
+        (3500, "metrics_only", false, "CLOSED"),
+        (3600, "automatic_transition_from_open_to_half_open_enabled", true, "CLOSED"),
+    ];
+    let mut timeline = sc.clone();
+    for (t, p, on, want) in changes {
+        let t = SimTime::ZERO + SimDuration::from_ms(t);
+        s.run_until(t).unwrap();
+        let path = format!("{b}.{p}");
+        assert_eq!(s.apply(&path, ParamValue::Bool(on)).unwrap(), t);
+        s.run_until(t + SimDuration::from_ms(1)).unwrap();
+        assert_eq!(s.value(&path), Some(&ParamValue::Bool(on)), "{path} in force");
+        assert_eq!(state(&s), Some(want), "{path} = {on} at {t}");
+        timeline.timeline.push(SetParam::new(t - SimTime::ZERO, &path, ParamValue::Bool(on)));
+    }
+    // The error burst (3 s‥6 s; METRICS_ONLY until 3.5 s never opens) opens the breaker;
+    // with the automatic transition a timer, not a call, moves it to HALF_OPEN.
+    let live = s.finish();
+    let ev: Vec<_> = live.state_events.iter().filter(|e| e.component == b).collect();
+    let open = ev
+        .iter()
+        .find(|e| e.to == "OPEN" && e.time > SimTime::ZERO + SimDuration::from_ms(3600))
+        .expect("the burst opens it");
+    let next = ev.iter().find(|e| e.time > open.time).expect("it leaves OPEN");
+    // wait_duration_in_open_state 2 s: the timer fires exactly then.
+    assert_eq!((next.to.as_str(), next.time), ("HALF_OPEN", open.time + SimDuration::from_secs(2)));
+    let headless = models::run(&timeline, &cfg(5));
+    assert_eq!(live.fingerprint, headless.fingerprint, "session = timeline");
+}

@@ -7,6 +7,7 @@
 
 pub mod compare;
 pub mod controls;
+pub mod decimate;
 pub mod diagram;
 pub mod events;
 pub mod knobs;

@@ -3,11 +3,13 @@
 //! a state strip per breaker, GPU batch size and KV use. Choose which to show; a moving
 //! window, the whole run, or the instant an event was clicked.
 //!
-//! Series come from the store as they are (borrowed points, no copy per frame); egui_plot
-//! bands a line denser than the pixels into per-pixel min/max, so hours of data stay cheap.
+//! Series come from the store as they are (borrowed points, no copy per frame), cut to the
+//! time range shown and min/max-decimated to two points per pixel column
+//! ([`crate::ui::decimate`]), so hours of data cost what the plot's width costs.
 
 use crate::session::Opened;
 use crate::store::Store;
+use crate::ui::decimate::decimate;
 use egui::Color32;
 use egui_plot::{HLine, Legend, Line, Plot, PlotPoint, PlotPoints, Polygon, VLine};
 
@@ -136,18 +138,24 @@ fn plot(
         .include_y(0.0);
     let limits = limits(store, opened, k);
     let owned = owned_lines(store, k);
+    // The time range shown (all of it when zoomed freely) and the plot's width in pixels:
+    // each line is decimated to two points per pixel column of it.
+    let range = match span {
+        Span::Whole => Some((0.0, now.max(1.0))),
+        Span::Window(w) => Some(((now - w).max(0.0), now.max(1.0))),
+        Span::Focus(t) => Some(((t - 30.0).max(0.0), t + 30.0)),
+        Span::Free => None,
+    };
+    let columns = ui.available_width().max(1.0) as usize;
     p.show(ui, |pu| {
-        match span {
-            Span::Whole => pu.set_plot_bounds_x(0.0..=now.max(1.0)),
-            Span::Window(w) => pu.set_plot_bounds_x((now - w).max(0.0)..=now.max(1.0)),
-            Span::Focus(t) => pu.set_plot_bounds_x((t - 30.0).max(0.0)..=t + 30.0),
-            Span::Free => {}
+        if let Some((x0, x1)) = range {
+            pu.set_plot_bounds_x(x0..=x1);
         }
         for (name, metric) in borrowed_lines(store, opened, k) {
-            pu.line(Line::new(name, PlotPoints::Borrowed(store.points(metric))));
+            pu.line(Line::new(name, thin(store.points(metric), range, columns)));
         }
-        for (name, pts) in owned {
-            pu.line(Line::new(name, PlotPoints::Owned(pts)));
+        for (name, pts) in &owned {
+            pu.line(Line::new(name.as_str(), thin(pts, range, columns)));
         }
         for (name, y) in limits {
             pu.hline(HLine::new(name, y).color(Color32::GRAY));
@@ -159,6 +167,16 @@ fn plot(
             pu.vline(VLine::new("event", t).color(Color32::LIGHT_RED));
         }
     });
+}
+
+/// A line's points for the plot: those in `range` (s), decimated to `columns` pixel
+/// columns; all of them when the range is the user's (free zoom).
+fn thin(pts: &[PlotPoint], range: Option<(f64, f64)>, columns: usize) -> PlotPoints<'_> {
+    match range.map(|(x0, x1)| decimate(pts, x0, x1, columns)) {
+        None => PlotPoints::Borrowed(pts),
+        Some(std::borrow::Cow::Borrowed(s)) => PlotPoints::Borrowed(s),
+        Some(std::borrow::Cow::Owned(v)) => PlotPoints::Owned(v),
+    }
 }
 
 /// Engine series drawn as they are: (legend name, metric).

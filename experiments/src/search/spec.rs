@@ -226,11 +226,24 @@ pub(crate) fn resolve(
             format!("expected a confidence in [0.5, 1), found {}", r.confidence),
         ));
     }
-    let seeds = f.seeds.as_ref().map_or_else(|| exp.seeds.clone(), Seeds::to_vec);
     let seed_field = if f.seeds.is_some() { "search.seeds" } else { "seeds" };
+    // Counted before listed: a range can be astronomically long (found by the fuzzer slice:
+    // a huge `Range` allocated 34 GB here before the count was checked).
+    let too_many = f.seeds.as_ref().is_some_and(|s| s.count() > crate::experiment::MAX_RUNS as u64);
+    let seeds = match &f.seeds {
+        Some(_) if too_many => Vec::new(),
+        Some(s) => s.to_vec(),
+        None => exp.seeds.clone(),
+    };
     let mut sorted = seeds.clone();
     sorted.sort_unstable();
-    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+    if too_many {
+        let n = f.seeds.as_ref().map_or(0, Seeds::count);
+        errs.push(src.error_at(
+            seed_field,
+            format!("expected at most {} seeds, found {n}", crate::experiment::MAX_RUNS),
+        ));
+    } else if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
         errs.push(src.error_at(seed_field, format!("seed {} is listed twice", w[0])));
     } else if seeds.len() < r.first.max(2) {
         errs.push(src.error_at(
@@ -241,8 +254,6 @@ pub(crate) fn resolve(
                 seeds.len()
             ),
         ));
-    } else if seeds.len() > crate::experiment::MAX_RUNS {
-        errs.push(src.error_at(seed_field, "too many seeds".into()));
     }
     let space = for_every_variant(&exp.variants, &exp.scenario, |reg| {
         resolve_sweep(src, reg, "search.space", &f.space)

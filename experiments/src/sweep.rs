@@ -110,17 +110,7 @@ pub struct Constraint {
     pub field: String,
 }
 
-/// A comparable number for a value: counts and floats as themselves, durations in ns,
-/// `None` (unbounded) as +∞. Distributions are not comparable.
-pub fn numeric(v: &ParamValue) -> Option<f64> {
-    match v {
-        ParamValue::Count(n) => Some(*n as f64),
-        ParamValue::OptCount(n) => Some(n.map_or(f64::INFINITY, |n| n as f64)),
-        ParamValue::Duration(d) => Some(d.0 as f64),
-        ParamValue::Float(x) => Some(*x),
-        ParamValue::DurationDist(_) | ParamValue::Bool(_) => None,
-    }
-}
+pub use crate::sweep_range::numeric;
 
 fn type_kind(t: &ParamType) -> &'static str {
     match t {

@@ -44,7 +44,7 @@ pub(crate) fn expand(
     let from = src.parse_at(&format!("{field}.from"), &spec.ty)?;
     let to = src.parse_at(&format!("{field}.to"), &spec.ty)?;
     let step = src.parse_at(&format!("{field}.step"), &step_ty)?;
-    if crate::sweep::numeric(&step) == Some(0.0) {
+    if numeric(&step) == Some(0.0) {
         return Err(
             src.error_at(&format!("{field}.step"), format!("expected a step > 0, found {step}"))
         );
@@ -105,4 +105,16 @@ pub(crate) fn expand(
         _ => unreachable!("from, to and step were read with matching types"),
     };
     Ok(out)
+}
+
+/// A comparable number for a value: counts and floats as themselves, durations in ns,
+/// `None` (unbounded) as +∞. Distributions are not comparable.
+pub fn numeric(v: &ParamValue) -> Option<f64> {
+    match v {
+        ParamValue::Count(n) => Some(*n as f64),
+        ParamValue::OptCount(n) => Some(n.map_or(f64::INFINITY, |n| n as f64)),
+        ParamValue::Duration(d) => Some(d.0 as f64),
+        ParamValue::Float(x) => Some(*x),
+        ParamValue::DurationDist(_) | ParamValue::Bool(_) => None,
+    }
 }

@@ -220,6 +220,29 @@ impl CircuitBreaker {
         self.set_special(BreakerState::MetricsOnly, on, now);
     }
 
+    /// Puts the breaker in `to` at `now`, as Resilience4j's `transitionToClosedState()`
+    /// (fresh metrics, open-wait attempts reset, HALF_OPEN waiters let through),
+    /// `transitionToOpenState()` (attempts + 1, so an exponential open wait grows; HALF_OPEN
+    /// waiters refused), `transitionToHalfOpenState()` (a new probe episode) and
+    /// `transitionTo{ForcedOpen,Disabled,MetricsOnly}State()`. Leaving a special state
+    /// this way clears it. Already in `to`: nothing happens (no event).
+    pub fn transition_to_state(&mut self, to: BreakerState, now: SimTime) {
+        if self.state == to {
+            return;
+        }
+        let special = [BreakerState::ForcedOpen, BreakerState::Disabled, BreakerState::MetricsOnly];
+        if special.contains(&to) {
+            return self.set_special(to, true, now);
+        }
+        (self.spec.forced_open, self.spec.disabled, self.spec.metrics_only) = (false, false, false);
+        match to {
+            BreakerState::Closed => self.enter_closed(now),
+            BreakerState::Open => self.enter_open(now),
+            // Waiters exist only in HALF_OPEN, which this is not: none to admit.
+            _ => self.enter_half_open(now),
+        }
+    }
+
     /// Switches one of the special states on (leaving the others off) or off (→ CLOSED
     /// with fresh metrics, if the breaker is in it).
     fn set_special(&mut self, which: BreakerState, on: bool, now: SimTime) {

@@ -21,34 +21,53 @@ impl<V> super::ScenarioSpec<V> {
 }
 
 impl<V> super::ScenarioSpec<V> {
-    /// A call site with network delay (`crate::network`) sends only to stations that do
-    /// not stream: a GPU server's or a stream's answer path has no network leg yet.
+    /// A call site's network (`crate::network`) reaches only stations that do not stream:
+    /// a GPU server's or a stream's answer path has no network leg (`network` covers every
+    /// upstream of the site, a `route_networks` entry its own); a route names one of the
+    /// site's upstreams, once.
     pub(crate) fn check_network(&self) -> Result<(), super::SpecError> {
         for (i, c) in self.call_sites.iter().enumerate() {
-            if c.network.is_none() {
-                continue;
-            }
-            let ups = std::iter::once(&c.upstream)
+            let ups: Vec<&String> = std::iter::once(&c.upstream)
                 .chain(c.split.iter().map(|(n, _)| n))
-                .chain(c.backup.iter());
-            for up in ups {
-                if !self.stations.iter().any(|s| &s.name == up && !s.streaming) {
-                    let what = if self.gpu_servers.iter().any(|g| &g.name == up) {
-                        "a GPU server"
-                    } else {
-                        "a streaming station"
-                    };
-                    return Err(super::SpecError {
-                        path: format!("call_sites[{i}].network"),
-                        message: format!(
-                            "network delay needs station upstreams that do not stream; \
-                             \"{up}\" is {what}"
-                        ),
-                    });
+                .chain(c.backup.iter())
+                .collect();
+            for (k, (up, _)) in c.route_networks.iter().enumerate() {
+                let path = format!("call_sites[{i}].route_networks[{k}]");
+                if !ups.contains(&up) {
+                    let message = format!(
+                        "\"{up}\" is not an upstream of call site \"{}\" (its upstream, \
+                         split or backup)",
+                        c.name
+                    );
+                    return Err(super::SpecError { path, message });
+                }
+                if c.route_networks[..k].iter().any(|(u, _)| u == up) {
+                    let message = format!("a second route for \"{up}\"");
+                    return Err(super::SpecError { path, message });
+                }
+                self.check_network_upstream(up, path)?;
+            }
+            if c.network.is_some() {
+                for up in ups {
+                    self.check_network_upstream(up, format!("call_sites[{i}].network"))?;
                 }
             }
         }
         Ok(())
+    }
+
+    fn check_network_upstream(&self, up: &str, path: String) -> Result<(), super::SpecError> {
+        if self.stations.iter().any(|s| s.name == up && !s.streaming) {
+            return Ok(());
+        }
+        let what = if self.gpu_servers.iter().any(|g| g.name == up) {
+            "a GPU server"
+        } else {
+            "a streaming station"
+        };
+        let message =
+            format!("network delay needs station upstreams that do not stream; \"{up}\" is {what}");
+        Err(super::SpecError { path, message })
     }
 }
 

@@ -199,6 +199,10 @@ impl CircuitBreaker {
     pub fn set_max_wait_duration_in_half_open_state(&mut self, d: SimDuration) {
         self.spec.max_wait_duration_in_half_open_state = d;
     }
+    /// Read when the maximum wait in HALF_OPEN elapses: applies to the episode in progress.
+    pub fn set_transition_after_max_wait(&mut self, s: StateAfterMaxWait) {
+        self.spec.transition_to_state_after_wait_duration = s;
+    }
     pub fn set_automatic_transition(&mut self, on: bool) {
         self.spec.automatic_transition_from_open_to_half_open_enabled = on;
     }

@@ -68,6 +68,8 @@ pub struct Workbench {
     pub intervals: FrameTimes,
     last_frame: Option<Instant>,
     frame_log: bool,
+    /// Frames drawn by the window (the frame log reports every 120th).
+    frames_drawn: u64,
 }
 
 impl Workbench {
@@ -96,6 +98,7 @@ impl Workbench {
             frames: FrameTimes::default(),
             intervals: FrameTimes::default(),
             last_frame: None,
+            frames_drawn: 0,
             frame_log: std::env::var_os("STORMGLASS_GUI_FRAME_LOG").is_some(),
         }
     }
@@ -275,14 +278,19 @@ impl eframe::App for Workbench {
             self.intervals.push(now.duration_since(last).as_secs_f64() * 1e3);
         }
         self.frame(ui);
-        if self.frame_log && self.intervals.ms.len() % 120 == 119 {
+        self.frames_drawn += 1;
+        if self.frame_log && self.frames_drawn.is_multiple_of(120) {
+            let st = &self.store.status;
             eprintln!(
-                "frames: ui CPU median {:.2} ms p95 {:.2} ms; interval median {:.1} ms p95 {:.1} ms; {} points",
+                "frames: ui CPU median {:.2} ms p95 {:.2} ms; interval median {:.1} ms p95 {:.1} ms (last {} frames); {} points; t = {} {}",
                 self.frames.quantile(0.5),
                 self.frames.quantile(0.95),
                 self.intervals.quantile(0.5),
                 self.intervals.quantile(0.95),
-                self.store.point_count()
+                self.intervals.ms.len(),
+                self.store.point_count(),
+                ui::controls::clock(st.now),
+                if st.running { "running" } else { "stopped" }
             );
         }
     }

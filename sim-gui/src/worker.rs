@@ -136,6 +136,9 @@ impl Drop for Worker {
 const CHUNK_EVENTS: u64 = 20_000;
 /// Least wall time between two status updates.
 const PUBLISH_EVERY: Duration = Duration::from_millis(30);
+/// The wall-time granularity of a paced run (a multiple of real time): it advances when at
+/// least this much is due.
+const PACE_STEP: Duration = Duration::from_millis(4);
 
 struct Loop {
     rx: Receiver<Cmd>,
@@ -352,11 +355,28 @@ impl Loop {
             return;
         }
         let now = s.now();
+        if self.until.is_some_and(|u| now >= u) {
+            self.running = false;
+            self.until = None;
+            self.publish(true);
+            return;
+        }
         let mut target = match self.speed {
             Speed::Max => s.session().end(),
             Speed::Times(k) => {
                 let wall = self.anchor.0.elapsed().as_secs_f64();
-                self.anchor.1 + SimDuration::from_ns_f64(wall * k * 1e9)
+                let pace = self.anchor.1 + SimDuration::from_ns_f64(wall * k * 1e9);
+                // Caught up with the clock (less than `PACE_STEP` of wall time ahead): wait
+                // instead of spinning on steps of a few microseconds, which kept this thread
+                // busy at ×1 and starved the UI and the renderer. Where the run stops stays
+                // a function of simulated time only.
+                let step = SimDuration::from_ns_f64(PACE_STEP.as_secs_f64() * k * 1e9);
+                if pace < now + step {
+                    std::thread::sleep(PACE_STEP);
+                    self.publish(false);
+                    return;
+                }
+                pace
             }
         };
         if let Some(u) = self.until {
@@ -368,14 +388,8 @@ impl Loop {
         }
         let target = target.min(s.session().end());
         if target <= now {
-            if self.until.is_some_and(|u| now >= u) {
-                self.running = false;
-                self.until = None;
-                self.publish(true);
-                return;
-            }
-            // Ahead of the wall clock: wait a little (commands still arrive).
-            std::thread::sleep(Duration::from_millis(4));
+            // Nothing due (commands still arrive).
+            std::thread::sleep(PACE_STEP);
             self.publish(false);
             return;
         }

@@ -19,8 +19,9 @@ pub use crate::ui::View;
 /// The experiment the workbench opens at start (bundled: `stormglass run workbench`).
 pub const SHOWCASE: &str = "workbench";
 
-/// App CPU time per frame, measured inside `ui` (UI, plots; tessellation is measured by
-/// the benchmark, which drives the context itself).
+/// Frame times in ms: the wall time of each frame inside [`Workbench::frame`] (UI, plots),
+/// or the interval between frames. The benchmark measures thread CPU time and tessellation
+/// itself (it drives the context).
 #[derive(Default)]
 pub struct FrameTimes {
     pub ms: Vec<f64>,
@@ -282,7 +283,7 @@ impl eframe::App for Workbench {
         if self.frame_log && self.frames_drawn.is_multiple_of(120) {
             let st = &self.store.status;
             eprintln!(
-                "frames: ui CPU median {:.2} ms p95 {:.2} ms; interval median {:.1} ms p95 {:.1} ms (last {} frames); {} points; t = {} {}",
+                "frames: ui frame (wall) median {:.2} ms p95 {:.2} ms; interval median {:.1} ms p95 {:.1} ms (last {} frames); {} points; t = {} {}",
                 self.frames.quantile(0.5),
                 self.frames.quantile(0.95),
                 self.intervals.quantile(0.5),

@@ -558,3 +558,46 @@ fn the_in_app_file_browser_opens_a_file() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     assert_eq!(dir, root.canonicalize().unwrap());
 }
+
+#[test]
+fn enum_knobs_are_combo_boxes() {
+    let mut h = harness(SHOWCASE);
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    // The events view: no breaker legend ("CLOSED") on screen beside the combo's choices.
+    h.get_by_label("Events").click();
+    h.step();
+    let choose = |h: &mut Harness<'static, Workbench>, param: &str, choice: &str| {
+        h.get_by_label("Search").set_text_value_accesskit(param);
+        h.step();
+        h.step();
+        h.get_by_role_and_label(egui::Role::ComboBox, param).click();
+        h.step();
+        h.step();
+        h.get_by_label(choice).click();
+        h.step();
+        h.step();
+    };
+    // A run-time enum applies now, recorded with its instant.
+    let path = "circuit_breaker.llm-cb.transition_to_state_after_wait_duration";
+    assert_eq!(h.state().store.param(path), Some(&ParamValue::Enum("OPEN".into())));
+    choose(&mut h, "transition_to_state_after_wait_duration", "CLOSED");
+    wait(&mut h, "the change is recorded", |w| !w.store.changes.is_empty());
+    let c = &h.state().store.changes[0];
+    assert_eq!((c.path.as_str(), &c.value), (path, &ParamValue::Enum("CLOSED".into())));
+    // In force at the end of its instant (past the next one).
+    h.get_by_label("Next instant").click();
+    wait(&mut h, "the value in force", |w| {
+        w.store.param(path) == Some(&ParamValue::Enum("CLOSED".into()))
+    });
+    // A fixed one waits for the reset.
+    choose(&mut h, "sliding_window_type", "TIME_BASED");
+    let pending = &h.state().knobs.pending;
+    assert_eq!(
+        pending,
+        &[(
+            "circuit_breaker.llm-cb.sliding_window_type".to_string(),
+            ParamValue::Enum("TIME_BASED".into())
+        )]
+    );
+    h.get_by_label_contains("apply on reset");
+}

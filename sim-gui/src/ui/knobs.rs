@@ -1,6 +1,6 @@
 //! Knobs generated from the parameter registry, grouped by component (`gate.llm`): drag
-//! values and sliders with units and ranges, toggles for booleans, a limit switch for
-//! optional counts, a text field for distributions; a search field; values that differ
+//! values and sliders with units and ranges, toggles for booleans, combo boxes for enums,
+//! a limit switch for optional counts, a text field for distributions; a search field; values that differ
 //! from the scenario's highlighted, with a reset. Run-time parameters apply at the current
 //! instant; the others are marked and apply on reset.
 
@@ -201,6 +201,20 @@ fn editor(
             done(&r)
         }
         (ParamType::Bool, ParamValue::Bool(b)) => ui.checkbox(b, "").labelled_by(label).changed(),
+        // An enum: its choices in a combo box, by the names the scenario writes.
+        (ParamType::Enum { choices }, ParamValue::Enum(c)) => {
+            let before = c.clone();
+            egui::ComboBox::from_id_salt(id)
+                .selected_text(c.as_str())
+                .show_ui(ui, |ui| {
+                    for choice in choices.iter() {
+                        ui.selectable_value(c, choice.to_string(), *choice);
+                    }
+                })
+                .response
+                .labelled_by(label);
+            *c != before
+        }
         (ParamType::DurationDist, val @ ParamValue::DurationDist(_)) => {
             let shown = match &*val {
                 ParamValue::DurationDist(d) => models::params::dist_to_text(d),

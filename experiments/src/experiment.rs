@@ -4,6 +4,9 @@
 //! A file may also be a bare `Scenario(...)`: it then runs with the defaults of
 //! [`RunDefaults`] (the CLI can override them).
 
+pub mod metric;
+pub mod search_spec;
+
 use crate::patch::Part;
 use crate::ronfile::{InputError, Source};
 pub use crate::scenario_file::{MAX_INPUT_BYTES, read_bounded, resolve_scenario};
@@ -53,7 +56,7 @@ struct ExperimentFile {
     constraints: Vec<ConstraintFile>,
     /// What `stormglass search` explores (`run` ignores it).
     #[serde(default, deserialize_with = "sweep::present")]
-    search: Option<crate::search::spec::SearchFile>,
+    search: Option<search_spec::SearchFile>,
 }
 
 /// Optional result files.
@@ -148,7 +151,7 @@ pub struct Experiment {
     /// The runs: variants × sweep points (constraints applied) × seeds.
     pub runs: Vec<PlannedRun>,
     /// The `search` block, resolved (its own plan: the space instead of the sweep).
-    pub search: Option<Arc<crate::search::Search>>,
+    pub search: Option<Arc<search_spec::Search>>,
     /// Where the sweep's dimensions are written in the file (`sweep`, `search.space`).
     pub(crate) sweep_field: &'static str,
 }
@@ -342,7 +345,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
             let exp = Experiment { variants, sweep, constraints, ..exp };
             let mut exp = finish_plan(&src, exp)?;
             if let Some(s) = &f.search {
-                exp.search = Some(Arc::new(crate::search::spec::resolve(&src, &exp, s)?));
+                exp.search = Some(Arc::new(search_spec::resolve(&src, &exp, s)?));
             }
             Ok(exp)
         }

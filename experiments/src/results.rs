@@ -316,16 +316,11 @@ fn goodput_columns(exp: &Experiment, cols: &[Column]) -> PolarsResult<Vec<Column
     Ok(out)
 }
 
-/// The goodput column derived from a summary column, if it is a source's or a class's
-/// `success` (`class.P0.success` → `class.P0.goodput`).
-pub fn goodput_name(column: &str) -> Option<String> {
-    let prefix = column.strip_suffix(".success")?;
-    (prefix.starts_with("source.") || prefix.starts_with("class."))
-        .then(|| format!("{prefix}.goodput"))
-}
+pub use crate::experiment::metric::goodput_name;
 
 /// The column of a swept parameter: `param.<path>`; counts as u64 (null = unbounded),
-/// numbers as f64, durations as f64 milliseconds (`param.<path>_ms`), distributions as text.
+/// numbers as f64, durations as f64 milliseconds (`param.<path>_ms`), distributions and
+/// choices (enum parameters: `CLOSED`) as text.
 fn param_column(path: &str, vals: &[Option<&ParamValue>]) -> Column {
     // The type of the first run that has the parameter; a variant without it gives null.
     match vals.iter().flatten().next() {

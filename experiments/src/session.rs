@@ -205,6 +205,10 @@ impl Serialize for Bare {
             ParamValue::DurationDist(d) => d.serialize(s),
             ParamValue::Float(x) => x.serialize(s),
             ParamValue::Bool(b) => b.serialize(s),
+            // A choice is a bare identifier (`CLOSED`), as the scenario writes it.
+            ParamValue::Enum(c) => ron::value::RawValue::from_boxed_ron(c.clone().into())
+                .map_err(serde::ser::Error::custom)?
+                .serialize(s),
         }
     }
 }

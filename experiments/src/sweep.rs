@@ -119,6 +119,7 @@ fn type_kind(t: &ParamType) -> &'static str {
         ParamType::DurationDist => "distribution",
         ParamType::Float { .. } => "number",
         ParamType::Bool => "boolean",
+        ParamType::Enum { .. } => "choice",
     }
 }
 
@@ -296,11 +297,16 @@ pub(crate) fn resolve_constraints(
             let left = reg
                 .get(&c.left)
                 .ok_or_else(|| src.error_at(&format!("{field}.left"), reg.unknown(&c.left)))?;
-            if matches!(left.ty, ParamType::DurationDist | ParamType::Bool) {
+            if let Some(what) = match left.ty {
+                ParamType::DurationDist => Some("a distribution"),
+                ParamType::Bool => Some("a boolean"),
+                ParamType::Enum { .. } => Some("a choice"),
+                _ => None,
+            } {
                 return Err(src.error_at(
                     &format!("{field}.left"),
                     format!(
-                        "constraints compare numbers, durations or counts; `{}` is a distribution",
+                        "constraints compare numbers, durations or counts; `{}` is {what}",
                         c.left
                     ),
                 ));

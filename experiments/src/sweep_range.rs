@@ -31,7 +31,7 @@ pub(crate) fn expand(
             ParamType::Duration { min: SimDuration(0), max: SimDuration(u64::MAX) }
         }
         ParamType::Float { .. } => ParamType::Float { min: 0.0, max: f64::MAX },
-        ParamType::DurationDist | ParamType::Bool => {
+        ParamType::DurationDist | ParamType::Bool | ParamType::Enum { .. } => {
             return Err(src.error_at(
                 &format!("{field}.path"),
                 format!(
@@ -115,6 +115,6 @@ pub fn numeric(v: &ParamValue) -> Option<f64> {
         ParamValue::OptCount(n) => Some(n.map_or(f64::INFINITY, |n| n as f64)),
         ParamValue::Duration(d) => Some(d.0 as f64),
         ParamValue::Float(x) => Some(*x),
-        ParamValue::DurationDist(_) | ParamValue::Bool(_) => None,
+        ParamValue::DurationDist(_) | ParamValue::Bool(_) | ParamValue::Enum(_) => None,
     }
 }

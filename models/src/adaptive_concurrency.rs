@@ -37,7 +37,7 @@
 
 use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
 use crate::outcome::Outcome;
-use crate::params::{ParamDecl, ParamType, ParamValue as V};
+use crate::params::ParamValue as V;
 use serde::{Deserialize, Serialize};
 use sim_core::rng::mix64;
 use sim_core::{SimDuration, SimTime};
@@ -402,107 +402,27 @@ impl LimitAlgorithm for GradientController {
     }
 }
 
-impl crate::params::Params for AdaptiveConcurrencySpec {
-    const KIND: &'static str = "adaptive_concurrency";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        let limit = ParamType::Count { min: 1, max: MAX_LIMIT };
-        let percent = ParamType::Float { min: 0.0, max: 100.0 };
-        let interval = ParamType::Duration {
-            min: SimDuration::from_ms(1),
-            max: SimDuration::from_secs(86_400),
-        };
-        let d = |name, ty, unit, runtime, doc| ParamDecl { name, ty, unit, runtime, doc };
-        vec![
-            d(
-                "sample_aggregate_percentile",
-                percent.clone(),
-                "percent",
-                true,
-                "the percentile summarising a window's samples (sample_aggregate_percentile)",
-            ),
-            d(
-                "max_concurrency_limit",
-                limit.clone(),
-                "calls",
-                true,
-                "the highest limit (concurrency_limit_params.max_concurrency_limit)",
-            ),
-            d(
-                "concurrency_update_interval",
-                interval.clone(),
-                "ns",
-                true,
-                "the sample window, whole ms (concurrency_limit_params.concurrency_update_interval)",
-            ),
-            d(
-                "min_rtt_calc_interval",
-                interval,
-                "ns",
-                true,
-                "time between minRTT windows, whole ms (min_rtt_calc_params.interval)",
-            ),
-            d(
-                "request_count",
-                ParamType::Count { min: 1, max: 1_000_000 },
-                "samples",
-                true,
-                "samples a minRTT window collects (min_rtt_calc_params.request_count)",
-            ),
-            d(
-                "jitter",
-                percent.clone(),
-                "percent",
-                true,
-                "random delay added to a minRTT window's start, of the interval (min_rtt_calc_params.jitter)",
-            ),
-            d(
-                "min_concurrency",
-                limit,
-                "calls",
-                false,
-                "the limit during a minRTT window and the lowest limit (min_rtt_calc_params.min_concurrency)",
-            ),
-            d(
-                "buffer",
-                percent,
-                "percent",
-                true,
-                "tolerance added to the minRTT (min_rtt_calc_params.buffer)",
-            ),
-        ]
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        Some(match p {
-            "sample_aggregate_percentile" => V::Float(self.sample_aggregate_percentile),
-            "max_concurrency_limit" => V::Count(self.max_concurrency_limit),
-            "concurrency_update_interval" => V::Duration(self.concurrency_update_interval),
-            "min_rtt_calc_interval" => V::Duration(self.min_rtt_calc_interval),
-            "request_count" => V::Count(self.request_count),
-            "jitter" => V::Float(self.jitter),
-            "min_concurrency" => V::Count(self.min_concurrency),
-            "buffer" => V::Float(self.buffer),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("sample_aggregate_percentile", V::Float(x)) => self.sample_aggregate_percentile = x,
-            ("max_concurrency_limit", V::Count(n)) => self.max_concurrency_limit = n,
-            ("concurrency_update_interval", V::Duration(d)) => self.concurrency_update_interval = d,
-            ("min_rtt_calc_interval", V::Duration(d)) => self.min_rtt_calc_interval = d,
-            ("request_count", V::Count(n)) => self.request_count = n,
-            ("jitter", V::Float(x)) => self.jitter = x,
-            ("min_concurrency", V::Count(n)) => self.min_concurrency = n,
-            ("buffer", V::Float(x)) => self.buffer = x,
-            (p, v) => {
-                return Err(format!("adaptive_concurrency has no parameter `{p}` of type {v:?}"));
-            }
-        }
-        Ok(())
-    }
+const INTERVAL_MIN: SimDuration = SimDuration::from_ms(1);
+const INTERVAL_MAX: SimDuration = SimDuration::from_secs(86_400);
+
+crate::params::declare_params! {
+    AdaptiveConcurrencySpec: "adaptive_concurrency", name = |s| s.name;
+    sample_aggregate_percentile: Float { min: 0.0, max: 100.0 }, "percent", runtime,
+        "the percentile summarising a window's samples (sample_aggregate_percentile)";
+    max_concurrency_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
+        "the highest limit (concurrency_limit_params.max_concurrency_limit)";
+    concurrency_update_interval: Duration { min: INTERVAL_MIN, max: INTERVAL_MAX }, "ns", runtime,
+        "the sample window, whole ms (concurrency_limit_params.concurrency_update_interval)";
+    min_rtt_calc_interval: Duration { min: INTERVAL_MIN, max: INTERVAL_MAX }, "ns", runtime,
+        "time between minRTT windows, whole ms (min_rtt_calc_params.interval)";
+    request_count: Count { min: 1, max: 1_000_000 }, "samples", runtime,
+        "samples a minRTT window collects (min_rtt_calc_params.request_count)";
+    jitter: Float { min: 0.0, max: 100.0 }, "percent", runtime,
+        "random delay added to a minRTT window's start, of the interval (min_rtt_calc_params.jitter)";
+    min_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
+        "the limit during a minRTT window and the lowest limit (min_rtt_calc_params.min_concurrency)";
+    buffer: Float { min: 0.0, max: 100.0 }, "percent", runtime,
+        "tolerance added to the minRTT (min_rtt_calc_params.buffer)";
 }
 
 impl crate::params::GovernorSpec for AdaptiveConcurrencySpec {}

@@ -185,6 +185,9 @@ pub struct BusyCap {
     pub max_per_second: Option<u64>,
     window: u64,
     used: u64,
+    /// A run-time change of the cap, in force from the next window (so that no window
+    /// gives more busy answers than the cap in force for it: I42).
+    next: Option<Option<u64>>,
 }
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -192,7 +195,13 @@ const SECOND_NS: u64 = 1_000_000_000;
 impl BusyCap {
     pub fn new(max_per_second: Option<u64>) -> Self {
         assert!(max_per_second != Some(0), "validated ≥ 1");
-        BusyCap { max_per_second, window: 0, used: 0 }
+        BusyCap { max_per_second, window: 0, used: 0, next: None }
+    }
+    /// A run-time change of the cap (`call_site.<name>.busy_max_per_second`): in force from
+    /// the next one-second window.
+    pub fn set_max_per_second(&mut self, max_per_second: Option<u64>) {
+        assert!(max_per_second != Some(0), "validated ≥ 1");
+        self.next = Some(max_per_second);
     }
     /// May a busy answer be given at `now`? Counts it if so.
     pub fn take(&mut self, now: SimTime) -> bool {
@@ -200,6 +209,9 @@ impl BusyCap {
         assert!(w >= self.window, "time runs forward");
         if w != self.window {
             (self.window, self.used) = (w, 0);
+            if let Some(m) = self.next.take() {
+                self.max_per_second = m;
+            }
         }
         match self.max_per_second {
             Some(max) if self.used >= max => false,

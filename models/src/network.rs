@@ -17,6 +17,8 @@
 //!   random number, and two policies on one seed meet the same network.
 //! - A leg whose distribution is `Constant("0s")` is no leg: no event, the fingerprint of a
 //!   site without `network`.
+//! - Per route: a site's `route_networks` entry gives the calls to one of its upstreams
+//!   their own legs in place of the site's `network` (`NetRt::spec` picks them per call).
 //!
 //! Architecture invariant: a call is on at most one leg at a time, and a leg in flight is
 //! never also at the station (I49). API boundary: the scenario's `call_sites[i].network`;

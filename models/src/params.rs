@@ -35,6 +35,10 @@ pub enum ParamType {
     Float { min: f64, max: f64 },
     /// `true` or `false`.
     Bool,
+    /// One of a fixed set of named choices, written bare as in the scenario
+    /// (`transition_to_state_after_wait_duration: CLOSED`): the names a [`ParamChoice`]
+    /// enum's serde form uses, in declaration order.
+    Enum { choices: &'static [&'static str] },
 }
 
 /// A typed parameter value.
@@ -46,6 +50,8 @@ pub enum ParamValue {
     DurationDist(Dist<SimDuration>),
     Float(f64),
     Bool(bool),
+    /// A choice of a [`ParamType::Enum`], by name (`"CLOSED"`).
+    Enum(String),
 }
 
 impl fmt::Display for ParamValue {
@@ -58,6 +64,7 @@ impl fmt::Display for ParamValue {
             ParamValue::DurationDist(d) => write!(f, "{}", dist_to_text(d)),
             ParamValue::Float(x) => write!(f, "{x}"),
             ParamValue::Bool(b) => write!(f, "{b}"),
+            ParamValue::Enum(c) => f.write_str(c),
         }
     }
 }
@@ -93,6 +100,7 @@ impl ParamType {
             }
             ParamType::Float { min, max } => format!("a number in [{min}, {max}]"),
             ParamType::Bool => "true or false".into(),
+            ParamType::Enum { choices } => format!("one of {}", choices.join(", ")),
         }
     }
 
@@ -148,6 +156,13 @@ impl ParamType {
                 ParamValue::Float(x)
             }
             ParamType::Bool => ParamValue::Bool(bool::deserialize(d)?),
+            ParamType::Enum { choices } => {
+                let c = d.deserialize_enum("", choices, ChoiceVisitor)?;
+                if !choices.contains(&c.as_str()) {
+                    return Err(out_of_range(c));
+                }
+                ParamValue::Enum(c)
+            }
         })
     }
 
@@ -162,9 +177,40 @@ impl ParamType {
             (ParamType::DurationDist, ParamValue::DurationDist(_)) => true,
             (ParamType::Float { min, max }, ParamValue::Float(x)) => x >= min && x <= max,
             (ParamType::Bool, ParamValue::Bool(_)) => true,
+            (ParamType::Enum { choices }, ParamValue::Enum(c)) => choices.contains(&c.as_str()),
             _ => false,
         };
         if ok { Ok(()) } else { Err(format!("expected {}, found {v}", self.describe())) }
+    }
+}
+
+/// A choice read by its name: a bare identifier (`CLOSED`, a unit variant in RON), or a
+/// string in formats that write enums as strings. The name is checked by the caller.
+struct ChoiceVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ChoiceVisitor {
+    type Value = String;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the name of a choice")
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<String, E> {
+        Ok(s.to_string())
+    }
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<String, A::Error> {
+        use serde::de::VariantAccess as _;
+        let (name, rest) = data.variant_seed(ChoiceName)?;
+        rest.unit_variant()?;
+        Ok(name)
+    }
+}
+
+/// The variant name of an enum, read as an identifier (what a derived enum reads).
+struct ChoiceName;
+
+impl<'de> DeserializeSeed<'de> for ChoiceName {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_identifier(ChoiceVisitor)
     }
 }
 
@@ -241,6 +287,24 @@ pub struct ParamSpec {
     pub doc: &'static str,
 }
 
+impl ParamSpec {
+    /// The choices of an enum parameter, in declaration order (`None` for other types):
+    /// what a combo box lists.
+    pub fn choices(&self) -> Option<&'static [&'static str]> {
+        match self.ty {
+            ParamType::Enum { choices } => Some(choices),
+            _ => None,
+        }
+    }
+    /// The scenario's choice of an enum parameter (`None` for other types).
+    pub fn choice(&self) -> Option<&str> {
+        match &self.value {
+            ParamValue::Enum(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
 /// The declaration of one parameter of a component kind (without instance path or value).
 #[derive(Clone, Debug)]
 pub struct ParamDecl {
@@ -266,6 +330,46 @@ pub trait Params {
     }
     /// Writes a value already checked against the declared type.
     fn set(&mut self, param: &str, value: ParamValue) -> Result<(), String>;
+}
+
+/// The rows of a [`declare_params!`] table: a kind's parameters by name (what [`Params`]
+/// of a kind declared with it reads), or a part's that its component lists under indexed
+/// names (`rule3.count`: [`indexed_decls`]).
+pub trait ParamRows {
+    fn row_decls() -> Vec<ParamDecl>;
+    fn row_get(&self, param: &str) -> Option<ParamValue>;
+    fn row_set(&mut self, param: &str, value: ParamValue) -> Result<(), String>;
+}
+
+/// The declarations `<prefix><i>.<name>` for i < `n` of a part with declarations `rows`
+/// (the 16 flow rules of `flow.<name>`), built once: the names are leaked into `cache`
+/// (bounded: `n` × the rows, once per process), since declarations name parameters with
+/// `&'static str`.
+pub fn indexed_decls(
+    prefix: &str,
+    n: usize,
+    rows: fn() -> Vec<ParamDecl>,
+    cache: &'static std::sync::OnceLock<Vec<ParamDecl>>,
+) -> Vec<ParamDecl> {
+    cache
+        .get_or_init(|| {
+            let rows = rows();
+            (0..n)
+                .flat_map(|i| {
+                    rows.iter().map(move |d| ParamDecl {
+                        name: Box::leak(format!("{prefix}{i}.{}", d.name).into_boxed_str()),
+                        ..d.clone()
+                    })
+                })
+                .collect()
+        })
+        .clone()
+}
+
+/// `rule3.count` → (3, "count") for the prefix `rule`.
+pub fn split_indexed<'a>(prefix: &str, p: &'a str) -> Option<(usize, &'a str)> {
+    let (r, field) = p.split_once('.')?;
+    Some((r.strip_prefix(prefix)?.parse().ok()?, field))
 }
 
 /// A governor kind's declaration (the `spec` of a row of the kind table,
@@ -364,6 +468,75 @@ param_field!(Dist<SimDuration>, DurationDist);
 param_field!(f64, Float);
 param_field!(bool, Bool);
 
+/// A Rust enum whose value is a parameter ([`ParamType::Enum`]): its choices by the names
+/// the scenario writes. Implemented by [`param_choices!`], which declares the enum.
+pub trait ParamChoice: Sized + Copy + 'static {
+    /// The names, in declaration order.
+    const CHOICES: &'static [&'static str];
+    fn choice(&self) -> &'static str;
+    fn from_choice(name: &str) -> Option<Self>;
+}
+
+/// Declares an enum whose value can be a parameter, each variant's scenario name written
+/// once: the enum with its serde names (`#[serde(rename = …)]`), [`ParamChoice`], an
+/// inherent `CHOICES` (for `Enum { choices: Foo::CHOICES }` in a [`declare_params!`] row)
+/// and [`ParamField`].
+///
+/// ```text
+/// param_choices! {
+///     /// `transitionToStateAfterWaitDuration`.
+///     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///     pub enum StateAfterMaxWait { Open = "OPEN", Closed = "CLOSED" }
+/// }
+/// ```
+macro_rules! param_choices {
+    (
+        $(#[$m:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vm:meta])* $variant:ident = $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$m])*
+        $vis enum $name {
+            $( $(#[$vm])* #[serde(rename = $text)] $variant, )+
+        }
+        impl $name {
+            /// The scenario names of the choices, in declaration order.
+            pub const CHOICES: &'static [&'static str] = &[$($text),+];
+        }
+        impl $crate::params::ParamChoice for $name {
+            const CHOICES: &'static [&'static str] = &[$($text),+];
+            fn choice(&self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+            fn from_choice(name: &str) -> Option<Self> {
+                match name {
+                    $( $text => Some($name::$variant), )+
+                    _ => None,
+                }
+            }
+        }
+        impl $crate::params::ParamField for $name {
+            fn to_value(&self) -> $crate::params::ParamValue {
+                $crate::params::ParamValue::Enum(
+                    $crate::params::ParamChoice::choice(self).to_string(),
+                )
+            }
+            fn from_value(v: $crate::params::ParamValue) -> Option<Self> {
+                match v {
+                    $crate::params::ParamValue::Enum(c) => {
+                        $crate::params::ParamChoice::from_choice(&c)
+                    }
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use param_choices;
+
 /// One declaration per parameter: a component's [`Params`] implementation (its kind, its
 /// declarations, `get` and `set`) generated from one table, a row per parameter stating its
 /// name, type and range, unit, run-time flag and doc once, next to how it is read and
@@ -386,11 +559,19 @@ param_field!(bool, Bool);
 /// them the field of the same name is read and written. `field_of = <fn>` after the kind
 /// overrides [`Params::field_of`]; `check = <fn(&Spec) -> Result<(), String>>` after it
 /// checks the whole spec after each `set` (a cross-field rule), which is undone if refused.
+/// An enum parameter's row is `Enum { choices: Foo::CHOICES }` with `Foo` declared by
+/// [`param_choices!`].
+///
+/// `declare_params! { rows FlowRule: "flow rule"; <rows> }` declares the rows of a part that
+/// has no path of its own ([`ParamRows`]): its component lists them under indexed names
+/// (`flow.<name>.rule<i>.count`, [`indexed_decls`], [`split_indexed`]).
 macro_rules! declare_params {
-    (
-        $spec:ty : $kind:literal, name = |$ns:ident| $name:expr
-        $(, field_of = $field_of:expr)?
-        $(, check = $check:expr)? ;
+    // A part declared with its own rows (a flow rule of `flow.<name>`): [`ParamRows`],
+    // listed by its component under indexed names ([`indexed_decls`]).
+    (rows $spec:ty : $label:literal; $($rows:tt)*) => {
+        $crate::params::declare_params!(@rows $spec, $label; $($rows)*);
+    };
+    (@rows $spec:ty, $label:literal;
         $(
             $param:ident : $variant:ident $({ $($range:tt)* })?, $unit:literal, $rt:ident, $doc:literal
             $(, get = |$gs:ident| $get:expr)?
@@ -398,13 +579,8 @@ macro_rules! declare_params {
             $(, set = |$ss:ident, $sv:ident| $set:expr)?
         );* $(;)?
     ) => {
-        impl $crate::params::Params for $spec {
-            const KIND: &'static str = $kind;
-            fn instance_name(&self) -> &str {
-                let $ns = self;
-                &$name
-            }
-            fn decls() -> Vec<$crate::params::ParamDecl> {
+        impl $crate::params::ParamRows for $spec {
+            fn row_decls() -> Vec<$crate::params::ParamDecl> {
                 vec![$($crate::params::ParamDecl {
                     name: stringify!($param),
                     ty: $crate::params::ParamType::$variant $({ $($range)* })?,
@@ -413,11 +589,8 @@ macro_rules! declare_params {
                     doc: $doc,
                 }),*]
             }
-            $(fn field_of(param: &str) -> String {
-                ($field_of)(param)
-            })?
             #[allow(unused_variables)]
-            fn get(&self, p: &str) -> Option<$crate::params::ParamValue> {
+            fn row_get(&self, p: &str) -> Option<$crate::params::ParamValue> {
                 use $crate::params::ParamField as _;
                 match p {
                     $(stringify!($param) => $crate::params::declare_params!(
@@ -427,12 +600,11 @@ macro_rules! declare_params {
                 }
             }
             #[allow(unused_variables)]
-            fn set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
+            fn row_set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
                 use $crate::params::ParamField;
                 let wrong = |p: &str, v: &$crate::params::ParamValue| {
-                    format!("{} has no parameter `{p}` of type {v:?}", $kind)
+                    format!("{} has no parameter `{p}` of type {v:?}", $label)
                 };
-                $(let (before, check) = (self.clone(), $check);)?
                 match p {
                     $(stringify!($param) => {
                         let Some(x) = ParamField::from_value(v.clone()) else {
@@ -444,11 +616,6 @@ macro_rules! declare_params {
                     })*
                     _ => return Err(wrong(p, &v)),
                 }
-                $(if let Err(e) = check(&*self) {
-                    let _ = stringify!($check);
-                    *self = before;
-                    return Err(e);
-                })?
                 Ok(())
             }
         }
@@ -469,6 +636,41 @@ macro_rules! declare_params {
         let ($ss, $sv) = ($self, $x);
         $set;
     }};
+    // A component kind: its rows ([`ParamRows`]) and [`Params`] over them.
+    (
+        $spec:ty : $kind:literal, name = |$ns:ident| $name:expr
+        $(, field_of = $field_of:expr)?
+        $(, check = $check:expr)? ;
+        $($rows:tt)*
+    ) => {
+        $crate::params::declare_params!(@rows $spec, $kind; $($rows)*);
+        impl $crate::params::Params for $spec {
+            const KIND: &'static str = $kind;
+            fn instance_name(&self) -> &str {
+                let $ns = self;
+                &$name
+            }
+            fn decls() -> Vec<$crate::params::ParamDecl> {
+                <$spec as $crate::params::ParamRows>::row_decls()
+            }
+            $(fn field_of(param: &str) -> String {
+                ($field_of)(param)
+            })?
+            fn get(&self, p: &str) -> Option<$crate::params::ParamValue> {
+                $crate::params::ParamRows::row_get(self, p)
+            }
+            fn set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
+                $(let (before, check) = (self.clone(), $check);)?
+                $crate::params::ParamRows::row_set(self, p, v)?;
+                $(if let Err(e) = check(&*self) {
+                    let _ = stringify!($check);
+                    *self = before;
+                    return Err(e);
+                })?
+                Ok(())
+            }
+        }
+    };
 }
 pub(crate) use declare_params;
 
@@ -482,6 +684,36 @@ pub fn split_path(path: &str) -> Option<(&str, &str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    param_choices! {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+        enum Mode {
+            Fast = "FAST",
+            /// A documented variant.
+            Slow = "SLOW_START",
+        }
+    }
+
+    /// A `param_choices!` enum: its serde names are the choices, and a value converts both
+    /// ways through `ParamField`; a checked value must be one of the choices.
+    #[test]
+    fn choices_are_the_serde_names() {
+        assert_eq!(Mode::CHOICES, &["FAST", "SLOW_START"]);
+        assert_eq!(ron::to_string(&Mode::Slow).unwrap(), "SLOW_START");
+        assert_eq!(ron::from_str::<Mode>("FAST").unwrap(), Mode::Fast);
+        assert_eq!(Mode::Slow.to_value(), ParamValue::Enum("SLOW_START".into()));
+        assert_eq!(Mode::from_value(ParamValue::Enum("FAST".into())), Some(Mode::Fast));
+        assert_eq!(Mode::from_value(ParamValue::Enum("fast".into())), None);
+        assert_eq!(Mode::from_value(ParamValue::Bool(true)), None);
+        let ty = ParamType::Enum { choices: Mode::CHOICES };
+        assert_eq!(ty.describe(), "one of FAST, SLOW_START");
+        assert!(ty.check(&ParamValue::Enum("FAST".into())).is_ok());
+        assert_eq!(
+            ty.check(&ParamValue::Enum("MEDIUM".into())),
+            Err("expected one of FAST, SLOW_START, found MEDIUM".into())
+        );
+        assert!(ty.check(&ParamValue::Count(1)).is_err());
+    }
 
     #[test]
     fn typed_parsing_keeps_enum_names_and_checks_ranges() {
@@ -521,6 +753,14 @@ mod tests {
                 Err("found Some(2.5) (a fractional value is never rounded)"),
             ),
             (ParamType::OptCount { min: 1, max: 100 }, "Some(7)", Ok("Some(7)")),
+            // A choice is a bare name, one of the declared ones.
+            (ParamType::Enum { choices: &["OPEN", "CLOSED"] }, "CLOSED", Ok("CLOSED")),
+            (
+                ParamType::Enum { choices: &["OPEN", "CLOSED"] },
+                "HALF_OPEN",
+                Err("expected one of OPEN, CLOSED, found HALF_OPEN"),
+            ),
+            (ParamType::Enum { choices: &["OPEN", "CLOSED"] }, "3", Err("")),
             (
                 ParamType::DurationDist,
                 "Exponential(mean: 5)",

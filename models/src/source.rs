@@ -8,7 +8,6 @@
 
 use crate::attributes::{AssignSpec, KeySpec};
 use crate::closed_loop::ClosedLoopSpec;
-use crate::params::{ParamDecl, ParamType, ParamValue, Params};
 use crate::profile::Profile;
 use crate::trace::TraceSpec;
 use crate::validate;
@@ -177,103 +176,53 @@ pub fn check_rate(
     Ok(())
 }
 
-impl Params for SourceSpec {
-    const KIND: &'static str = "source";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        vec![
-            ParamDecl {
-                name: "interarrival",
-                ty: ParamType::DurationDist,
-                unit: "ns",
-                runtime: true,
-                doc: "time between arrivals (takes effect from the next arrival; renewal sources only)",
-            },
-            ParamDecl {
-                name: "start",
-                ty: ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::MAX },
-                unit: "ns",
-                runtime: false,
-                doc: "time of the first arrival",
-            },
-            ParamDecl {
-                name: "limit",
-                ty: ParamType::OptCount { min: 1, max: u64::MAX },
-                unit: "requests",
-                runtime: false,
-                doc: "stop after this many requests (None = unlimited)",
-            },
-            ParamDecl {
-                name: "trace_rate_scale",
-                ty: ParamType::Float { min: 1e-6, max: 1e6 },
-                unit: "×",
-                runtime: false,
-                doc: "replay speed of a trace source (2 = twice the recorded rate)",
-            },
-            ParamDecl {
-                name: "rate_multiplier",
-                ty: ParamType::Float { min: 1e-3, max: 1e3 },
-                unit: "×",
-                runtime: true,
-                doc: "scales the arrival rate (renewal sources; composes with the profile; the pending arrival is rescaled exactly)",
-            },
-            ParamDecl {
-                name: "users",
-                ty: ParamType::Count { min: 1, max: crate::closed_loop::MAX_CLIENTS },
-                unit: "users",
-                runtime: true,
-                doc: "closed-loop users (more start at once; fewer stop after their current request)",
-            },
-            ParamDecl {
-                name: "think_time",
-                ty: ParamType::DurationDist,
-                unit: "ns",
-                runtime: true,
-                doc: "closed-loop think time (takes effect from the next think)",
-            },
-        ]
-    }
-    fn field_of(param: &str) -> String {
-        match param {
+/// The error of a parameter this source does not have (a trace source has no
+/// `interarrival`…).
+fn absent(p: &str) -> String {
+    format!("source has no parameter `{p}` (not this kind of source)")
+}
+
+crate::params::declare_params! {
+    SourceSpec: "source", name = |s| s.name,
+        field_of = |p: &str| match p {
             "trace_rate_scale" => "trace.rate_scale".into(),
             "users" => "closed_loop.users".into(),
             "think_time" => "closed_loop.think_time".into(),
-            p => p.into(),
-        }
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        Some(match p {
-            "interarrival" => ParamValue::DurationDist(self.interarrival.clone()?),
-            "trace_rate_scale" => ParamValue::Float(self.trace.as_ref()?.rate_scale),
-            "start" => ParamValue::Duration(self.start),
-            "limit" => ParamValue::OptCount(self.limit),
-            "rate_multiplier" if self.interarrival.is_some() => {
-                ParamValue::Float(self.rate_multiplier)
-            }
-            "users" => ParamValue::Count(self.closed_loop.as_ref()?.users),
-            "think_time" => ParamValue::DurationDist(self.closed_loop.as_ref()?.think_time.clone()),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        match (p, v) {
-            ("interarrival", ParamValue::DurationDist(d)) => self.interarrival = Some(d),
-            ("trace_rate_scale", ParamValue::Float(x)) if self.trace.is_some() => {
-                self.trace.as_mut().expect("checked").rate_scale = x;
-            }
-            ("start", ParamValue::Duration(d)) => self.start = d,
-            ("limit", ParamValue::OptCount(n)) => self.limit = n,
-            ("rate_multiplier", ParamValue::Float(x)) => self.rate_multiplier = x,
-            ("users", ParamValue::Count(n)) if self.closed_loop.is_some() => {
-                self.closed_loop.as_mut().expect("checked").users = n;
-            }
-            ("think_time", ParamValue::DurationDist(d)) if self.closed_loop.is_some() => {
-                self.closed_loop.as_mut().expect("checked").think_time = d;
-            }
-            (p, v) => return Err(format!("source has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+            p => p.to_string(),
+        };
+    // Renewal sources only.
+    interarrival: DurationDist, "ns", runtime,
+        "time between arrivals (takes effect from the next arrival; renewal sources only)",
+        opt_get = |s| s.interarrival.clone(), set = |s, d| s.interarrival = Some(d);
+    start: Duration { min: SimDuration::ZERO, max: SimDuration::MAX }, "ns", fixed,
+        "time of the first arrival";
+    limit: OptCount { min: 1, max: u64::MAX }, "requests", fixed,
+        "stop after this many requests (None = unlimited)";
+    // Trace sources only.
+    trace_rate_scale: Float { min: 1e-6, max: 1e6 }, "×", fixed,
+        "replay speed of a trace source (2 = twice the recorded rate)",
+        opt_get = |s| s.trace.as_ref().map(|t| t.rate_scale),
+        set = |s, x| match s.trace.as_mut() {
+            Some(t) => t.rate_scale = x,
+            None => return Err(absent("trace_rate_scale")),
+        };
+    // Renewal sources only.
+    rate_multiplier: Float { min: 1e-3, max: 1e3 }, "×", runtime,
+        "scales the arrival rate (renewal sources; composes with the profile; the pending arrival is rescaled exactly)",
+        opt_get = |s| s.interarrival.is_some().then_some(s.rate_multiplier);
+    // Closed-loop sources only.
+    users: Count { min: 1, max: crate::closed_loop::MAX_CLIENTS }, "users", runtime,
+        "closed-loop users (more start at once; fewer stop after their current request)",
+        opt_get = |s| s.closed_loop.as_ref().map(|c| c.users),
+        set = |s, n| match s.closed_loop.as_mut() {
+            Some(c) => c.users = n,
+            None => return Err(absent("users")),
+        };
+    think_time: DurationDist, "ns", runtime,
+        "closed-loop think time (takes effect from the next think)",
+        opt_get = |s| s.closed_loop.as_ref().map(|c| c.think_time.clone()),
+        set = |s, d| match s.closed_loop.as_mut() {
+            Some(c) => c.think_time = d,
+            None => return Err(absent("think_time")),
+        };
 }

@@ -41,7 +41,7 @@
 //! API boundary: pure functions here ([`effective_budget`], `pipeline::stage_holds_thread`,
 //! [`thread_move`], [`on_budget_expiry`]); the world owns timers and acts on them.
 
-use crate::params::{ParamDecl, ParamType, ParamValue, Params, Registry};
+use crate::params::Registry;
 use serde::{Deserialize, Deserializer, de::Error as _};
 use sim_core::SimDuration;
 
@@ -148,63 +148,24 @@ impl QueueParams {
 }
 
 /// The registry kind `dispatcher_queue` (a class queue's wait timeout).
+#[derive(Clone)]
 pub struct DispatcherQueue(QueueParams);
 /// The registry kind `pool_queue` (a pool work queue's wait timeout).
+#[derive(Clone)]
 pub struct PoolQueue(QueueParams);
 
-fn queue_decls() -> Vec<ParamDecl> {
-    vec![ParamDecl {
-        name: "max_queue_wait",
-        ty: ParamType::Duration { min: SimDuration::from_ns(1), max: MAX_BUDGET },
-        unit: "ns",
-        runtime: true,
-        doc: "queue-wait timeout: a task waiting longer is removed, its request rejected",
-    }]
+/// The queue kinds' one parameter, declared once for both.
+macro_rules! queue_params {
+    ($($queue:ty: $kind:literal),*) => {$(
+        crate::params::declare_params! {
+            $queue: $kind, name = |s| s.0.name;
+            max_queue_wait: Duration { min: SimDuration::from_ns(1), max: MAX_BUDGET }, "ns",
+                runtime, "queue-wait timeout: a task waiting longer is removed, its request rejected",
+                get = |s| s.0.max_queue_wait, set = |s, d| s.0.max_queue_wait = d;
+        }
+    )*};
 }
-
-fn queue_get(q: &QueueParams, p: &str) -> Option<ParamValue> {
-    (p == "max_queue_wait").then_some(ParamValue::Duration(q.max_queue_wait))
-}
-
-fn queue_set(q: &mut QueueParams, p: &str, v: ParamValue) -> Result<(), String> {
-    match (p, v) {
-        ("max_queue_wait", ParamValue::Duration(d)) => q.max_queue_wait = d,
-        (p, v) => return Err(format!("a queue has no parameter `{p}` of type {v:?}")),
-    }
-    Ok(())
-}
-
-impl Params for DispatcherQueue {
-    const KIND: &'static str = "dispatcher_queue";
-    fn instance_name(&self) -> &str {
-        &self.0.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        queue_decls()
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        queue_get(&self.0, p)
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        queue_set(&mut self.0, p, v)
-    }
-}
-
-impl Params for PoolQueue {
-    const KIND: &'static str = "pool_queue";
-    fn instance_name(&self) -> &str {
-        &self.0.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        queue_decls()
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        queue_get(&self.0, p)
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        queue_set(&mut self.0, p, v)
-    }
-}
+queue_params!(DispatcherQueue: "dispatcher_queue", PoolQueue: "pool_queue");
 
 #[cfg(test)]
 mod tests {

@@ -20,7 +20,7 @@
 //! API boundary: [`UsersSpec`] is scenario data; the world keeps a [`Population`] and asks
 //! it [`Population::is_vip`], [`Population::segment_of`] and [`Population::class_of`].
 
-use crate::params::{ParamDecl, ParamType, ParamValue, Params};
+use crate::params::ParamValue;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::rng::{bits_to_open01, mix64};
@@ -137,30 +137,10 @@ pub struct SegmentParams {
     pub class: Option<u64>,
 }
 
-impl Params for SegmentParams {
-    const KIND: &'static str = "segment";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        vec![ParamDecl {
-            name: "class",
-            ty: ParamType::OptCount { min: 0, max: 63 },
-            unit: "class index",
-            runtime: true,
-            doc: "class of the segment's requests from now on: None = the source's, Some(k) = the scenario's k-th class (0 = P0)",
-        }]
-    }
-    fn get(&self, p: &str) -> Option<ParamValue> {
-        (p == "class").then_some(ParamValue::OptCount(self.class))
-    }
-    fn set(&mut self, p: &str, v: ParamValue) -> Result<(), String> {
-        match (p, v) {
-            ("class", ParamValue::OptCount(k)) => self.class = k,
-            (p, v) => return Err(format!("segment has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    SegmentParams: "segment", name = |s| s.name;
+    class: OptCount { min: 0, max: 63 }, "class index", runtime,
+        "class of the segment's requests from now on: None = the source's, Some(k) = the scenario's k-th class (0 = P0)";
 }
 
 /// The run-time population.

@@ -33,7 +33,7 @@
 //! `limit_decrease` events and the summary counters (`probes` besides the limiter's).
 
 use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
-use crate::params::{ParamDecl, ParamType, ParamValue as V};
+use crate::params::ParamValue as V;
 use serde::{Deserialize, Serialize};
 use sim_core::rng::{bits_to_open01, mix64};
 
@@ -232,86 +232,22 @@ impl LimitAlgorithm for Vegas {
     }
 }
 
-impl crate::params::Params for VegasLimitSpec {
-    const KIND: &'static str = "vegas_limit";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        let limit = ParamType::Count { min: 1, max: MAX_LIMIT };
-        let opt = ParamType::OptCount { min: 0, max: MAX_LIMIT };
-        let d = |name, ty, unit, runtime, doc| ParamDecl { name, ty, unit, runtime, doc };
-        vec![
-            d(
-                "initial_limit",
-                limit.clone(),
-                "calls",
-                false,
-                "the limit before the first sample (initialLimit)",
-            ),
-            d("max_concurrency", limit, "calls", true, "the highest limit (maxConcurrency)"),
-            d(
-                "smoothing",
-                ParamType::Float { min: 0.0, max: 1.0 },
-                "ratio",
-                true,
-                "weight of a new estimate (smoothing; 1 = none)",
-            ),
-            d(
-                "alpha",
-                opt.clone(),
-                "calls",
-                true,
-                "queue below which the limit grows by log10(limit); None = 3 × log10(limit) (alpha)",
-            ),
-            d(
-                "beta",
-                opt.clone(),
-                "calls",
-                true,
-                "queue above which the limit shrinks by log10(limit); None = 6 × log10(limit) (beta)",
-            ),
-            d(
-                "threshold",
-                opt,
-                "calls",
-                true,
-                "queue at or below which the limit grows by beta; None = log10(limit) (threshold)",
-            ),
-            d(
-                "probe_multiplier",
-                ParamType::Count { min: 1, max: 1_000_000 },
-                "samples per call of limit",
-                true,
-                "a no-load RTT probe every jitter × probe_multiplier × limit samples (probeMultiplier)",
-            ),
-        ]
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        Some(match p {
-            "initial_limit" => V::Count(self.initial_limit),
-            "max_concurrency" => V::Count(self.max_concurrency),
-            "smoothing" => V::Float(self.smoothing),
-            "alpha" => V::OptCount(self.alpha),
-            "beta" => V::OptCount(self.beta),
-            "threshold" => V::OptCount(self.threshold),
-            "probe_multiplier" => V::Count(self.probe_multiplier),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("initial_limit", V::Count(n)) => self.initial_limit = n,
-            ("max_concurrency", V::Count(n)) => self.max_concurrency = n,
-            ("smoothing", V::Float(x)) => self.smoothing = x,
-            ("alpha", V::OptCount(n)) => self.alpha = n,
-            ("beta", V::OptCount(n)) => self.beta = n,
-            ("threshold", V::OptCount(n)) => self.threshold = n,
-            ("probe_multiplier", V::Count(n)) => self.probe_multiplier = n,
-            (p, v) => return Err(format!("vegas_limit has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    VegasLimitSpec: "vegas_limit", name = |s| s.name;
+    initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
+        "the limit before the first sample (initialLimit)";
+    max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
+        "the highest limit (maxConcurrency)";
+    smoothing: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
+        "weight of a new estimate (smoothing; 1 = none)";
+    alpha: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
+        "queue below which the limit grows by log10(limit); None = 3 × log10(limit) (alpha)";
+    beta: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
+        "queue above which the limit shrinks by log10(limit); None = 6 × log10(limit) (beta)";
+    threshold: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
+        "queue at or below which the limit grows by beta; None = log10(limit) (threshold)";
+    probe_multiplier: Count { min: 1, max: 1_000_000 }, "samples per call of limit", runtime,
+        "a no-load RTT probe every jitter × probe_multiplier × limit samples (probeMultiplier)";
 }
 
 impl crate::params::GovernorSpec for VegasLimitSpec {}

@@ -321,6 +321,9 @@ fn value_of(ty: &ParamType, pick: u64) -> ParamValue {
             ParamValue::Float((min + (max.min(min + 4.0) - min) * u).clamp(*min, *max))
         }
         ParamType::Bool => ParamValue::Bool(pick.is_multiple_of(2)),
+        ParamType::Enum { choices } => {
+            ParamValue::Enum(choices[pick as usize % choices.len()].to_string())
+        }
     }
 }
 

@@ -281,6 +281,55 @@ fn reset_keeps_or_changes_the_seed_and_applies_the_values_set_for_it() {
     assert_eq!(h.state().store.seed, seed + 1);
 }
 
+/// Two sources of one class: the latency plot draws the class's own quantiles (its
+/// histogram over both sources, `class.chat.latency.*`), and the sources' lines only when
+/// asked for ("latency per source"), named with their class.
+const TWO_SOURCES_ONE_CLASS: &str = r#"Scenario(name: "two-sources",
+    classes: [(name: "chat")],
+    sources: [
+        (name: "fast", class: "chat", interarrival: Exponential(mean: "10ms"), target: "f"),
+        (name: "slow", class: "chat", interarrival: Exponential(mean: "20ms"), target: "s"),
+    ],
+    call_sites: [(name: "f", upstream: "quick"), (name: "s", upstream: "slow")],
+    stations: [
+        (name: "quick", servers: 50, service: Exponential(mean: "20ms")),
+        (name: "slow", servers: 50, service: Exponential(mean: "200ms")),
+    ],
+)"#;
+
+#[test]
+fn latency_is_plotted_per_class_from_the_class_histogram() {
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    drop_file(&mut h, "/nowhere/two-sources.ron", Some(TWO_SOURCES_ONE_CLASS));
+    wait(&mut h, "the dropped scenario opens", |w| w.store.generation >= 2);
+    run_until_through_the_controls(&mut h, "20s");
+    let t = SimTime::ZERO + sim_core::SimDuration::from_secs(20);
+    wait(&mut h, "the run reaches 20 s", |w| w.store.status.now == t && !w.store.status.running);
+    // The plot's legend (AccessKit check boxes, one per line): the class's quantiles, not
+    // the sources'.
+    for q in ["p50", "p95", "p99"] {
+        h.get_by_label(&format!("chat {q}"));
+        assert_eq!(h.query_all_by_label(&format!("fast (chat) {q}")).count(), 0, "{q}");
+        assert!(!h.state().store.points(&format!("class.chat.latency.{q}_ms")).is_empty());
+    }
+    h.get_by_label("latency per source").click();
+    h.step();
+    h.step();
+    for src in ["fast", "slow"] {
+        h.get_by_label(&format!("{src} (chat) p99"));
+    }
+    // The class line is its own: in most buckets its median is neither source's.
+    let w = h.state();
+    let p50 = |m: &str| w.store.points(&format!("{m}.latency.p50_ms")).to_vec();
+    let (class, fast, slow) = (p50("class.chat"), p50("source.fast"), p50("source.slow"));
+    let own = class
+        .iter()
+        .filter(|c| ![&fast, &slow].iter().any(|s| s.iter().any(|p| p.x == c.x && p.y == c.y)))
+        .count();
+    assert!(own * 2 > class.len(), "{own} of {} class medians are the class's own", class.len());
+}
+
 #[test]
 fn clicking_an_event_moves_the_plots_to_its_instant() {
     use sim_gui::ui::plots::Span;

@@ -43,11 +43,18 @@
 //! point (not proven infeasible, no error) on the `first` seeds, which every point ran:
 //! the comparison stays on common random numbers.
 
+//!
+//! Layering: the block's schema (reading, checking, resolving it into a [`Search`], and its
+//! metrics) belongs to the experiment file and lives under it (`experiment/search_spec.rs`,
+//! `experiment/metric.rs`, re-exported here as `spec` and `metric`); this module is the
+//! driver (racing, running batches, reports), which depends on the schema and never the
+//! other way round (`python3 ../shared/tools/modcycles.py experiments/src`: no cycle).
+
 pub mod cli;
 pub mod drive;
-pub mod metric;
 pub mod race;
 pub mod report;
-pub mod spec;
 
+pub use crate::experiment::metric;
+pub use crate::experiment::search_spec as spec;
 pub use spec::Search;

@@ -167,6 +167,11 @@ pub fn typed_value(rng: &mut Rng, ty: &ParamType) -> V {
             _ => rng.pick(EDGE_NUMBERS).unwrap().to_string(),
         },
         ParamType::Bool => if rng.chance(2) { "true" } else { "false" }.into(),
+        // A choice, or now and then a name that is none of them.
+        ParamType::Enum { choices } => match rng.below(4) {
+            0 => "NO_SUCH_CHOICE".into(),
+            _ => rng.pick(choices).unwrap().to_string(),
+        },
     };
     atom(&s)
 }

@@ -1,4 +1,4 @@
-//! The incident library beyond SPEC §6 (issue 17: incidents 19 and 20): each file loaded
+//! The incident library beyond SPEC §6 (issue 17: incidents 19 and 20; issue 14: 21): each file loaded
 //! as a user would, run on its first seeds (every variant on the same traffic), the
 //! direction and size of the effect asserted with bounds derived from the physics.
 
@@ -70,4 +70,41 @@ fn incident_19_adaptive_limit_surge() {
     assert!(c429("envoy") < 0.2 * c429("failure"));
     assert!(ok("envoy") < 0.8 * ok("gate-50"), "the minRTT windows refuse traffic");
     assert!(r.mean("envoy", "adaptive_concurrency.e.min_rtt_calculations") >= 3.0);
+}
+
+/// Incident 21 (derivation in its file and in models/tests/suite/retry_storm_delay.rs):
+/// one M/M/1 server (μ = 100/s), λ = 55/s, timeout 100 ms, one retry after U(0, 20 s). An
+/// attempt times out iff its sojourn exceeds τ = 100 ms − round trip; the mean-field fixed
+/// point x = λ(1 + e^{−(μ − x)τ}) gives p (retries per request) and x/μ (utilisation) while
+/// λ is below λ* = W(e^{μτ − 1})/τ: 70.5/s at τ = 100 ms, 66.6 at 80, 58.5 at 50, 51.9 at 30.
+/// * no-delay and fix (τ = 100 ms): p = 0.0119, x/μ = 0.557; rtt-20ms: p = 0.0314, 0.567;
+/// * rtt-50ms (94 % of λ*): near p = 0.167, x/μ = 0.642 (a seed may tip for a while);
+/// * failure (τ = 30 ms, λ > λ*): the storm — the server saturates, nearly every attempt
+///   times out, the goodput falls to a few percent.
+///
+/// Tolerances on 2 seeds × 600 s: p within 35 % (timeouts come in bursts: the seeds of the
+/// file spread ±20 %), utilisation within 2 %.
+#[test]
+fn incident_21_retry_storm_network_delay() {
+    let r = run("21-retry-storm-network-delay.ron", None, 2, false);
+    let p = |v: &str| r.mean(v, "retry.r.retries") / r.mean(v, "source.chat.offered");
+    let u = |v: &str| r.mean(v, "station.llm.utilization");
+    for (v, p_want, u_want) in
+        [("no-delay", 0.0119, 0.557), ("fix", 0.0119, 0.557), ("rtt-20ms", 0.0314, 0.567)]
+    {
+        assert!((p(v) - p_want).abs() <= 0.35 * p_want, "{v}: p {} vs {p_want}", p(v));
+        assert!((u(v) - u_want).abs() <= 0.02 * u_want, "{v}: utilisation {} vs {u_want}", u(v));
+        let ok = r.mean(v, "source.chat.success") / r.mean(v, "source.chat.offered");
+        assert!(ok > 0.99, "{v}: success share {ok}");
+    }
+    assert!(p("rtt-50ms") > 0.12 && u("rtt-50ms") > 0.62, "rtt-50ms: near 0.167 / 0.642");
+    assert!(p("no-delay") < p("rtt-20ms") && p("rtt-20ms") < p("rtt-50ms"));
+    assert!(
+        p("failure") > 0.85 && u("failure") > 0.95,
+        "the storm: {} {}",
+        p("failure"),
+        u("failure")
+    );
+    let ok = r.mean("failure", "source.chat.success") / r.mean("failure", "source.chat.offered");
+    assert!(ok < 0.15, "goodput collapses: success share {ok}");
 }

@@ -27,4 +27,5 @@ mod search;
 mod session;
 mod signals;
 mod sweep;
+mod timeseries_table;
 mod variants;

@@ -122,3 +122,47 @@ fn every_bundled_experiment_round_trips_through_an_export() {
     }
     assert!(checked >= 6, "{checked}");
 }
+
+/// An enum parameter changed through a live session (typed as text, bare as in the
+/// scenario): a name outside the choices is refused with the path and the choices, and the
+/// export writes the choice bare, so the headless replay reproduces the fingerprint.
+#[test]
+fn an_enum_change_exports_and_replays() {
+    let dir = tmp("enum");
+    let file = dir.join("breaker.ron");
+    std::fs::write(
+        &file,
+        r#"Experiment(
+    name: "breaker",
+    scenario: Inline(Scenario(
+        name: "s",
+        sources: [(name: "chat", interarrival: Exponential(mean: "5ms"), target: "call")],
+        circuit_breakers: [(name: "b", sliding_window_size: 20, minimum_number_of_calls: 1000,
+            wait_duration_in_open_state: "1s", max_wait_duration_in_half_open_state: "300ms",
+            permitted_number_of_calls_in_half_open_state: 1000,
+            automatic_transition_from_open_to_half_open_enabled: true)],
+        call_sites: [(name: "call", governors: [CircuitBreaker("b")], upstream: "llm")],
+        stations: [(name: "llm", servers: 8, error_rate: 0.8, service: Exponential(mean: "20ms"))],
+    )),
+    duration: "10s",
+    seeds: List([1]),
+)"#,
+    )
+    .unwrap();
+    let mut s = open(&file, &RunDefaults::default(), &RunChoice::default()).unwrap();
+    let path = "circuit_breaker.b.transition_to_state_after_wait_duration";
+    s.run_until(secs(2)).unwrap();
+    let e = s.apply_text(path, "HALF_OPEN").unwrap_err().to_string();
+    assert_eq!(e, format!("{path}: expected one of OPEN, CLOSED, found HALF_OPEN"));
+    s.apply_text(path, "CLOSED").unwrap();
+    let out = dir.join("session.ron");
+    s.export_to(&out).unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains(&format!("path: \"{path}\",")) && text.contains("value: CLOSED"),
+        "{text}"
+    );
+    let live = s.finish();
+    assert!(live.state_events.iter().any(|e| e.from == "HALF_OPEN" && e.to == "CLOSED"));
+    assert_eq!(replay(&out), live.fingerprint.hex());
+}

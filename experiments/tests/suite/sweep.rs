@@ -198,3 +198,27 @@ fn tied_parameters_set_in_any_order_and_constraints_drop_invalid_points() {
         "{err}"
     );
 }
+
+/// An enum parameter is swept over its choices, written bare as in the scenario; each point
+/// gets its choice (and its own run id: the scenario text differs).
+#[test]
+fn a_sweep_over_an_enum_parameters_choices() {
+    let text = BASE
+        .replace(
+            r#"call_sites: [(name: "call", governors: [Gate("g")], upstream: "llm")],"#,
+            r#"circuit_breakers: [(name: "b")],
+        call_sites: [(name: "call", governors: [CircuitBreaker("b"), Gate("g")], upstream: "llm")],"#,
+        )
+        .replace(
+            "EXTRA",
+            r#"sweep: [Grid(path: "circuit_breaker.b.sliding_window_type", values: [TIME_BASED, COUNT_BASED])],"#,
+        );
+    let e = load_text(Path::new("plan.ron"), &text, &RunDefaults::default()).unwrap();
+    let got: Vec<String> = e
+        .runs
+        .iter()
+        .map(|r| format!("{} {} {}", r.point, r.seed, r.params[0].as_ref().unwrap()))
+        .collect();
+    assert_eq!(got, ["0 7 TIME_BASED", "0 9 TIME_BASED", "1 7 COUNT_BASED", "1 9 COUNT_BASED"]);
+    assert!(unique_ids(&e));
+}

@@ -8,8 +8,11 @@
 //! API boundary: the registry reads and writes specs by name; the world applies run-time
 //! changes through the state's setters (see the integration notes in the final report).
 
-use super::{CircuitBreakerSpec, CircuitBreakerStrategy, DegradeRuleSpec};
-use crate::params::ParamValue as V;
+use super::{
+    CircuitBreakerSpec, CircuitBreakerStrategy, DegradeRuleSpec, SlidingWindowType,
+    StateAfterMaxWait,
+};
+use crate::params::{ParamChoice as _, ParamValue as V};
 use sim_core::{SimDuration, SimTime};
 
 const DAY: SimDuration = SimDuration::from_secs(86_400);
@@ -30,8 +33,12 @@ crate::params::declare_params! {
         runtime, "probe permits (next HALF_OPEN)";
     max_wait_duration_in_half_open_state: Duration { min: SimDuration::ZERO, max: DAY }, "ns",
         runtime, "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)";
+    transition_to_state_after_wait_duration: Enum { choices: StateAfterMaxWait::CHOICES }, "",
+        runtime, "the state HALF_OPEN is forced into after max_wait_duration_in_half_open_state";
     automatic_transition_from_open_to_half_open_enabled: Bool, "", runtime,
         "OPEN → HALF_OPEN by timer instead of on the next call";
+    sliding_window_type: Enum { choices: SlidingWindowType::CHOICES }, "", fixed,
+        "COUNT_BASED: the last sliding_window_size calls; TIME_BASED: the last sliding_window_size seconds";
     sliding_window_size: Count { min: 1, max: 1_000_000 }, "calls or s", fixed, "window length";
     forced_open: Bool, "", runtime,
         "switched off: every call rejected (FORCED_OPEN); false → CLOSED";
@@ -81,6 +88,11 @@ impl super::CircuitBreaker {
             }
             ("max_wait_duration_in_half_open_state", V::Duration(d)) => {
                 self.set_max_wait_duration_in_half_open_state(d)
+            }
+            ("transition_to_state_after_wait_duration", V::Enum(c)) => {
+                let s = StateAfterMaxWait::from_choice(&c)
+                    .ok_or_else(|| format!("transition_to_state_after_wait_duration: no `{c}`"))?;
+                self.set_transition_after_max_wait(s)
             }
             ("automatic_transition_from_open_to_half_open_enabled", V::Bool(b)) => {
                 self.set_automatic_transition(b)

@@ -199,6 +199,10 @@ impl CircuitBreaker {
     pub fn set_max_wait_duration_in_half_open_state(&mut self, d: SimDuration) {
         self.spec.max_wait_duration_in_half_open_state = d;
     }
+    /// Read when the maximum wait in HALF_OPEN elapses: applies to the episode in progress.
+    pub fn set_transition_after_max_wait(&mut self, s: StateAfterMaxWait) {
+        self.spec.transition_to_state_after_wait_duration = s;
+    }
     pub fn set_automatic_transition(&mut self, on: bool) {
         self.spec.automatic_transition_from_open_to_half_open_enabled = on;
     }
@@ -214,6 +218,29 @@ impl CircuitBreaker {
     /// METRICS_ONLY on or off (`transitionToMetricsOnlyState` / `transitionToClosedState`).
     pub fn set_metrics_only(&mut self, on: bool, now: SimTime) {
         self.set_special(BreakerState::MetricsOnly, on, now);
+    }
+
+    /// Puts the breaker in `to` at `now`, as Resilience4j's `transitionToClosedState()`
+    /// (fresh metrics, open-wait attempts reset, HALF_OPEN waiters let through),
+    /// `transitionToOpenState()` (attempts + 1, so an exponential open wait grows; HALF_OPEN
+    /// waiters refused), `transitionToHalfOpenState()` (a new probe episode) and
+    /// `transitionTo{ForcedOpen,Disabled,MetricsOnly}State()`. Leaving a special state
+    /// this way clears it. Already in `to`: nothing happens (no event).
+    pub fn transition_to_state(&mut self, to: BreakerState, now: SimTime) {
+        if self.state == to {
+            return;
+        }
+        let special = [BreakerState::ForcedOpen, BreakerState::Disabled, BreakerState::MetricsOnly];
+        if special.contains(&to) {
+            return self.set_special(to, true, now);
+        }
+        (self.spec.forced_open, self.spec.disabled, self.spec.metrics_only) = (false, false, false);
+        match to {
+            BreakerState::Closed => self.enter_closed(now),
+            BreakerState::Open => self.enter_open(now),
+            // Waiters exist only in HALF_OPEN, which this is not: none to admit.
+            _ => self.enter_half_open(now),
+        }
     }
 
     /// Switches one of the special states on (leaving the others off) or off (→ CLOSED

@@ -1,9 +1,10 @@
 //! Edge cases of the Resilience4j breaker: stale probes, a woken call abandoned before
-//! the drain, and switching the breaker off and on at run time (FORCED_OPEN).
+//! the drain, switching the breaker off and on at run time (FORCED_OPEN), and scripted
+//! state changes (`act: To(STATE)`).
 
 use super::r4j_tests::{PRIORITY, breaker};
 use super::script::run;
-use super::{BreakerState, state_event};
+use super::{BreakerState, DegradeBreaker, DegradeRuleSpec, state_event};
 use crate::governor::{CallDecision, CallInfo, Governor};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
@@ -213,4 +214,72 @@ fn disabled_and_metrics_only_states() {
     ]"#,
     );
     b.check_invariants();
+}
+
+/// Scripted state changes (`act: To(STATE)`): Resilience4j's `transitionTo…State()` at an
+/// instant, whatever the window says. Exponential open wait 1 s × 2 (attempt n waits
+/// 2^(n−1) s): `transitionToOpenState` counts an attempt like an opening by the window,
+/// `transitionToClosedState` resets the attempts, `transitionToHalfOpenState` starts an
+/// episode with the full permits even before the open wait ends; a special state entered
+/// this way is left by the next transition; a transition to the current state does nothing.
+#[test]
+fn scripted_state_changes_follow_the_librarys_transitions() {
+    let mut b = breaker(
+        r#"CircuitBreaker(name: "b", sliding_window_size: 4, minimum_number_of_calls: 4,
+           wait_duration_in_open_state: "1s", enable_exponential_backoff: true,
+           exponential_backoff_multiplier: 2.0, permitted_number_of_calls_in_half_open_state: 2)"#,
+    );
+    run(
+        &mut b,
+        r#"[
+        (t: "0s", call: 1, act: Call, expect: Some(Pass), state: CLOSED),
+        // Forced open with an empty window: attempt 1, OPEN until 1 s + 1 s.
+        (t: "1s", act: To(OPEN), state: OPEN, timer: Some(Off)),
+        (t: "1s", call: 2, act: Call, expect: Some(Reject), state: OPEN),
+        // A call admitted before: its result in OPEN is carried, not checked.
+        (t: "1.5s", call: 1, act: Success, state: OPEN),
+        // Exactly at 2 s still OPEN; a second To(OPEN) from OPEN is nothing.
+        (t: "2s", call: 3, act: Call, expect: Some(Reject), state: OPEN),
+        (t: "2s", act: To(OPEN), state: OPEN),
+        // HALF_OPEN on demand: 2 permits.
+        (t: "2s", act: To(HALF_OPEN), state: HALF_OPEN),
+        (t: "2s", call: 4, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "2s", call: 5, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        (t: "2s", call: 6, act: Call, expect: Some(Reject), state: HALF_OPEN),
+        // Back to OPEN from HALF_OPEN: attempt 2, waits 2 s → until 4.1 s.
+        (t: "2.1s", act: To(OPEN), state: OPEN),
+        (t: "4.1s", call: 7, act: Call, expect: Some(Reject), state: OPEN),
+        (t: "4.100000001s", call: 8, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        // CLOSED resets the attempts; the old probes' results land in a fresh window.
+        (t: "4.2s", act: To(CLOSED), state: CLOSED),
+        (t: "4.2s", call: 4, act: Failure, state: CLOSED),
+        (t: "4.2s", call: 5, act: Failure, state: CLOSED),
+        (t: "4.2s", call: 8, act: Failure, state: CLOSED),
+        // FORCED_OPEN, then OPEN (leaves it): attempt 1 again (reset), until 6 s + 1 s.
+        (t: "5s", act: To(FORCED_OPEN), state: FORCED_OPEN),
+        (t: "5s", call: 9, act: Call, expect: Some(Reject), state: FORCED_OPEN),
+        (t: "6s", act: To(OPEN), state: OPEN),
+        (t: "7s", call: 10, act: Call, expect: Some(Reject), state: OPEN),
+        (t: "7.000000001s", call: 11, act: Call, expect: Some(Pass), state: HALF_OPEN),
+        // DISABLED lets everything through; CLOSED leaves it.
+        (t: "8s", act: To(DISABLED), state: DISABLED),
+        (t: "8s", call: 12, act: Call, expect: Some(Pass), state: DISABLED),
+        (t: "9s", act: To(CLOSED), state: CLOSED),
+    ]"#,
+    );
+    // 10 changes: →OPEN, →HALF_OPEN, →OPEN, →HALF_OPEN (lazy), →CLOSED, →FORCED_OPEN,
+    // →OPEN, →HALF_OPEN (lazy), →DISABLED, →CLOSED.
+    assert_eq!(b.counters.state_changes, 10);
+    assert!(!b.spec().forced_open && !b.spec().disabled && !b.spec().metrics_only);
+}
+
+/// A Sentinel degrade rule has no public transition: a script asking for one is refused.
+#[test]
+#[should_panic(expected = "a Sentinel degrade rule has no public state transition")]
+fn a_degrade_rule_refuses_a_scripted_state_change() {
+    let spec: DegradeRuleSpec =
+        ron::from_str(r#"DegradeRule(name: "d", grade: ERROR_COUNT, count: 1, time_window: 1)"#)
+            .unwrap();
+    let mut d = DegradeBreaker::new(&spec);
+    run(&mut d, r#"[(t: "1s", act: To(OPEN), state: OPEN)]"#);
 }

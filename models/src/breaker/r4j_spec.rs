@@ -13,22 +13,23 @@ use serde::{Deserialize, Deserializer, Serialize};
 use sim_core::SimDuration;
 use sim_core::time::NS_PER_MS;
 
-/// `slidingWindowType`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SlidingWindowType {
-    #[serde(rename = "COUNT_BASED")]
-    CountBased,
-    #[serde(rename = "TIME_BASED")]
-    TimeBased,
+crate::params::param_choices! {
+    /// `slidingWindowType` (a registered enum parameter, `circuit_breaker.<name>.sliding_window_type`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum SlidingWindowType {
+        CountBased = "COUNT_BASED",
+        TimeBased = "TIME_BASED",
+    }
 }
 
-/// `transitionToStateAfterWaitDuration`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum StateAfterMaxWait {
-    #[serde(rename = "OPEN")]
-    Open,
-    #[serde(rename = "CLOSED")]
-    Closed,
+crate::params::param_choices! {
+    /// `transitionToStateAfterWaitDuration`: the state a HALF_OPEN breaker is forced into
+    /// after `max_wait_duration_in_half_open_state` (a registered enum parameter, run-time).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum StateAfterMaxWait {
+        Open = "OPEN",
+        Closed = "CLOSED",
+    }
 }
 
 /// The priority-aware half-open (not in Resilience4j).

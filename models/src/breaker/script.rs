@@ -10,6 +10,10 @@
 //! change is expected exactly when `state` differs from the previous step's (override the
 //! chain with `ev: Some([OPEN, …])`); `timer: Some(At("60s"))` / `Some(Off)` checks `wake_at`.
 //! A call's duration is the difference of its outcome's and its call's `t`.
+//! A scripted state change — `(t: "2s", act: To(OPEN), state: OPEN)` — puts the breaker in
+//! a state at that instant, as the library's public transition does (Resilience4j's
+//! `transitionTo…State()`, [`super::CircuitBreaker::transition_to_state`]); Sentinel's
+//! degrade rules have no such public method, so a script refuses it for them.
 
 use super::BreakerState;
 use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
@@ -20,16 +24,25 @@ use sim_core::{SimDuration, SimTime};
 
 pub(super) trait Scripted: Governor {
     fn state(&self) -> BreakerState;
+    /// The library's public "put it in this state now", if it has one.
+    fn transition_to(&mut self, to: BreakerState, now: SimTime) -> Result<(), &'static str>;
 }
 
 impl Scripted for super::CircuitBreaker {
     fn state(&self) -> BreakerState {
         super::CircuitBreaker::state(self)
     }
+    fn transition_to(&mut self, to: BreakerState, now: SimTime) -> Result<(), &'static str> {
+        self.transition_to_state(to, now);
+        Ok(())
+    }
 }
 impl Scripted for super::DegradeBreaker {
     fn state(&self) -> BreakerState {
         super::DegradeBreaker::state(self)
+    }
+    fn transition_to(&mut self, _: BreakerState, _: SimTime) -> Result<(), &'static str> {
+        Err("a Sentinel degrade rule has no public state transition")
     }
 }
 
@@ -44,6 +57,8 @@ enum Act {
     Degraded,
     Abandon,
     Wake,
+    /// A scripted state change.
+    To(BreakerState),
 }
 
 #[derive(Debug, Deserialize)]
@@ -116,6 +131,7 @@ pub(super) fn run<G: Scripted>(g: &mut G, script: &str) {
             }
             (Act::Abandon, _) => g.on_abandon(&call, now),
             (Act::Wake, _) => g.on_wake(now),
+            (Act::To(to), _) => g.transition_to(*to, now).unwrap_or_else(|e| panic!("{ctx}: {e}")),
             (_, Some(o)) => {
                 assert_eq!(g.on_outcome(&call, o, now), OutcomeDecision::PassUp(o), "{ctx}");
             }

@@ -204,69 +204,29 @@ impl DispatcherSpec {
     }
 }
 
-impl crate::params::Params for DispatcherSpec {
-    const KIND: &'static str = "dispatcher";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        vec![
-            ParamDecl {
-                name: "defer_capacity",
-                ty: ParamType::Count { min: 0, max: 100_000_000 },
-                unit: "tasks",
-                runtime: true,
-                doc: "bound on the async (deferred) queue; lowering it evicts nothing",
-            },
-            ParamDecl {
-                name: "drain_rate_per_s",
-                ty: ParamType::Float { min: 1e-6, max: 1e9 },
-                unit: "1/s",
-                runtime: true,
-                doc: "replay rate of deferred tasks while healthy",
-            },
-            ParamDecl {
-                name: "max_wait",
-                ty: ParamType::Duration {
-                    min: SimDuration::from_ns(1),
-                    max: SimDuration::from_secs(86_400),
-                },
-                unit: "ns",
-                runtime: true,
-                doc: "Aging policy only: a task waiting this long is served next",
-            },
-        ]
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        Some(match (p, &self.policy) {
-            ("defer_capacity", _) => V::Count(self.defer.capacity),
-            ("drain_rate_per_s", _) => V::Float(self.defer.drain_rate_per_s),
-            ("max_wait", DispatchPolicy::Aging { max_wait, .. }) => V::Duration(*max_wait),
-            _ => return None,
-        })
-    }
-    fn field_of(param: &str) -> String {
-        match param {
+crate::params::declare_params! {
+    DispatcherSpec: "dispatcher", name = |s| s.name,
+        field_of = |p: &str| match p {
             "defer_capacity" => "defer.capacity".into(),
             "drain_rate_per_s" => "defer.drain_rate_per_s".into(),
             "max_wait" => "policy.max_wait".into(),
-            p => p.into(),
-        }
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v, &mut self.policy) {
-            ("defer_capacity", V::Count(n), _) => self.defer.capacity = n,
-            ("drain_rate_per_s", V::Float(x), _) => self.defer.drain_rate_per_s = x,
-            ("max_wait", V::Duration(d), DispatchPolicy::Aging { max_wait, .. }) => *max_wait = d,
-            (p, v, _) => {
-                return Err(format!(
-                    "dispatcher has no parameter `{p}` of type {v:?} (for this policy)"
-                ));
-            }
-        }
-        Ok(())
-    }
+            p => p.to_string(),
+        };
+    defer_capacity: Count { min: 0, max: 100_000_000 }, "tasks", runtime,
+        "bound on the async (deferred) queue; lowering it evicts nothing",
+        get = |s| s.defer.capacity, set = |s, n| s.defer.capacity = n;
+    drain_rate_per_s: Float { min: 1e-6, max: 1e9 }, "1/s", runtime,
+        "replay rate of deferred tasks while healthy",
+        get = |s| s.defer.drain_rate_per_s, set = |s, x| s.defer.drain_rate_per_s = x;
+    // The Aging policy only.
+    max_wait: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
+        "ns", runtime, "Aging policy only: a task waiting this long is served next",
+        opt_get = |s| match s.policy {
+            DispatchPolicy::Aging { max_wait, .. } => Some(max_wait),
+            _ => None,
+        },
+        set = |s, d| match &mut s.policy {
+            DispatchPolicy::Aging { max_wait, .. } => *max_wait = d,
+            _ => return Err("dispatcher: `max_wait` is a parameter of the Aging policy only".into()),
+        };
 }

@@ -12,31 +12,38 @@
 //! API boundary: names and types only; range checks happen in the registry.
 
 use super::hot_param::{ParamFlow, ParamFlowRuleSpec};
-use super::rules::{FlowRules, FlowRulesSpec};
+use super::rules::{ControlBehavior, FlowGrade, FlowRule, FlowRules, FlowRulesSpec};
 use super::token_bucket::{TokenBucket, TokenBucketSpec};
-use crate::params::{ParamDecl, ParamType, ParamValue as V, Params};
+use crate::params::{ParamDecl, ParamRows, ParamValue as V, Params, indexed_decls, split_indexed};
 use sim_core::{SimDuration, SimTime};
+use std::sync::OnceLock;
 
-macro_rules! rule_names {
-    ($($i:literal)*) => {
-        [$([
-            concat!("rule", stringify!($i), ".count"),
-            concat!("rule", stringify!($i), ".max_queueing_time_ms"),
-            concat!("rule", stringify!($i), ".max_queue_length"),
-            concat!("rule", stringify!($i), ".warm_up_period_sec"),
-            concat!("rule", stringify!($i), ".cold_factor"),
-        ]),*]
-    };
+crate::params::declare_params! {
+    rows FlowRule: "flow rule";
+    count: Float { min: 0.0, max: 1e9 }, "qps|threads", runtime,
+        "the rule's threshold (QPS or concurrent calls)";
+    max_queueing_time_ms: Count { min: 0, max: 3_600_000 }, "ms", runtime,
+        "pacing: longest wait before a call is rejected";
+    max_queue_length: OptCount { min: 1, max: 100_000_000 }, "calls", runtime,
+        "pacing: cap on calls parked at this rule";
+    warm_up_period_sec: Count { min: 1, max: 86_400 }, "s", fixed,
+        "warm-up: seconds from cold to count";
+    cold_factor: Count { min: 2, max: 100 }, "factor", fixed,
+        "warm-up: cold rate = count / cold_factor",
+        get = |s| s.cold_factor as u64, set = |s, n| s.cold_factor = cold_factor(n);
+    grade: Enum { choices: FlowGrade::CHOICES }, "", fixed,
+        "what count limits: QPS (passes per second) or THREAD (concurrent calls)";
+    control_behavior: Enum { choices: ControlBehavior::CHOICES }, "", fixed,
+        "QPS rules: DEFAULT rejects, RATE_LIMITER paces, WARM_UP ramps, WARM_UP_RATE_LIMITER both";
 }
 
-/// Parameter names of rules 0‥15 (the spec allows at most 16 rules).
-const RULE_NAMES: [[&str; 5]; 16] = rule_names!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
-
-/// `rule3.count` → (3, "count").
-fn split_rule(p: &str) -> Option<(usize, &str)> {
-    let (r, field) = p.split_once('.')?;
-    Some((r.strip_prefix("rule")?.parse().ok()?, field))
+/// A cold factor (declared in [2, 100]) as the rule holds it.
+fn cold_factor(n: u64) -> u32 {
+    u32::try_from(n).expect("declared ≤ 100")
 }
+
+/// At most 16 rules per resource (the spec's bound): `rule0.*` ‥ `rule15.*`.
+const MAX_RULES: usize = 16;
 
 impl Params for FlowRulesSpec {
     const KIND: &'static str = "flow";
@@ -44,78 +51,23 @@ impl Params for FlowRulesSpec {
         &self.name
     }
     fn decls() -> Vec<ParamDecl> {
-        let mut v = Vec::new();
-        for n in RULE_NAMES {
-            let d = |name, ty, unit, runtime, doc| ParamDecl { name, ty, unit, runtime, doc };
-            v.push(d(
-                n[0],
-                ParamType::Float { min: 0.0, max: 1e9 },
-                "qps|threads",
-                true,
-                "the rule's threshold (QPS or concurrent calls)",
-            ));
-            v.push(d(
-                n[1],
-                ParamType::Count { min: 0, max: 3_600_000 },
-                "ms",
-                true,
-                "pacing: longest wait before a call is rejected",
-            ));
-            v.push(d(
-                n[2],
-                ParamType::OptCount { min: 1, max: 100_000_000 },
-                "calls",
-                true,
-                "pacing: cap on calls parked at this rule",
-            ));
-            v.push(d(
-                n[3],
-                ParamType::Count { min: 1, max: 86_400 },
-                "s",
-                false,
-                "warm-up: seconds from cold to count",
-            ));
-            v.push(d(
-                n[4],
-                ParamType::Count { min: 2, max: 100 },
-                "factor",
-                false,
-                "warm-up: cold rate = count / cold_factor",
-            ));
-        }
-        v
+        static NAMES: OnceLock<Vec<ParamDecl>> = OnceLock::new();
+        indexed_decls("rule", MAX_RULES, FlowRule::row_decls, &NAMES)
     }
     fn field_of(param: &str) -> String {
-        match split_rule(param) {
+        match split_indexed("rule", param) {
             Some((i, f)) => format!("rules[{i}].{f}"),
             None => param.to_string(),
         }
     }
     fn get(&self, p: &str) -> Option<V> {
-        let (i, f) = split_rule(p)?;
-        let r = self.rules.get(i)?;
-        Some(match f {
-            "count" => V::Float(r.count),
-            "max_queueing_time_ms" => V::Count(r.max_queueing_time_ms),
-            "max_queue_length" => V::OptCount(r.max_queue_length),
-            "warm_up_period_sec" => V::Count(r.warm_up_period_sec),
-            "cold_factor" => V::Count(r.cold_factor as u64),
-            _ => return None,
-        })
+        let (i, f) = split_indexed("rule", p)?;
+        self.rules.get(i)?.row_get(f)
     }
     fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        let err = || format!("flow has no parameter `{p}` of that type");
-        let (i, f) = split_rule(p).ok_or_else(err)?;
-        let r = self.rules.get_mut(i).ok_or_else(err)?;
-        match (f, v) {
-            ("count", V::Float(x)) => r.count = x,
-            ("max_queueing_time_ms", V::Count(n)) => r.max_queueing_time_ms = n,
-            ("max_queue_length", V::OptCount(n)) => r.max_queue_length = n,
-            ("warm_up_period_sec", V::Count(n)) => r.warm_up_period_sec = n,
-            ("cold_factor", V::Count(n)) => r.cold_factor = n as u32,
-            _ => return Err(err()),
-        }
-        Ok(())
+        let err = || format!("flow has no parameter `{p}`");
+        let (i, f) = split_indexed("rule", p).ok_or_else(err)?;
+        self.rules.get_mut(i).ok_or_else(err)?.row_set(f, v)
     }
 }
 
@@ -125,7 +77,7 @@ impl FlowRules {
     /// these changes today, but the contract is the gate's).
     pub fn apply_param(&mut self, p: &str, v: V) -> Result<(), String> {
         let err = || format!("flow.{p} is not run-time changeable with {v:?}");
-        let (i, f) = split_rule(p).ok_or_else(err)?;
+        let (i, f) = split_indexed("rule", p).ok_or_else(err)?;
         if i >= self.rule_count() {
             return Err(err());
         }
@@ -139,68 +91,22 @@ impl FlowRules {
     }
 }
 
-impl Params for ParamFlowRuleSpec {
-    const KIND: &'static str = "param_flow";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        let d = |name, ty, unit, runtime, doc| ParamDecl { name, ty, unit, runtime, doc };
-        vec![
-            d(
-                "count",
-                ParamType::Float { min: 0.0, max: 1e9 },
-                "calls/duration",
-                true,
-                "threshold per value per duration_in_sec",
-            ),
-            d(
-                "burst_count",
-                ParamType::Count { min: 0, max: 1_000_000_000 },
-                "calls",
-                true,
-                "extra tokens a value may burst",
-            ),
-            d(
-                "vip_count",
-                ParamType::Count { min: 0, max: 1_000_000_000 },
-                "calls/duration",
-                true,
-                "threshold per VIP value",
-            ),
-            d(
-                "duration_in_sec",
-                ParamType::Count { min: 1, max: 86_400 },
-                "s",
-                false,
-                "the statistics window",
-            ),
-        ]
-    }
-    fn field_of(param: &str) -> String {
-        if param == "vip_count" { "vip.count".into() } else { param.into() }
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        Some(match p {
-            "count" => V::Float(self.count),
-            "burst_count" => V::Count(self.burst_count),
-            "vip_count" => V::Count(self.vip.as_ref()?.count),
-            "duration_in_sec" => V::Count(self.duration_in_sec),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("count", V::Float(x)) => self.count = x,
-            ("burst_count", V::Count(n)) => self.burst_count = n,
-            ("vip_count", V::Count(n)) if self.vip.is_some() => {
-                self.vip.as_mut().expect("checked").count = n
-            }
-            ("duration_in_sec", V::Count(n)) => self.duration_in_sec = n,
-            (p, v) => return Err(format!("param_flow has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    ParamFlowRuleSpec: "param_flow", name = |s| s.name,
+        field_of = |p: &str| if p == "vip_count" { "vip.count".into() } else { p.to_string() };
+    count: Float { min: 0.0, max: 1e9 }, "calls/duration", runtime,
+        "threshold per value per duration_in_sec";
+    burst_count: Count { min: 0, max: 1_000_000_000 }, "calls", runtime,
+        "extra tokens a value may burst";
+    // Registered for rules with a `vip` list only.
+    vip_count: Count { min: 0, max: 1_000_000_000 }, "calls/duration", runtime,
+        "threshold per VIP value",
+        opt_get = |s| s.vip.as_ref().map(|v| v.count),
+        set = |s, n| match s.vip.as_mut() {
+            Some(vip) => vip.count = n,
+            None => return Err("param_flow: `vip_count` needs a `vip` list".into()),
+        };
+    duration_in_sec: Count { min: 1, max: 86_400 }, "s", fixed, "the statistics window";
 }
 
 impl ParamFlow {
@@ -216,64 +122,14 @@ impl ParamFlow {
     }
 }
 
-impl Params for TokenBucketSpec {
-    const KIND: &'static str = "token_bucket";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        let d = |name, ty, unit, runtime, doc| ParamDecl { name, ty, unit, runtime, doc };
-        let day = SimDuration::from_secs(86_400);
-        vec![
-            d(
-                "capacity",
-                ParamType::Count { min: 1, max: 1_000_000_000_000 },
-                "tokens",
-                true,
-                "bucket size",
-            ),
-            d(
-                "refill_tokens_per_minute",
-                ParamType::Count { min: 1, max: 1_000_000_000_000 },
-                "tokens/min",
-                true,
-                "continuous refill rate",
-            ),
-            d(
-                "max_wait",
-                ParamType::Duration { min: SimDuration::ZERO, max: day },
-                "ns",
-                true,
-                "longest wait for tokens (0 = reject at once)",
-            ),
-            d(
-                "max_waiting",
-                ParamType::Count { min: 0, max: 100_000_000 },
-                "calls",
-                false,
-                "bound on parked calls",
-            ),
-        ]
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        Some(match p {
-            "capacity" => V::Count(self.capacity),
-            "refill_tokens_per_minute" => V::Count(self.refill_tokens_per_minute),
-            "max_wait" => V::Duration(self.max_wait),
-            "max_waiting" => V::Count(self.max_waiting),
-            _ => return None,
-        })
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("capacity", V::Count(n)) => self.capacity = n,
-            ("refill_tokens_per_minute", V::Count(n)) => self.refill_tokens_per_minute = n,
-            ("max_wait", V::Duration(d)) => self.max_wait = d,
-            ("max_waiting", V::Count(n)) => self.max_waiting = n,
-            (p, v) => return Err(format!("token_bucket has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+crate::params::declare_params! {
+    TokenBucketSpec: "token_bucket", name = |s| s.name;
+    capacity: Count { min: 1, max: 1_000_000_000_000 }, "tokens", runtime, "bucket size";
+    refill_tokens_per_minute: Count { min: 1, max: 1_000_000_000_000 }, "tokens/min", runtime,
+        "continuous refill rate";
+    max_wait: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
+        runtime, "longest wait for tokens (0 = reject at once)";
+    max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed, "bound on parked calls";
 }
 
 impl TokenBucket {
@@ -348,7 +204,6 @@ impl GovernorKindOps for TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::rules::{ControlBehavior, FlowRule};
     use crate::params::Registry;
 
     #[test]
@@ -359,14 +214,21 @@ mod tests {
         };
         let mut reg = Registry::default();
         reg.add_component(&spec);
-        // Two rules × 5 parameters; rules 2‥15 are absent.
-        assert_eq!(reg.iter().count(), 10);
+        // Two rules × 7 parameters; rules 2‥15 are absent.
+        assert_eq!(reg.iter().count(), 14);
+        assert_eq!(
+            reg.get("flow.llm.rule0.grade").map(|p| p.value.clone()),
+            Some(V::Enum("THREAD".into()))
+        );
         assert_eq!(reg.get("flow.llm.rule1.count").map(|p| p.value.clone()), Some(V::Float(10.0)));
         assert!(reg.get("flow.llm.rule2.count").is_none());
         assert_eq!(FlowRulesSpec::field_of("rule1.count"), "rules[1].count");
         let mut s2 = spec.clone();
         s2.set("rule1.count", V::Float(5.0)).expect("settable");
         assert_eq!(s2.rules[1].count, 5.0);
+        s2.set("rule1.control_behavior", V::Enum("WARM_UP".into())).expect("settable");
+        assert_eq!(s2.rules[1].control_behavior, ControlBehavior::WarmUp);
+        assert!(s2.set("rule1.control_behavior", V::Enum("SLOW".into())).is_err());
         let mut g = FlowRules::new(&spec);
         g.apply_param("rule1.count", V::Float(3.0)).expect("runtime");
         assert_eq!(g.rule(1).count, 3.0);

@@ -38,27 +38,28 @@ use serde::{Deserialize, Deserializer, Serialize, de::Error};
 use sim_core::SimTime;
 use std::collections::BTreeMap;
 
-/// `grade`: what `count` limits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum FlowGrade {
-    /// Concurrent calls (`FLOW_GRADE_THREAD`).
-    #[serde(rename = "THREAD")]
-    Thread,
-    /// Passes per second (`FLOW_GRADE_QPS`, Sentinel's default).
-    #[default]
-    #[serde(rename = "QPS")]
-    Qps,
+crate::params::param_choices! {
+    /// `grade`: what `count` limits.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum FlowGrade {
+        /// Concurrent calls (`FLOW_GRADE_THREAD`).
+        Thread = "THREAD",
+        /// Passes per second (`FLOW_GRADE_QPS`, Sentinel's default).
+        #[default]
+        Qps = "QPS",
+    }
 }
 
-/// `controlBehavior` (QPS grade only; THREAD grade always rejects).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ControlBehavior {
-    #[default]
-    Default,
-    RateLimiter,
-    WarmUp,
-    WarmUpRateLimiter,
+crate::params::param_choices! {
+    /// `controlBehavior` (QPS grade only; THREAD grade always rejects).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum ControlBehavior {
+        #[default]
+        Default = "DEFAULT",
+        RateLimiter = "RATE_LIMITER",
+        WarmUp = "WARM_UP",
+        WarmUpRateLimiter = "WARM_UP_RATE_LIMITER",
+    }
 }
 
 /// One Sentinel flow rule.

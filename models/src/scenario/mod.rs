@@ -213,6 +213,11 @@ pub struct CallSiteSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub network: Option<crate::network::NetworkSpec>,
+    /// Network delay per route: `[("claude", (request: Constant("80ms")))]` — the legs of
+    /// calls to that upstream (one of `upstream`, `split`, `backup`), in place of `network`
+    /// (an upstream not listed uses `network`). Fixed for the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub route_networks: Vec<(String, crate::network::NetworkSpec)>,
 }
 
 pub use govref::{Declared, GovernorRef, governor_kind_names, reloadable_kinds};

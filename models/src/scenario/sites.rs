@@ -21,95 +21,92 @@ impl<V> super::ScenarioSpec<V> {
 }
 
 impl<V> super::ScenarioSpec<V> {
-    /// A call site with network delay (`crate::network`) sends only to stations that do
-    /// not stream: a GPU server's or a stream's answer path has no network leg yet.
+    /// A call site's network (`crate::network`) reaches only stations that do not stream:
+    /// a GPU server's or a stream's answer path has no network leg (`network` covers every
+    /// upstream of the site, a `route_networks` entry its own); a route names one of the
+    /// site's upstreams, once.
     pub(crate) fn check_network(&self) -> Result<(), super::SpecError> {
         for (i, c) in self.call_sites.iter().enumerate() {
-            if c.network.is_none() {
-                continue;
-            }
-            let ups = std::iter::once(&c.upstream)
+            let ups: Vec<&String> = std::iter::once(&c.upstream)
                 .chain(c.split.iter().map(|(n, _)| n))
-                .chain(c.backup.iter());
-            for up in ups {
-                if !self.stations.iter().any(|s| &s.name == up && !s.streaming) {
-                    let what = if self.gpu_servers.iter().any(|g| &g.name == up) {
-                        "a GPU server"
-                    } else {
-                        "a streaming station"
-                    };
-                    return Err(super::SpecError {
-                        path: format!("call_sites[{i}].network"),
-                        message: format!(
-                            "network delay needs station upstreams that do not stream; \
-                             \"{up}\" is {what}"
-                        ),
-                    });
+                .chain(c.backup.iter())
+                .collect();
+            for (k, (up, _)) in c.route_networks.iter().enumerate() {
+                let path = format!("call_sites[{i}].route_networks[{k}]");
+                if !ups.contains(&up) {
+                    let message = format!(
+                        "\"{up}\" is not an upstream of call site \"{}\" (its upstream, \
+                         split or backup)",
+                        c.name
+                    );
+                    return Err(super::SpecError { path, message });
+                }
+                if c.route_networks[..k].iter().any(|(u, _)| u == up) {
+                    let message = format!("a second route for \"{up}\"");
+                    return Err(super::SpecError { path, message });
+                }
+                self.check_network_upstream(up, path)?;
+            }
+            if c.network.is_some() {
+                for up in ups {
+                    self.check_network_upstream(up, format!("call_sites[{i}].network"))?;
                 }
             }
         }
         Ok(())
     }
+
+    fn check_network_upstream(&self, up: &str, path: String) -> Result<(), super::SpecError> {
+        if self.stations.iter().any(|s| s.name == up && !s.streaming) {
+            return Ok(());
+        }
+        let what = if self.gpu_servers.iter().any(|g| g.name == up) {
+            "a GPU server"
+        } else {
+            "a streaming station"
+        };
+        let message =
+            format!("network delay needs station upstreams that do not stream; \"{up}\" is {what}");
+        Err(super::SpecError { path, message })
+    }
 }
 
-/// `call_site.<name>.enabled`: switch a model off (and on) at run time (SPEC §3.16);
-/// `network_request` / `network_response`: a declared network's legs (`crate::network`).
-impl crate::params::Params for super::CallSiteSpec {
-    const KIND: &'static str = "call_site";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<crate::params::ParamDecl> {
-        use crate::params::{ParamDecl, ParamType};
-        vec![
-            ParamDecl {
-                name: "enabled",
-                ty: ParamType::Bool,
-                unit: "",
-                runtime: true,
-                doc: "the model is on; off: every call goes straight to the site's fallback",
-            },
-            ParamDecl {
-                name: "network_request",
-                ty: ParamType::DurationDist,
-                unit: "ns",
-                runtime: true,
-                doc: "client → server delay (declared `network` only); inside the call's timeout",
-            },
-            ParamDecl {
-                name: "network_response",
-                ty: ParamType::DurationDist,
-                unit: "ns",
-                runtime: true,
-                doc: "server → client delay (declared `network` only); inside the call's timeout",
-            },
-        ]
-    }
-    fn field_of(p: &str) -> String {
-        match p {
+// `call_site.<name>.enabled`: switch a model off (and on) at run time (SPEC §3.16);
+// `network_request` / `network_response`: a declared network's legs (`crate::network`).
+crate::params::declare_params! {
+    super::CallSiteSpec: "call_site", name = |s| s.name,
+        field_of = |p: &str| match p {
             "network_request" => "network.request".into(),
             "network_response" => "network.response".into(),
-            p => p.into(),
-        }
-    }
-    fn get(&self, p: &str) -> Option<crate::params::ParamValue> {
-        use crate::params::ParamValue as V;
-        let n = self.network.as_ref();
-        match p {
-            "enabled" => Some(V::Bool(self.enabled)),
-            "network_request" => Some(V::DurationDist(n?.request.clone())),
-            "network_response" => Some(V::DurationDist(n?.response.clone())),
+            "busy_max_per_second" => "fallback.to.max_per_second".into(),
+            p => p.to_string(),
+        };
+    enabled: Bool, "", runtime,
+        "the model is on; off: every call goes straight to the site's fallback";
+    // A declared network's legs only.
+    network_request: DurationDist, "ns", runtime,
+        "client → server delay (declared `network` only); inside the call's timeout",
+        opt_get = |s| s.network.as_ref().map(|n| n.request.clone()),
+        set = |s, d| match s.network.as_mut() {
+            Some(n) => n.request = d,
+            None => return Err("call_site has no network: `network_request`".into()),
+        };
+    network_response: DurationDist, "ns", runtime,
+        "server → client delay (declared `network` only); inside the call's timeout",
+        opt_get = |s| s.network.as_ref().map(|n| n.response.clone()),
+        set = |s, d| match s.network.as_mut() {
+            Some(n) => n.response = d,
+            None => return Err("call_site has no network: `network_response`".into()),
+        };
+    // A site whose fallback is `Busy` only.
+    busy_max_per_second: OptCount { min: 1, max: 1_000_000_000 }, "answers/s", runtime,
+        "cap on busy answers per one-second window (None = unlimited; a change applies from the next window)",
+        opt_get = |s| match s.fallback.as_ref().map(|f| &f.to) {
+            Some(crate::fallback::FallbackTo::Busy { max_per_second, .. }) => Some(*max_per_second),
             _ => None,
-        }
-    }
-    fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (p, v, self.network.as_mut()) {
-            ("enabled", V::Bool(b), _) => self.enabled = b,
-            ("network_request", V::DurationDist(d), Some(n)) => n.request = d,
-            ("network_response", V::DurationDist(d), Some(n)) => n.response = d,
-            (p, v, _) => return Err(format!("call_site has no parameter `{p}` of type {v:?}")),
-        }
-        Ok(())
-    }
+        },
+        set = |s, n| match s.fallback.as_mut().map(|f| &mut f.to) {
+            Some(crate::fallback::FallbackTo::Busy { max_per_second, .. }) => *max_per_second = n,
+            _ => return Err("call_site: `busy_max_per_second` needs a Busy fallback".into()),
+        };
 }

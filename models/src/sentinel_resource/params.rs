@@ -16,28 +16,18 @@ use super::{SentinelResource, SentinelResourceSpec};
 use crate::breaker::DegradeRuleSpec;
 use crate::flow::rules::FlowRulesSpec;
 use crate::governor::{BuildCtx, GovernorKindOps};
-use crate::params::{GovernorSpec, ParamDecl, ParamValue as V, Params};
+use crate::params::{
+    GovernorSpec, ParamDecl, ParamValue as V, Params, indexed_decls, split_indexed,
+};
 use sim_core::SimTime;
+use std::sync::OnceLock;
 
-macro_rules! degrade_names {
-    ($($i:literal)*) => {
-        [$([
-            concat!("degrade", stringify!($i), ".count"),
-            concat!("degrade", stringify!($i), ".slow_ratio_threshold"),
-            concat!("degrade", stringify!($i), ".time_window"),
-            concat!("degrade", stringify!($i), ".min_request_amount"),
-            concat!("degrade", stringify!($i), ".stat_interval_ms"),
-        ]),*]
-    };
-}
-
-/// Parameter names of degrade rules 0‥15, in the order of [`DegradeRuleSpec::decls`].
-const DEGRADE_NAMES: [[&str; 5]; 16] = degrade_names!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
+/// At most 16 degrade rules per resource: `degrade0.*` ‥ `degrade15.*`.
+const MAX_DEGRADE_RULES: usize = 16;
 
 /// `degrade3.count` → (3, "count").
 fn split_degrade(p: &str) -> Option<(usize, &str)> {
-    let (r, field) = p.split_once('.')?;
-    Some((r.strip_prefix("degrade")?.parse().ok()?, field))
+    split_indexed("degrade", p)
 }
 
 impl SentinelResourceSpec {
@@ -53,14 +43,9 @@ impl Params for SentinelResourceSpec {
         &self.name
     }
     fn decls() -> Vec<ParamDecl> {
+        static DEGRADE: OnceLock<Vec<ParamDecl>> = OnceLock::new();
         let mut v = FlowRulesSpec::decls();
-        let degrade = DegradeRuleSpec::decls();
-        for names in DEGRADE_NAMES {
-            for (&name, d) in names.iter().zip(&degrade) {
-                assert_eq!(name.split_once('.').map(|n| n.1), Some(d.name), "DEGRADE_NAMES");
-                v.push(ParamDecl { name, ..d.clone() });
-            }
-        }
+        v.extend(indexed_decls("degrade", MAX_DEGRADE_RULES, DegradeRuleSpec::decls, &DEGRADE));
         v
     }
     fn field_of(param: &str) -> String {

@@ -254,6 +254,11 @@ impl QueueingWorld {
                 events: Vec::new(),
                 records: run.record_requests.then(Vec::new),
                 series,
+                class_latency: sc
+                    .classes
+                    .iter()
+                    .map(|c| ctx.metrics.histogram(&format!("class.{}.latency", c.name)))
+                    .collect(),
             },
         };
         w.fallback_start();

@@ -99,6 +99,12 @@ impl QueueingWorld {
                     s.enabled = b;
                     Ok(())
                 }
+                ("busy_max_per_second", ParamValue::OptCount(n), Some(s)) => {
+                    match &mut s.fallback {
+                        Some(f) => f.set_busy_cap(n),
+                        None => Err("busy_max_per_second: the site has no fallback".into()),
+                    }
+                }
                 ("network_request" | "network_response", ParamValue::DurationDist(d), Some(_)) => {
                     let site = self.sites.iter().position(|s| s.name == name).expect("found");
                     self.net_set(site, param, d);

@@ -38,9 +38,13 @@ impl QueueingWorld {
             .position(|&x| x == g)
             .expect("a call is answered only by a governor of its stack");
         let cancel = match &self.govs.arena[g] {
-            GovernorKind::TimeLimiter(t) => t.cancels_running_future(),
-            _ => true,
+            GovernorKind::TimeLimiter(t) => Some(t.cancels_running_future()),
+            _ => None,
         };
+        if cancel.is_some() {
+            self.series_timeout(site, ctx); // a time limiter's cut is a client timeout
+        }
+        let cancel = cancel.unwrap_or(true);
         let info = self.info(slot);
         self.cut_below(slot, &stack, level + 1, cancel, &info, ctx);
         let next = callsite::ascend(

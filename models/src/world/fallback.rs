@@ -59,6 +59,17 @@ impl SiteFallback {
         }
     }
 
+    /// A run-time change of the busy layer's cap (from the next one-second window).
+    pub(super) fn set_busy_cap(&mut self, max_per_second: Option<u64>) -> Result<(), String> {
+        match &mut self.to {
+            To::Busy { cap, .. } => {
+                cap.set_max_per_second(max_per_second);
+                Ok(())
+            }
+            _ => Err("busy_max_per_second: the site's fallback is not Busy".into()),
+        }
+    }
+
     /// I42: busy answers in the current window ≤ `max_per_second`.
     pub(super) fn check(&self) -> Option<String> {
         match &self.to {

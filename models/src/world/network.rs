@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 pub(super) struct NetRt {
     /// Per call site: its legs (`None`: no network, or both legs zero).
     sites: Vec<Option<NetworkSpec>>,
+    /// Per call site: its routes' legs by station, in place of the site's (`None`: zero).
+    routes: Vec<Vec<(u16, Option<NetworkSpec>)>>,
     /// Legs on the wire, by (call slot, job id).
     legs: BTreeMap<(u32, u64), Leg>,
 }
@@ -30,12 +32,30 @@ enum Leg {
 
 impl NetRt {
     pub fn new(sc: &Scenario) -> NetRt {
-        let sites = sc
+        let legs = |n: &NetworkSpec| {
+            Some(n.clone()).filter(|n| !(is_zero(&n.request) && is_zero(&n.response)))
+        };
+        let sites = sc.call_sites.iter().map(|c| c.network.as_ref().and_then(legs)).collect();
+        let routes = sc
             .call_sites
             .iter()
-            .map(|c| c.network.clone().filter(|n| !(is_zero(&n.request) && is_zero(&n.response))))
+            .map(|c| {
+                let station = |up: &str| sc.stations.iter().position(|s| s.name == up);
+                c.route_networks
+                    .iter()
+                    .map(|(up, n)| (station(up).expect("checked: a station") as u16, legs(n)))
+                    .collect()
+            })
             .collect();
-        NetRt { sites, legs: BTreeMap::new() }
+        NetRt { sites, routes, legs: BTreeMap::new() }
+    }
+
+    /// The legs of calls from `site` to station `st`: its route's, else the site's.
+    fn spec(&self, site: usize, st: u16) -> Option<&NetworkSpec> {
+        match self.routes[site].iter().find(|(s, _)| *s == st) {
+            Some((_, n)) => n.as_ref(),
+            None => self.sites[site].as_ref(),
+        }
     }
 
     /// Legs on the wire (live entities of the run: a request whose client gave up still
@@ -50,7 +70,8 @@ impl QueueingWorld {
     /// draw of (request, call path, attempt, backup) with the leg's own attribute.
     fn net_delay(&self, slot: u32, response: bool) -> Option<SimDuration> {
         let c = self.calls.slots[slot as usize].as_ref().expect("live call");
-        let spec = self.net.sites[c.site as usize].as_ref()?;
+        let Some(Upstream::Station(st)) = c.up else { return None };
+        let spec = self.net.spec(c.site as usize, st)?;
         let (d, id) = if response {
             (&spec.response, attr::NET_RESPONSE)
         } else {
@@ -70,7 +91,7 @@ impl QueueingWorld {
     /// on the wire and `true` returned (it reaches the station at `NetArrive`).
     pub(super) fn net_send(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) -> bool {
         let site = self.calls.slots[job.slot as usize].as_ref().expect("live call").site as usize;
-        if self.net.sites[site].is_none() {
+        if self.net.spec(site, st).is_none() {
             return false;
         }
         let timeout = self.call_timeout(job.slot);

@@ -19,4 +19,9 @@ pub(super) struct Observation {
     pub records: Option<Vec<RequestRecord>>,
     /// Time-series ids of the call path.
     pub series: series::SeriesIds,
+    /// Per class (by index), the latency histogram `class.<name>.latency` of its answered
+    /// requests, all its sources together: the per-class quantiles per bucket come from
+    /// one histogram, not from the sources' figures (registered last: the other series
+    /// keep their order).
+    pub class_latency: Vec<HistId>,
 }

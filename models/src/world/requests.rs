@@ -226,6 +226,7 @@ impl QueueingWorld {
         // The time series shows the warm-up too: its own time axis tells them apart.
         if matches!(outcome, Outcome::Success | Outcome::Degraded(_)) {
             ctx.metrics.record(src.latency, latency.0);
+            ctx.metrics.record(self.obs.class_latency[r.class as usize], latency.0);
         }
         if r.client != traffic::NO_CLIENT {
             self.client_answered(r.source, r.client, r.id, outcome, ctx);

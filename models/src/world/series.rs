@@ -1,7 +1,9 @@
 //! Time-series metrics of the call path (docs/results.md, `timeseries`): per call site the
 //! attempts sent upstream, the retries, the client timeouts and the 429s answered; per
-//! upstream the calls arriving; per breaker its window (buffered, failed, slow calls, the
-//! failure and slow-call rates) and state as gauges, and its refusals by state as counters.
+//! upstream the calls arriving; per breaker (a Resilience4j breaker, a Sentinel degrade
+//! rule, each degrade rule of a `SentinelResource`) its window (buffered, failed, slow
+//! calls, the failure and slow-call rates) and state as gauges, and its refusals by state
+//! as counters.
 //!
 //! Architecture invariant: write-only observers. Each hook only updates metrics by id (no
 //! draw, no event, no decision reads them), so the fingerprint is the same with or without
@@ -12,8 +14,9 @@
 //! once in [`SeriesIds::new`].
 
 use super::*;
-use crate::breaker::{BreakerState, CircuitBreakerStrategy};
+use crate::breaker::{BreakerState, CircuitBreakerStrategy, DegradeBreaker};
 use crate::callsite::GovernorKind;
+use sim_core::metrics::Metrics;
 
 /// Per call site.
 pub(super) struct SiteSeries {
@@ -41,8 +44,9 @@ pub(super) struct SeriesIds {
     sites: Vec<SiteSeries>,
     stations: Vec<CounterId>,
     gpus: Vec<CounterId>,
-    /// Per governor: `Some` for the breakers.
-    breakers: Vec<Option<BreakerSeries>>,
+    /// Per governor: one for a breaker or degrade rule, one per degrade rule of a Sentinel
+    /// resource, none otherwise (an empty `Vec` allocates nothing).
+    breakers: Vec<Vec<BreakerSeries>>,
 }
 
 /// A rate in percent as basis points (gauges hold integers): 10,000 = 100%.
@@ -84,32 +88,94 @@ impl SeriesIds {
         let breakers = govs
             .iter()
             .zip(gov_names)
-            .map(|(g, p)| {
-                let (refused, states): (&str, &[BreakerState]) = match g {
-                    GovernorKind::CircuitBreaker(_) => ("not_permitted", &BREAKER_REFUSING),
-                    GovernorKind::DegradeRule(_) => ("blocked", &DEGRADE_REFUSING),
-                    _ => return None,
-                };
-                let mut refused_in = [None; 6];
-                for s in states {
-                    let name = format!("{p}.{refused}_{}", s.name().to_ascii_lowercase());
-                    refused_in[s.gauge() as usize] = Some(m.counter(&name));
+            .map(|(g, p)| match g {
+                GovernorKind::CircuitBreaker(_) => {
+                    vec![BreakerSeries::new(m, p, "not_permitted", &BREAKER_REFUSING)]
                 }
-                // States that never refuse share the first id; their count stays 0.
-                let first = refused_in.iter().flatten().next().copied().expect("a refusing state");
-                Some(BreakerSeries {
-                    state: m.gauge(&format!("{p}.state")),
-                    buffered: m.gauge(&format!("{p}.buffered_calls")),
-                    failed: m.gauge(&format!("{p}.failed_calls")),
-                    slow: m.gauge(&format!("{p}.slow_calls")),
-                    failure_rate: m.gauge(&format!("{p}.failure_rate_bp")),
-                    slow_rate: m.gauge(&format!("{p}.slow_call_rate_bp")),
-                    refused_in: refused_in.map(|c| c.unwrap_or(first)),
-                    seen: [0; 6],
-                })
+                GovernorKind::DegradeRule(_) => {
+                    vec![BreakerSeries::new(m, p, "blocked", &DEGRADE_REFUSING)]
+                }
+                GovernorKind::SentinelResource(r) => (0..r.degrade().len())
+                    .map(|j| {
+                        let p = format!("{p}.degrade{j}");
+                        BreakerSeries::new(m, &p, "blocked", &DEGRADE_REFUSING)
+                    })
+                    .collect(),
+                _ => Vec::new(),
             })
             .collect();
         SeriesIds { sites, stations, gpus, breakers }
+    }
+}
+
+impl BreakerSeries {
+    /// The series of the breaker at metric prefix `p`, its refusals `<p>.<refused>_<state>`
+    /// for each of the `states` in which it refuses.
+    fn new(m: &mut Metrics, p: &str, refused: &str, states: &[BreakerState]) -> Self {
+        let mut refused_in = [None; 6];
+        for s in states {
+            let name = format!("{p}.{refused}_{}", s.name().to_ascii_lowercase());
+            refused_in[s.gauge() as usize] = Some(m.counter(&name));
+        }
+        // States that never refuse share the first id; their count stays 0.
+        let first = refused_in.iter().flatten().next().copied().expect("a refusing state");
+        BreakerSeries {
+            state: m.gauge(&format!("{p}.state")),
+            buffered: m.gauge(&format!("{p}.buffered_calls")),
+            failed: m.gauge(&format!("{p}.failed_calls")),
+            slow: m.gauge(&format!("{p}.slow_calls")),
+            failure_rate: m.gauge(&format!("{p}.failure_rate_bp")),
+            slow_rate: m.gauge(&format!("{p}.slow_call_rate_bp")),
+            refused_in: refused_in.map(|c| c.unwrap_or(first)),
+            seen: [0; 6],
+        }
+    }
+
+    /// Publishes one breaker's view at `now`: its state, window `(calls, failed, slow)`,
+    /// rates in percent and refusal totals by state (adding what is new since last time).
+    fn publish(&mut self, m: &mut Metrics, now: SimTime, v: BreakerView) {
+        m.set(self.state, now, v.state.gauge() as i64);
+        m.set(self.buffered, now, v.calls as i64);
+        m.set(self.failed, now, v.failed as i64);
+        m.set(self.slow, now, v.slow as i64);
+        m.set(self.failure_rate, now, bp(v.failure_pct));
+        m.set(self.slow_rate, now, bp(v.slow_pct));
+        for (k, &n) in v.refused.iter().enumerate() {
+            if n > self.seen[k] {
+                m.add(self.refused_in[k], n - self.seen[k]);
+                self.seen[k] = n;
+            }
+        }
+    }
+}
+
+/// What a breaker's series show at one instant.
+struct BreakerView {
+    state: BreakerState,
+    calls: u64,
+    failed: u64,
+    slow: u64,
+    failure_pct: f64,
+    slow_pct: f64,
+    refused: [u64; 6],
+}
+
+/// A Sentinel degrade rule's view: its statistics bucket, the bad completions as failed
+/// (error ratio / count) or slow (slow ratio), its blocks by state.
+fn degrade_view(d: &DegradeBreaker) -> BreakerView {
+    let (total, bad) = d.bucket();
+    let rate = if total == 0 { 0.0 } else { bad as f64 * 100.0 / total as f64 };
+    let slow_grade = d.spec().grade == CircuitBreakerStrategy::SlowRequestRatio;
+    let (failed, slow) = if slow_grade { (0, bad) } else { (bad, 0) };
+    let (failure_pct, slow_pct) = if slow_grade { (0.0, rate) } else { (rate, 0.0) };
+    BreakerView {
+        state: d.state(),
+        calls: total,
+        failed,
+        slow,
+        failure_pct,
+        slow_pct,
+        refused: d.counters.blocked_in,
     }
 }
 
@@ -152,36 +218,32 @@ impl QueueingWorld {
 
     /// Governor `g` acted: a breaker's gauges and refusals by state.
     pub(super) fn series_governor(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
-        let Some(b) = &mut self.obs.series.breakers[g] else { return };
-        let (state, calls, failed, slow, refused, fr, sr) = match &self.govs.arena[g] {
+        let series = &mut self.obs.series.breakers[g];
+        if series.is_empty() {
+            return;
+        }
+        let (now, m) = (ctx.now(), &mut *ctx.metrics);
+        match &self.govs.arena[g] {
             GovernorKind::CircuitBreaker(cb) => {
                 let s = cb.snapshot();
-                let (fr, sr) = (s.failure_rate() as f64, s.slow_rate() as f64);
-                (cb.state(), s.calls, s.failed, s.slow, cb.counters.not_permitted_in, fr, sr)
+                let v = BreakerView {
+                    state: cb.state(),
+                    calls: s.calls,
+                    failed: s.failed,
+                    slow: s.slow,
+                    failure_pct: s.failure_rate() as f64,
+                    slow_pct: s.slow_rate() as f64,
+                    refused: cb.counters.not_permitted_in,
+                };
+                series[0].publish(m, now, v);
             }
-            GovernorKind::DegradeRule(d) => {
-                let (total, bad) = d.bucket();
-                let rate = if total == 0 { 0.0 } else { bad as f64 * 100.0 / total as f64 };
-                let slow_grade = d.spec().grade == CircuitBreakerStrategy::SlowRequestRatio;
-                let (failed, slow) = if slow_grade { (0, bad) } else { (bad, 0) };
-                let (fr, sr) = if slow_grade { (0.0, rate) } else { (rate, 0.0) };
-                (d.state(), total, failed, slow, d.counters.blocked_in, fr, sr)
+            GovernorKind::DegradeRule(d) => series[0].publish(m, now, degrade_view(d)),
+            GovernorKind::SentinelResource(r) => {
+                for (b, d) in series.iter_mut().zip(r.degrade()) {
+                    b.publish(m, now, degrade_view(d));
+                }
             }
             _ => unreachable!("breaker series for a breaker"),
-        };
-        let now = ctx.now();
-        let m = &mut *ctx.metrics;
-        m.set(b.state, now, state.gauge() as i64);
-        m.set(b.buffered, now, calls as i64);
-        m.set(b.failed, now, failed as i64);
-        m.set(b.slow, now, slow as i64);
-        m.set(b.failure_rate, now, bp(fr));
-        m.set(b.slow_rate, now, bp(sr));
-        for (k, &n) in refused.iter().enumerate() {
-            if n > b.seen[k] {
-                m.add(b.refused_in[k], n - b.seen[k]);
-                b.seen[k] = n;
-            }
         }
     }
 }

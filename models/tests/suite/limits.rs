@@ -1,12 +1,12 @@
-//! The limits table of `ARCHITECTURE.md` against the constants it states: changing a limit
+//! The limits table of `docs/limits.md` against the constants it states: changing a limit
 //! without its row (or a row without the limit) fails here.
 
 use sim_core::Limits;
 
 /// The limit cell of the row of the limits table whose first cell starts with `what`.
 fn limit_cell(what: &str) -> String {
-    let text = include_str!("../../../ARCHITECTURE.md");
-    let table = text.split("## Limits").nth(1).expect("a Limits section");
+    let text = include_str!("../../../docs/limits.md");
+    let table = text.split("# Limits").nth(1).expect("a Limits section");
     let row = table
         .lines()
         .find(|l| l.strip_prefix("| ").is_some_and(|r| r.starts_with(what)))

@@ -27,6 +27,7 @@ mod per_instance;
 mod provider_faults;
 mod queueing_theory;
 mod recovery;
+mod retry_storm_delay;
 mod routing;
 mod scenarios;
 mod scripted;

@@ -225,3 +225,70 @@ fn a_marginal_spike_collapses_more_often_with_network_delay() {
     assert!(shares[0] <= 0.11 + 0.25, "RTT 0: {shares:?}");
     assert!(shares[4] >= 0.8, "RTT 300 ms: {shares:?}");
 }
+
+/// Per-route legs (`route_networks`): a primary "a" that always fails (5xx) at the site's
+/// 10 + 10 ms, its `backup` "b" on a route of 40 + 60 ms; both serve a constant 100 ms and
+/// never queue (a call per second). Every request: 10 + 100 + 10 = 120 ms to "a"'s 5xx, then
+/// the failover 40 + 100 + 60 = 200 ms: 320 ms exactly, "b"'s service starting 120 + 40 ms
+/// after the arrival. With a 250 ms timeout and "b"'s route at 100 + 60 ms (260 ms > 250)
+/// the failover times out at its send + 250 ms: the request fails at 370 ms exactly.
+#[test]
+fn a_route_network_replaces_the_sites_legs_for_its_upstream() {
+    let text = |route: &str, timeout: &str| {
+        format!(
+            r#"Scenario(name: "routes",
+            sources: [(name: "in", interarrival: Constant("1s"), target: "site")],
+            call_sites: [(name: "site", upstream: "a", backup: "b", timeout: "{timeout}",
+                network: (request: Constant("10ms"), response: Constant("10ms")),
+                route_networks: [("b", {route})])],
+            stations: [
+                (name: "a", servers: 1, service: Constant("100ms"), error_rate: 1.0),
+                (name: "b", servers: 1, service: Constant("100ms")),
+            ],
+        )"#
+        )
+    };
+    let fast = r#"(request: Constant("40ms"), response: Constant("60ms"))"#;
+    let r = run_checked(&load(&text(fast, "0s")), &cfg(1, 30));
+    let ended: Vec<_> = r.requests.iter().filter(|q| q.end.is_some()).collect();
+    assert!(ended.len() >= 29);
+    for q in ended {
+        assert_eq!(q.outcome, Some(Outcome::Success), "request {}", q.request_id);
+        assert_eq!(ms(q.end.unwrap() - q.arrival), 320.0, "request {}", q.request_id);
+    }
+    let slow = r#"(request: Constant("100ms"), response: Constant("60ms"))"#;
+    let r = run_checked(&load(&text(slow, "250ms")), &cfg(1, 30));
+    let ended: Vec<_> = r.requests.iter().filter(|q| q.end.is_some()).collect();
+    assert!(ended.len() >= 29);
+    for q in ended {
+        assert_eq!(q.outcome, Some(Outcome::Failed(Reason::Timeout)), "request {}", q.request_id);
+        assert_eq!(ms(q.end.unwrap() - q.arrival), 370.0, "request {}", q.request_id);
+    }
+}
+
+/// A route names one of the site's upstreams, once, and a station that does not stream.
+#[test]
+fn bad_routes_are_refused_with_their_path() {
+    let check = |routes: &str, extra_station: &str| {
+        let text = format!(
+            r#"Scenario(name: "bad",
+            sources: [(name: "in", interarrival: Constant("1s"), target: "site")],
+            call_sites: [(name: "site", upstream: "st", route_networks: [{routes}])],
+            stations: [(name: "st", servers: 1, service: Constant("1s"){extra_station})],
+        )"#
+        );
+        let sc: models::scenario::ScenarioSpec<models::params::ParamValue> =
+            ron::from_str(&text).expect("parses");
+        sc.check().unwrap_err()
+    };
+    let e = check(r#"("other", (request: Constant("5ms")))"#, "");
+    assert_eq!(e.path, "call_sites[0].route_networks[0]");
+    assert!(e.message.contains("\"other\" is not an upstream of call site \"site\""), "{e}");
+    let twice = r#"("st", (request: Constant("5ms"))), ("st", (response: Constant("5ms")))"#;
+    let e = check(twice, "");
+    assert_eq!(e.path, "call_sites[0].route_networks[1]");
+    assert!(e.message.contains("a second route for \"st\""), "{e}");
+    let e = check(r#"("st", (request: Constant("5ms")))"#, ", streaming: true");
+    assert_eq!(e.path, "call_sites[0].route_networks[0]");
+    assert!(e.message.contains("\"st\" is a streaming station"), "{e}");
+}

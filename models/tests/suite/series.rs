@@ -4,6 +4,7 @@
 //! none of them moving the fingerprint.
 
 use crate::support::{get, load, run_checked, series_total};
+use models::outcome::Outcome;
 use models::{RunConfig, Scenario};
 use sim_core::SimDuration;
 
@@ -173,4 +174,150 @@ fn special_states_from_the_timeline() {
         .collect();
     assert_eq!(changes[1..], ["DISABLED→METRICS_ONLY", "METRICS_ONLY→CLOSED"]);
     assert!(changes[0].ends_with("→DISABLED"), "{changes:?}");
+}
+
+/// Each degrade rule of a Sentinel resource publishes the series of a `DegradeRule` under
+/// `sentinel_resource.<n>.degrade<j>.*`: the blocks of all its rules by state add up to the
+/// resource's `degrade_blocked` (the chain's first refusal blocks, once), the error-ratio
+/// rule's bad completions are failed calls, the slow-ratio rule's slow calls. The source's
+/// arrivals series sums to `offered` (no warm-up).
+#[test]
+fn sentinel_resource_degrade_rules_publish_their_series() {
+    let sc = load(
+        r#"Scenario(name: "resource",
+        sources: [(name: "chat", interarrival: Exponential(mean: "8ms"), target: "site")],
+        sentinel_resources: [SentinelResource(name: "chat",
+            flow_rules: [FlowRule(count: 100)],
+            degrade_rules: [
+                DegradeRule(name: "ratio", grade: ERROR_RATIO, count: 0.4, time_window: 1,
+                    min_request_amount: 20),
+                DegradeRule(name: "slow", grade: SLOW_REQUEST_RATIO, count: 300, time_window: 1,
+                    slow_ratio_threshold: 0.3, min_request_amount: 20)])],
+        call_sites: [(name: "site", governors: [SentinelResource("chat")], upstream: "llm")],
+        stations: [(name: "llm", servers: 16, service: LogNormal(mean: "120ms", cv: 0.8),
+            error_rate: 0.15)],
+        timeline: [
+            (at: "20s", path: "station.llm.error_rate", value: Float(0.6)),
+            (at: "30s", path: "station.llm.error_rate", value: Float(0.05)),
+            (at: "40s", path: "station.llm.latency_multiplier", value: Float(4.0)),
+        ],
+    )"#,
+    );
+    let r = run_checked(&sc, &cfg(true));
+    let total = |m: &str| series_total(&r, m);
+    let max_of = |m: &str| {
+        r.series.iter().filter(|row| row.metric == m).map(|row| row.value).fold(0.0, f64::max)
+    };
+    assert_eq!(total("source.chat.arrivals"), get(&r, "source.chat.offered"));
+    let p = "sentinel_resource.chat";
+    let blocked: Vec<f64> = ["degrade0", "degrade1"]
+        .iter()
+        .map(|j| {
+            total(&format!("{p}.{j}.blocked_open")) + total(&format!("{p}.{j}.blocked_half_open"))
+        })
+        .collect();
+    assert!(blocked.iter().all(|&b| b > 0.0), "both rules blocked: {blocked:?}");
+    assert_eq!(blocked.iter().sum::<f64>(), get(&r, &format!("{p}.degrade_blocked")));
+    for j in ["degrade0", "degrade1"] {
+        assert!(max_of(&format!("{p}.{j}.state.max")) >= 1.0, "{j} opened");
+    }
+    // The error-ratio rule opened on a failure rate above 40%; it sees no slow calls, the
+    // slow-ratio rule no failed ones.
+    assert!(max_of(&format!("{p}.degrade0.failure_rate_bp.max")) > 4_000.0);
+    assert_eq!(max_of(&format!("{p}.degrade0.slow_calls.max")), 0.0);
+    assert!(max_of(&format!("{p}.degrade1.slow_call_rate_bp.max")) > 3_000.0);
+    assert_eq!(max_of(&format!("{p}.degrade1.failed_calls.max")), 0.0);
+}
+
+/// A time limiter's cut is a client timeout of its call site: with no `timeout` on the
+/// site, `call_site.<n>.timeouts` sums to the limiter's `timeouts`.
+#[test]
+fn time_limiter_cuts_count_as_call_site_timeouts() {
+    let sc = load(
+        r#"Scenario(name: "tl",
+        sources: [(name: "chat", interarrival: Exponential(mean: "20ms"), target: "c")],
+        time_limiters: [(name: "t", timeout_duration: "150ms")],
+        call_sites: [(name: "c", governors: [TimeLimiter("t")], upstream: "llm")],
+        stations: [(name: "llm", servers: 100, service: Exponential(mean: "100ms"))],
+    )"#,
+    );
+    let r = run_checked(&sc, &cfg(true));
+    let timeouts = series_total(&r, "call_site.c.timeouts");
+    assert!(timeouts > 100.0, "e^-1.5 of the calls: {timeouts}");
+    assert_eq!(timeouts, get(&r, "time_limiter.t.timeouts"));
+}
+
+/// A class with two sources has its own latency histogram (`class.<c>.latency`): per
+/// bucket its count is the sources' counts together and its p50/p95/p99 are the exact
+/// nearest-rank quantiles of all the class's answered requests that ended in the bucket
+/// (fewer than 4,096 a bucket, so the histogram is exact) — not one source's figure. The
+/// sources differ tenfold in service time, so the class's median is neither source's.
+#[test]
+fn a_class_with_several_sources_has_its_own_latency_quantiles() {
+    let sc = load(
+        r#"Scenario(name: "class-latency",
+        classes: [(name: "chat"), (name: "bulk")],
+        sources: [
+            (name: "fast", class: "chat", interarrival: Exponential(mean: "10ms"), target: "f"),
+            (name: "slow", class: "chat", interarrival: Exponential(mean: "20ms"), target: "s"),
+            (name: "batch", class: "bulk", interarrival: Exponential(mean: "50ms"), target: "f"),
+        ],
+        call_sites: [(name: "f", upstream: "quick"), (name: "s", upstream: "slow")],
+        stations: [
+            (name: "quick", servers: 100, service: Exponential(mean: "20ms")),
+            (name: "slow", servers: 100, service: Exponential(mean: "200ms")),
+        ],
+    )"#,
+    );
+    let mut c = cfg(true);
+    c.record_requests = true;
+    let r = run_checked(&sc, &c);
+    let value = |m: &str, b: u64| {
+        r.series.iter().find(|row| row.metric == m && row.bucket_start_ns == b).map(|row| row.value)
+    };
+    let second = 1_000_000_000u64;
+    let (mut checked, mut neither) = (0, 0);
+    for b in (0..60).map(|s| s * second) {
+        // The answered requests of class `chat` (index 0) that ended in the bucket.
+        let mut lat: Vec<u64> = r
+            .requests
+            .iter()
+            .filter(|q| q.class == 0)
+            .filter(|q| matches!(q.outcome, Some(Outcome::Success | Outcome::Degraded(_))))
+            .filter_map(|q| q.end.filter(|e| (b..b + second).contains(&e.0)).map(|e| e - q.arrival))
+            .map(|d| d.0)
+            .collect();
+        lat.sort_unstable();
+        let n = lat.len() as f64;
+        assert_eq!(value("class.chat.latency.count", b), Some(n), "bucket {b}");
+        let sources = value("source.fast.latency.count", b).unwrap_or(0.0)
+            + value("source.slow.latency.count", b).unwrap_or(0.0);
+        assert_eq!(sources, n, "bucket {b}: the class counts its sources' answers");
+        if lat.is_empty() {
+            continue;
+        }
+        for (q, name) in [(0.5, "p50"), (0.95, "p95"), (0.99, "p99")] {
+            let rank = ((q * n).ceil() as usize).clamp(1, lat.len());
+            let want = lat[rank - 1] as f64 / 1e6;
+            assert_eq!(value(&format!("class.chat.latency.{name}_ms"), b), Some(want), "{b} {q}");
+        }
+        let p50 = value("class.chat.latency.p50_ms", b);
+        if p50 != value("source.fast.latency.p50_ms", b)
+            && p50 != value("source.slow.latency.p50_ms", b)
+        {
+            neither += 1;
+        }
+        checked += 1;
+    }
+    assert!(checked >= 55, "{checked} buckets with answers");
+    assert!(neither > checked / 2, "the class median is its own ({neither} of {checked})");
+    // A class with one source: its series is that source's.
+    for q in ["count", "p50_ms", "p95_ms", "p99_ms"] {
+        for b in (0..60).map(|s| s * second) {
+            let m = |x: &str| value(&format!("{x}.latency.{q}"), b);
+            assert_eq!(m("class.bulk"), m("source.batch"), "{q} {b}");
+        }
+    }
+    // Observers only: the fingerprint with the class series equals the one without sampling.
+    assert_eq!(models::run(&sc, &cfg(false)).fingerprint, r.fingerprint);
 }

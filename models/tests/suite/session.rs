@@ -267,3 +267,61 @@ fn special_states_and_automatic_transition_through_the_session() {
     let headless = models::run(&timeline, &cfg(5));
     assert_eq!(live.fingerprint, headless.fingerprint, "session = timeline");
 }
+
+/// `transitionToStateAfterWaitDuration`, an enum parameter, changed through the session at
+/// 4 s (OPEN → CLOSED): the breaker opens in the error burst (3 s‥6 s), its timer moves it
+/// to HALF_OPEN 2 s later, and 300 ms after that (1000 probe permits are never used up in
+/// 300 ms at ≈ 350 calls/s) the maximum wait forces it into the choice in force: CLOSED
+/// after the change, OPEN without it. The session equals the same change on the timeline.
+#[test]
+fn an_enum_change_through_the_session_equals_the_timeline() {
+    // A minimum of 1000 calls is capped at the 20-call window when CLOSED (Resilience4j's
+    // `min(minimumNumberOfCalls, slidingWindowSize)`) but not in HALF_OPEN's 1000 permits.
+    let sc = load(
+        &LIVE.replace("minimum_number_of_calls: 20", "minimum_number_of_calls: 1000").replace(
+            r#"wait_duration_in_open_state: "2s")"#,
+            r#"wait_duration_in_open_state: "2s", max_wait_duration_in_half_open_state: "300ms",
+        permitted_number_of_calls_in_half_open_state: 1000,
+        automatic_transition_from_open_to_half_open_enabled: true)"#,
+        ),
+    );
+    let b = "circuit_breaker.b";
+    let path = "circuit_breaker.b.transition_to_state_after_wait_duration";
+    let spec = sc.registry().get(path).cloned().expect("registered");
+    assert_eq!(spec.choices(), Some(&["OPEN", "CLOSED"][..]));
+    assert_eq!((spec.choice(), spec.runtime), (Some("OPEN"), true));
+    let mut s = Session::new(sc.clone(), cfg(9));
+    s.run_until(secs(4)).unwrap();
+    let e = s.apply(path, ParamValue::Enum("HALF_OPEN".into())).unwrap_err().to_string();
+    assert_eq!(e, format!("{path}: expected one of OPEN, CLOSED, found HALF_OPEN"));
+    let e = s.apply(&format!("{b}.sliding_window_type"), ParamValue::Enum("TIME_BASED".into()));
+    assert!(e.unwrap_err().to_string().contains("cannot change during a run"));
+    assert_eq!(s.apply(path, ParamValue::Enum("CLOSED".into())).unwrap(), secs(4));
+    s.step().unwrap();
+    assert_eq!(s.value(path), Some(&ParamValue::Enum("CLOSED".into())), "in force");
+    let live = s.finish();
+
+    // The first forced transition after the change, at its exact instant.
+    let forced = |out: &models::RunOutput| {
+        let ev: Vec<_> = out.state_events.iter().filter(|e| e.component == b).collect();
+        let half = ev
+            .iter()
+            .find(|e| e.to == "HALF_OPEN" && e.time > secs(4))
+            .expect("the timer moves it to HALF_OPEN");
+        let next = ev.iter().find(|e| e.time > half.time).expect("it leaves HALF_OPEN");
+        assert_eq!(next.time, half.time + SimDuration::from_ms(300), "the maximum wait");
+        next.to.clone()
+    };
+    assert_eq!(forced(&live), "CLOSED");
+    let unchanged = models::run(&sc, &cfg(9));
+    assert_eq!(forced(&unchanged), "OPEN", "Resilience4j's default");
+    let mut timeline = sc.clone();
+    timeline.timeline.push(SetParam::new(
+        SimDuration::from_secs(4),
+        path,
+        ParamValue::Enum("CLOSED".into()),
+    ));
+    timeline.check_timeline().expect("a valid timeline entry");
+    assert_eq!(live.fingerprint, models::run(&timeline, &cfg(9)).fingerprint, "session = timeline");
+    assert_ne!(live.fingerprint, unchanged.fingerprint);
+}

@@ -173,9 +173,21 @@ fn figures(store: &Store, id: &str) -> Vec<(String, Option<f32>)> {
         }
         "gpu_server" => vec![
             against("batch", used, limit),
-            (format!("waiting {waiting}"), None),
+            (format!("waiting {waiting}  429 {:.0}", count(&format!("{id}.rejected_429"))), None),
             (format!("KV {:.0} tokens", figure("kv_used_tokens")), None),
         ],
+        // The calls flowing through the site so far: sent upstream, retried, answered 429,
+        // given up on (its time-series counters, read live).
+        "call_site" => {
+            let n = |leaf: &str| match store.metric(&format!("{id}.{leaf}")) {
+                Some(MetricReading::Counter(n)) => n,
+                _ => 0,
+            };
+            vec![
+                (format!("sent {}  retries {}", n("attempts"), n("retries")), None),
+                (format!("429 {}  timeouts {}", n("upstream_429"), n("timeouts")), None),
+            ]
+        }
         "app" => {
             let mut out = Vec::new();
             if has_flight {

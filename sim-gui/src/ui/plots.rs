@@ -1,4 +1,5 @@
-//! Live plots (egui_plot) sharing one time axis: latency quantiles per source, queue
+//! Live plots (egui_plot) sharing one time axis: latency quantiles per class (each from
+//! the class's own histogram, all its sources together; per source on demand), queue
 //! depths, in-flight against each limit, throughput / goodput / 429 / retries / degraded,
 //! a state strip per breaker, GPU batch size and KV use. Choose which to show; a moving
 //! window, the whole run, or the instant an event was clicked.
@@ -35,7 +36,7 @@ impl PlotKind {
     ];
     pub fn label(self) -> &'static str {
         match self {
-            PlotKind::Latency => "Latency p50/p95/p99 per source and class (ms)",
+            PlotKind::Latency => "Latency p50/p95/p99 per class (ms)",
             PlotKind::Queues => "Queue depth",
             PlotKind::InFlight => "In flight vs limits",
             PlotKind::Throughput => {
@@ -62,11 +63,13 @@ pub enum Span {
 pub struct PlotsState {
     pub shown: Vec<PlotKind>,
     pub span: Span,
+    /// The latency plot also draws each source's quantiles (named `source (class) q`).
+    pub per_source: bool,
 }
 
 impl Default for PlotsState {
     fn default() -> Self {
-        PlotsState { shown: PlotKind::ALL.to_vec(), span: Span::Whole }
+        PlotsState { shown: PlotKind::ALL.to_vec(), span: Span::Whole, per_source: false }
     }
 }
 
@@ -96,6 +99,8 @@ pub fn view(ui: &mut egui::Ui, st: &mut PlotsState, store: &Store, opened: Optio
         if ui.selectable_label(*span == Span::Free, "free zoom").clicked() {
             *span = Span::Free;
         }
+        ui.separator();
+        ui.checkbox(&mut st.per_source, "latency per source");
         ui.weak(format!("{} points", store.point_count()));
     });
     let n = st.shown.len().max(1) as f32;
@@ -103,7 +108,7 @@ pub fn view(ui: &mut egui::Ui, st: &mut PlotsState, store: &Store, opened: Optio
     let now = store.status.now.0 as f64 / 1e9;
     egui::ScrollArea::vertical().show(ui, |ui| {
         for &k in &st.shown {
-            plot(ui, store, opened, k, height, now, st.span);
+            plot(ui, store, opened, k, height, now, st);
         }
     });
 }
@@ -126,8 +131,9 @@ fn plot(
     k: PlotKind,
     height: f32,
     now: f64,
-    span: Span,
+    st: &PlotsState,
 ) {
+    let span = st.span;
     ui.label(k.label());
     let p = Plot::new(("plot", short(k)))
         .height(height)
@@ -151,7 +157,7 @@ fn plot(
         if let Some((x0, x1)) = range {
             pu.set_plot_bounds_x(x0..=x1);
         }
-        for (name, metric) in borrowed_lines(store, opened, k) {
+        for (name, metric) in borrowed_lines(store, opened, k, st.per_source) {
             pu.line(Line::new(name, thin(store.points(metric), range, columns)));
         }
         for (name, pts) in &owned {
@@ -179,22 +185,28 @@ fn thin(pts: &[PlotPoint], range: Option<(f64, f64)>, columns: usize) -> PlotPoi
     }
 }
 
-/// Engine series drawn as they are: (legend name, metric).
-fn borrowed_lines<'a>(
+/// Engine series drawn as they are: (legend name, metric). `per_source`: the latency plot
+/// draws the sources' quantiles beside their classes'.
+pub fn borrowed_lines<'a>(
     store: &'a Store,
     opened: Option<&Opened>,
     k: PlotKind,
+    per_source: bool,
 ) -> Vec<(String, &'a str)> {
     let pick = |f: &dyn Fn(&str) -> Option<String>| -> Vec<(String, &'a str)> {
         store.series.keys().filter_map(|m| f(m).map(|n| (n, m.as_str()))).collect()
     };
     match k {
-        // Latency is recorded per source; each line is named with its source's class
-        // (one source per class, as in the showcase, makes these the per-class quantiles).
+        // Per class, from the class's own histogram (`class.<c>.latency`: every source of
+        // the class together), so a class with several sources has its quantiles, not one
+        // source's; the sources' lines on demand, named with their class.
         PlotKind::Latency => pick(&|m| {
-            let rest = m.strip_prefix("source.")?;
-            let (src, q) = rest.split_once(".latency.")?;
-            let q = q.strip_suffix("_ms")?;
+            if let Some(rest) = m.strip_prefix("class.") {
+                let (class, q) = rest.split_once(".latency.")?;
+                return Some(format!("{class} {}", q.strip_suffix("_ms")?));
+            }
+            let (src, q) = m.strip_prefix("source.")?.split_once(".latency.")?;
+            let q = q.strip_suffix("_ms").filter(|_| per_source)?;
             Some(match opened.and_then(|o| source_class(&o.scenario, src)) {
                 Some(class) => format!("{src} ({class}) {q}"),
                 None => format!("{src} {q}"),

@@ -25,9 +25,16 @@ impl std::fmt::Display for Metric {
 pub fn columns(sc: &Scenario) -> Vec<String> {
     let names: Vec<String> =
         models::run::summary_template(sc).values.into_iter().map(|(n, _)| n).collect();
-    let derived: Vec<String> =
-        names.iter().filter_map(|n| crate::results::goodput_name(n)).collect();
+    let derived: Vec<String> = names.iter().filter_map(|n| goodput_name(n)).collect();
     names.into_iter().chain(derived).collect()
+}
+
+/// The goodput column derived from a summary column, if it is a source's or a class's
+/// `success` (`class.P0.success` → `class.P0.goodput`).
+pub fn goodput_name(column: &str) -> Option<String> {
+    let prefix = column.strip_suffix(".success")?;
+    (prefix.starts_with("source.") || prefix.starts_with("class."))
+        .then(|| format!("{prefix}.goodput"))
 }
 
 impl Metric {

@@ -13,7 +13,7 @@
 //! ```
 
 use super::metric::{self, Metric};
-use crate::experiment::{Experiment, LoadError, Seeds, finish_plan};
+use super::{Experiment, LoadError, Seeds, finish_plan};
 use crate::ronfile::{InputError, Source};
 use crate::sweep::{Op, SweepFile, present, resolve_sweep};
 use crate::variant::for_every_variant;
@@ -229,7 +229,7 @@ pub(crate) fn resolve(
     let seed_field = if f.seeds.is_some() { "search.seeds" } else { "seeds" };
     // Counted before listed: a range can be astronomically long (found by the fuzzer slice:
     // a huge `Range` allocated 34 GB here before the count was checked).
-    let too_many = f.seeds.as_ref().is_some_and(|s| s.count() > crate::experiment::MAX_RUNS as u64);
+    let too_many = f.seeds.as_ref().is_some_and(|s| s.count() > super::MAX_RUNS as u64);
     let seeds = match &f.seeds {
         Some(_) if too_many => Vec::new(),
         Some(s) => s.to_vec(),
@@ -241,7 +241,7 @@ pub(crate) fn resolve(
         let n = f.seeds.as_ref().map_or(0, Seeds::count);
         errs.push(src.error_at(
             seed_field,
-            format!("expected at most {} seeds, found {n}", crate::experiment::MAX_RUNS),
+            format!("expected at most {} seeds, found {n}", super::MAX_RUNS),
         ));
     } else if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
         errs.push(src.error_at(seed_field, format!("seed {} is listed twice", w[0])));

@@ -162,18 +162,7 @@ impl SourceStats {
         in_flight_oldest_age: Option<SimDuration>,
         out: &mut Summary,
     ) {
-        let completed = self.success + self.degraded.iter().sum::<u64>();
-        out.push_u64(format!("{prefix}.offered"), self.measured_offered);
-        out.push_u64(format!("{prefix}.completed"), completed);
-        out.push_u64(format!("{prefix}.success"), self.success);
-        for (kind, counts) in
-            [("degraded", &self.degraded), ("failed", &self.failed), ("rejected", &self.rejected)]
-        {
-            out.push_u64(format!("{prefix}.{kind}"), counts.iter().sum());
-            for r in Reason::ALL {
-                out.push_u64(format!("{prefix}.{kind}_{}", r.name()), counts[r.index()]);
-            }
-        }
+        self.emit_counts(prefix, out);
         out.push_u64(format!("{prefix}.in_flight_end"), in_flight);
         out.push_f64(
             format!("{prefix}.in_flight_oldest_age_ms"),
@@ -209,6 +198,23 @@ impl SourceStats {
 }
 
 impl SourceStats {
+    /// The first of [`emit`](Self::emit)'s columns: the measured requests by outcome (and
+    /// by reason), no quantile — cheap enough for a live observer at every bucket.
+    pub fn emit_counts(&self, prefix: &str, out: &mut Summary) {
+        let completed = self.success + self.degraded.iter().sum::<u64>();
+        out.push_u64(format!("{prefix}.offered"), self.measured_offered);
+        out.push_u64(format!("{prefix}.completed"), completed);
+        out.push_u64(format!("{prefix}.success"), self.success);
+        for (kind, counts) in
+            [("degraded", &self.degraded), ("failed", &self.failed), ("rejected", &self.rejected)]
+        {
+            out.push_u64(format!("{prefix}.{kind}"), counts.iter().sum());
+            for r in Reason::ALL {
+                out.push_u64(format!("{prefix}.{kind}_{}", r.name()), counts[r.index()]);
+            }
+        }
+    }
+
     /// The censoring view, as reported columns beside `emit`'s: latency quantiles over the
     /// answered measured requests *and* the measured requests still in flight at the end,
     /// each counted at its age then (right-censored: it will take at least that long).

@@ -19,8 +19,9 @@ pub use crate::ui::View;
 /// The experiment the workbench opens at start (bundled: `stormglass run workbench`).
 pub const SHOWCASE: &str = "workbench";
 
-/// App CPU time per frame, measured inside `ui` (UI, plots; tessellation is measured by
-/// the benchmark, which drives the context itself).
+/// Frame times in ms: the wall time of each frame inside [`Workbench::frame`] (UI, plots),
+/// or the interval between frames. The benchmark measures thread CPU time and tessellation
+/// itself (it drives the context).
 #[derive(Default)]
 pub struct FrameTimes {
     pub ms: Vec<f64>,
@@ -68,6 +69,8 @@ pub struct Workbench {
     pub intervals: FrameTimes,
     last_frame: Option<Instant>,
     frame_log: bool,
+    /// Frames drawn by the window (the frame log reports every 120th).
+    frames_drawn: u64,
 }
 
 impl Workbench {
@@ -96,6 +99,7 @@ impl Workbench {
             frames: FrameTimes::default(),
             intervals: FrameTimes::default(),
             last_frame: None,
+            frames_drawn: 0,
             frame_log: std::env::var_os("STORMGLASS_GUI_FRAME_LOG").is_some(),
         }
     }
@@ -275,14 +279,19 @@ impl eframe::App for Workbench {
             self.intervals.push(now.duration_since(last).as_secs_f64() * 1e3);
         }
         self.frame(ui);
-        if self.frame_log && self.intervals.ms.len() % 120 == 119 {
+        self.frames_drawn += 1;
+        if self.frame_log && self.frames_drawn.is_multiple_of(120) {
+            let st = &self.store.status;
             eprintln!(
-                "frames: ui CPU median {:.2} ms p95 {:.2} ms; interval median {:.1} ms p95 {:.1} ms; {} points",
+                "frames: ui frame (wall) median {:.2} ms p95 {:.2} ms; interval median {:.1} ms p95 {:.1} ms (last {} frames); {} points; t = {} {}",
                 self.frames.quantile(0.5),
                 self.frames.quantile(0.95),
                 self.intervals.quantile(0.5),
                 self.intervals.quantile(0.95),
-                self.store.point_count()
+                self.intervals.ms.len(),
+                self.store.point_count(),
+                ui::controls::clock(st.now),
+                if st.running { "running" } else { "stopped" }
             );
         }
     }

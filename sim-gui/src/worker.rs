@@ -136,6 +136,9 @@ impl Drop for Worker {
 const CHUNK_EVENTS: u64 = 20_000;
 /// Least wall time between two status updates.
 const PUBLISH_EVERY: Duration = Duration::from_millis(30);
+/// The wall-time granularity of a paced run (a multiple of real time): it advances when at
+/// least this much is due.
+const PACE_STEP: Duration = Duration::from_millis(4);
 
 struct Loop {
     rx: Receiver<Cmd>,
@@ -150,7 +153,9 @@ struct Loop {
     until: Option<SimTime>,
     rows_sent: usize,
     events_sent: usize,
-    last_summary: Vec<(String, f64)>,
+    /// The per-bucket rates: the summary's count columns worth a rate, and their totals
+    /// at the last bucket.
+    rates: Rates,
     last_publish: (Instant, u64, SimTime),
     error: Option<String>,
 }
@@ -176,7 +181,7 @@ impl Loop {
             until: None,
             rows_sent: 0,
             events_sent: 0,
-            last_summary: Vec::new(),
+            rates: Rates::default(),
             last_publish: (Instant::now(), 0, SimTime::ZERO),
             error: None,
         }
@@ -318,7 +323,7 @@ impl Loop {
         self.error = None;
         self.rows_sent = 0;
         self.events_sent = 0;
-        self.last_summary.clear();
+        self.rates = Rates::of(&s.session().world().summary_counts());
         let cfg = s.session().config();
         self.send(Update::Session {
             generation: self.generation,
@@ -350,11 +355,28 @@ impl Loop {
             return;
         }
         let now = s.now();
+        if self.until.is_some_and(|u| now >= u) {
+            self.running = false;
+            self.until = None;
+            self.publish(true);
+            return;
+        }
         let mut target = match self.speed {
             Speed::Max => s.session().end(),
             Speed::Times(k) => {
                 let wall = self.anchor.0.elapsed().as_secs_f64();
-                self.anchor.1 + SimDuration::from_ns_f64(wall * k * 1e9)
+                let pace = self.anchor.1 + SimDuration::from_ns_f64(wall * k * 1e9);
+                // Caught up with the clock (less than `PACE_STEP` of wall time ahead): wait
+                // instead of spinning on steps of a few microseconds, which kept this thread
+                // busy at ×1 and starved the UI and the renderer. Where the run stops stays
+                // a function of simulated time only.
+                let step = SimDuration::from_ns_f64(PACE_STEP.as_secs_f64() * k * 1e9);
+                if pace < now + step {
+                    std::thread::sleep(PACE_STEP);
+                    self.publish(false);
+                    return;
+                }
+                pace
             }
         };
         if let Some(u) = self.until {
@@ -366,14 +388,8 @@ impl Loop {
         }
         let target = target.min(s.session().end());
         if target <= now {
-            if self.until.is_some_and(|u| now >= u) {
-                self.running = false;
-                self.until = None;
-                self.publish(true);
-                return;
-            }
-            // Ahead of the wall clock: wait a little (commands still arrive).
-            std::thread::sleep(Duration::from_millis(4));
+            // Nothing due (commands still arrive).
+            std::thread::sleep(PACE_STEP);
             self.publish(false);
             return;
         }
@@ -404,8 +420,10 @@ impl Loop {
             let at = new.last().map(|r| r.bucket_start_ns).unwrap_or(0);
             let _ = self.tx.send(Update::Rows(new));
             let derived = match &s.output {
-                Some(o) => deltas(&mut self.last_summary, &o.summary, at),
-                None => deltas(&mut self.last_summary, &live.world().summary(s.now()), at),
+                Some(o) => self.rates.deltas(&o.summary, at),
+                // The counts alone: no quantile pass over the latency histograms at every
+                // bucket (that was four fifths of a background run's time).
+                None => self.rates.deltas(&live.world().summary_counts(), at),
             };
             let _ = self.tx.send(Update::Derived(derived));
         }
@@ -472,30 +490,55 @@ fn is_rate(name: &str) -> bool {
         || (leaf.starts_with("degraded_") && !leaf.contains("ms"))
 }
 
-/// Per-bucket deltas of the summary's counts since the previous call, as rows
-/// `summary.<name>` stamped with the bucket start `at_ns`.
-fn deltas(prev: &mut Vec<(String, f64)>, sum: &Summary, at_ns: u64) -> Vec<SeriesRow> {
-    let now: Vec<(String, f64)> = sum
-        .values
-        .iter()
-        .filter(|(n, _)| is_rate(n))
-        .map(|(n, v)| {
-            let x = match v {
-                Value::U64(x) => *x as f64,
-                Value::F64(x) => *x,
-            };
-            (n.clone(), x)
-        })
-        .collect();
-    let mut out = Vec::with_capacity(now.len());
-    for (name, x) in &now {
-        let before = prev.iter().find(|(n, _)| n == name).map(|p| p.1).unwrap_or(0.0);
-        out.push(SeriesRow {
-            bucket_start_ns: at_ns,
-            metric: format!("summary.{name}"),
-            value: x - before,
-        });
+/// The summary's counts worth a per-bucket rate, by name (sorted), and their totals at the
+/// previous bucket. The names are those of the run's [`summary_counts`] that [`is_rate`]
+/// keeps; the final summary (the run ended) is read for the same names.
+///
+/// [`summary_counts`]: models::world::QueueingWorld::summary_counts
+#[derive(Default)]
+struct Rates {
+    /// `(summary name, series metric summary.<name>)`, sorted by name.
+    names: Vec<(String, String)>,
+    before: Vec<f64>,
+}
+
+impl Rates {
+    fn of(counts: &Summary) -> Rates {
+        let mut names: Vec<(String, String)> = counts
+            .values
+            .iter()
+            .filter(|(n, _)| is_rate(n))
+            .map(|(n, _)| (n.clone(), format!("summary.{n}")))
+            .collect();
+        names.sort();
+        names.dedup();
+        let before = vec![0.0; names.len()];
+        Rates { names, before }
     }
-    *prev = now;
-    out
+
+    /// Per-bucket deltas of the counts since the previous call, as rows `summary.<name>`
+    /// stamped with the bucket start `at_ns`.
+    fn deltas(&mut self, sum: &Summary, at_ns: u64) -> Vec<SeriesRow> {
+        let mut now = self.before.clone();
+        for (n, v) in &sum.values {
+            if let Ok(i) = self.names.binary_search_by(|(m, _)| m.as_str().cmp(n)) {
+                now[i] = match v {
+                    Value::U64(x) => *x as f64,
+                    Value::F64(x) => *x,
+                };
+            }
+        }
+        let rows = self
+            .names
+            .iter()
+            .zip(now.iter().zip(&self.before))
+            .map(|((_, metric), (x, b))| SeriesRow {
+                bucket_start_ns: at_ns,
+                metric: metric.clone(),
+                value: x - b,
+            })
+            .collect();
+        self.before = now;
+        rows
+    }
 }

@@ -504,3 +504,57 @@ fn export_then_open_the_export_replays_the_session() {
     assert_eq!(h.state().store.status.fingerprint.as_deref(), Some(fp.as_str()));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn compare_this_session_against_the_file_on_the_same_seed() {
+    use sim_gui::ui::compare::Choice;
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    servers_changed_at(&mut h, 60, 34);
+    // A: the file's first combination (the default), B: this session with its knob change.
+    h.get_by_label("Compare").click();
+    h.step();
+    assert_eq!((h.state().compare.a, h.state().compare.b), (Choice::Combo(0), Choice::Session));
+    h.get_by_label("Run comparison").click();
+    h.step();
+    wait(&mut h, "both runs", |w| w.compare.result.lock().unwrap().is_some());
+    let (fa, fb) = {
+        let res = h.state().compare.result.lock().unwrap();
+        let (a, b) = res.as_ref().unwrap().as_ref().unwrap();
+        (a.fingerprint.clone(), b.fingerprint.clone())
+    };
+    let seed = h.state().store.seed;
+    assert_eq!(fa, headless_fp(h.state(), 0, seed), "A is the file's run");
+    assert_ne!(fa, fb, "the knob change makes another run");
+    h.get_by_label_contains("B: this session (1 changes)");
+    // B is this session run on to its end: the session, continued, ends on B's fingerprint.
+    h.get_by_label("Run").click();
+    wait(&mut h, "the end", |w| w.store.status.finished);
+    assert_eq!(h.state().store.status.fingerprint.as_deref(), Some(fb.as_str()));
+}
+
+#[test]
+fn the_in_app_file_browser_opens_a_file() {
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    h.state_mut().open.browser.dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..").into();
+    h.get_by_label("Browse…").click();
+    h.step();
+    h.step(); // the top panel grows to the browser's height: its rows settle
+    h.get_by_label("[dir] experiments").click();
+    h.step();
+    h.step();
+    // Through AccessKit: the list scrolls, the entry may be out of view.
+    h.get_by_label("gate-sizing.ron").click_accesskit();
+    wait(&mut h, "the chosen file opens", |w| w.store.generation >= 2);
+    assert_eq!(h.state().opened.as_ref().unwrap().exp.name, "gate-sizing");
+    assert!(!h.state().open.browser.open, "the browser closes");
+    // Up goes to the parent folder.
+    h.get_by_label("Browse…").click();
+    h.step();
+    h.get_by_label("Up").click();
+    h.step();
+    let dir = h.state().open.browser.dir.canonicalize().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    assert_eq!(dir, root.canonicalize().unwrap());
+}

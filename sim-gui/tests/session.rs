@@ -204,3 +204,40 @@ fn the_summary_is_the_runs_table_row_of_the_headless_run() {
         assert!(row.iter().any(|(n, _)| n == col), "{col} is a column");
     }
 }
+
+/// The per-bucket rates the worker derives (`summary.<name>`, deltas of the summary's counts
+/// read at each bucket boundary, the last from the final summary) add up, per name, to the
+/// headless run's summary: no bucket is lost, none counted twice, the final one included.
+#[test]
+fn the_derived_per_bucket_counts_add_up_to_the_headless_summary() {
+    let sel = open(SHOWCASE);
+    let headless = models::run(&sel.scenario().unwrap(), &sel.run_config());
+    let w = Worker::spawn(|| {});
+    w.send(Cmd::Open(sel));
+    w.send(Cmd::SetSpeed(Speed::Max));
+    w.send(Cmd::Run);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut sums: std::collections::BTreeMap<String, f64> = Default::default();
+    loop {
+        match w.rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(Update::Derived(rows)) => {
+                for r in rows {
+                    *sums.entry(r.metric).or_default() += r.value;
+                }
+            }
+            Ok(Update::Status(s)) if s.finished => break,
+            _ => assert!(Instant::now() < deadline, "the worker run did not finish"),
+        }
+    }
+    for n in ["class.P0.completed", "class.P0.degraded_timeout", "retry.llm-retry.retries"] {
+        assert!(sums.contains_key(&format!("summary.{n}")), "{n} is derived");
+    }
+    for (metric, total) in &sums {
+        let name = metric.strip_prefix("summary.").unwrap();
+        let want = headless.summary.values.iter().find(|(n, _)| n == name).map(|(_, v)| match v {
+            models::summary::Value::U64(x) => *x as f64,
+            models::summary::Value::F64(x) => *x,
+        });
+        assert_eq!(Some(*total), want, "{name}");
+    }
+}

@@ -15,6 +15,31 @@ impl QueueingWorld {
         self.recovery.as_ref()
     }
 
+    /// The counts of [`summary`](Self::summary), same names and values: each source's and
+    /// class's measured requests by outcome and reason, and every governor's counters —
+    /// without the quantiles, which cost a pass over each latency histogram (a live
+    /// observer reads these at every sampling bucket: `sim-gui`'s per-bucket rates).
+    pub fn summary_counts(&self) -> Summary {
+        let mut out = Summary::default();
+        for s in &self.traffic.sources {
+            s.stats.emit_counts(&format!("source.{}", s.name), &mut out);
+        }
+        for c in &self.traffic.classes {
+            c.stats.emit_counts(&format!("class.{}", c.name), &mut out);
+        }
+        self.governor_counters(&mut out);
+        out
+    }
+
+    /// Governor counters (`<kind>.<name>.<counter>`, shadows `shadow.<kind>.<name>.…`).
+    fn governor_counters(&self, out: &mut Summary) {
+        for (g, name) in self.govs.arena.iter().zip(&self.govs.names) {
+            for (counter, v) in g.summary_counters() {
+                out.push_u64(format!("{name}.{counter}"), v);
+            }
+        }
+    }
+
     pub fn summary(&self, end: SimTime) -> Summary {
         let mut out = Summary::default();
         let mut oldest: Vec<Option<SimTime>> = vec![None; self.traffic.sources.len()];
@@ -138,12 +163,7 @@ impl QueueingWorld {
             out.push_u64(format!("{p}.admitted"), q.counters.admitted);
             out.push_u64(format!("{p}.rejected_429"), q.counters.rejected);
         }
-        // Governor counters (`<kind>.<name>.<counter>`, shadows `shadow.<kind>.<name>.…`).
-        for (g, name) in self.govs.arena.iter().zip(&self.govs.names) {
-            for (counter, v) in g.summary_counters() {
-                out.push_u64(format!("{name}.{counter}"), v);
-            }
-        }
+        self.governor_counters(&mut out);
         self.entry_summary(end, &mut out);
         self.timeouts_summary(&mut out);
         out

@@ -100,6 +100,37 @@ fn observing_after_every_event_changes_nothing() {
     assert_eq!(out.state_events.len(), drained);
 }
 
+/// `summary_counts` (what a live observer reads at every bucket) is the summary's counts:
+/// each of its columns is in `summary(now)` with the same value, at every instant read,
+/// and it holds every source's and class's outcome counts and the governors' counters.
+#[test]
+fn summary_counts_are_the_summary_columns_of_the_same_names() {
+    let mut s = Session::new(load(LIVE), cfg(3));
+    for t in [1, 4, 7, 10] {
+        s.run_until(secs(t)).unwrap();
+        let (counts, full) = (s.world().summary_counts(), s.world().summary(s.now()));
+        for (n, v) in &counts.values {
+            let same = full.values.iter().find(|(m, _)| m == n).map(|(_, w)| w);
+            assert_eq!(same, Some(v), "{n} at {t} s");
+        }
+        let names: Vec<&str> = counts.values.iter().map(|(n, _)| n.as_str()).collect();
+        for n in [
+            "source.vip.offered",
+            "source.bulk.success",
+            "class.P0.completed",
+            "class.P2.rejected",
+            "class.P0.degraded_timeout",
+            "circuit_breaker.b.not_permitted",
+        ] {
+            assert!(names.contains(&n), "{n} in {names:?}");
+        }
+        assert!(names.iter().all(|n| !n.contains("latency")), "no quantile: {names:?}");
+    }
+    assert!(s.world().summary_counts().values.iter().any(|(n, v)| {
+        n == "circuit_breaker.b.not_permitted" && *v != models::summary::Value::U64(0)
+    }));
+}
+
 #[test]
 fn a_session_change_equals_the_same_change_on_the_timeline() {
     let sc = load(LIVE);

@@ -87,14 +87,23 @@ echo "top $top functions by self cost (whole process; inlined code counted in it
 callgrind_annotate "$out" 2>/dev/null | python3 -c '
 import re, sys, collections
 top = int(sys.argv[1])
-cost, total = collections.Counter(), 0
+cost, total, listing = collections.Counter(), 0, False
 for line in sys.stdin:
+    # The function list runs from its "file:function" header to the first blank line
+    # (the auto-annotated sources after it repeat inclusive costs).
+    if "file:function" in line:
+        listing = True
+        continue
+    if listing and not line.strip():
+        break
     m = re.match(r"^ *([0-9,]+) \([ 0-9.]+%\)  (.*)$", line)
     if not m:
         continue
     ir, what = int(m.group(1).replace(",", "")), m.group(2)
     if what.startswith("PROGRAM TOTALS"):
         total = ir
+        continue
+    if not listing:
         continue
     # "file:function [object]": the function, whatever file its inlined lines came from.
     fn = re.sub(r" \[[^]]*\]$", "", what)

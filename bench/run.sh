@@ -14,10 +14,14 @@
 #                               above; 0 = skip)
 #   STORMGLASS_GPU_SECS         simulated seconds of the GPU bench (default 600)
 #   PYTHON                      Python interpreter (default python3)
+#   BENCH_PROFILE               cargo profile of the bench binaries (default bench, i.e.
+#                               release; `profiling` = release + line tables, the same code,
+#                               reuses what bench/callgrind.sh built)
 #   CARGO_TARGET_DIR            honoured by cargo as usual
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+profile=(--profile "${BENCH_PROFILE:-bench}")
 PYTHON=${PYTHON:-python3}
 SIMPY_CUSTOMERS=${SIMPY_CUSTOMERS:-2000000}
 
@@ -35,18 +39,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "== stormglass and floor (cargo bench -p models --bench engine)"
-STORMGLASS_BENCH_TSV="$work/rust.tsv" cargo bench -p models --bench engine
+STORMGLASS_BENCH_TSV="$work/rust.tsv" cargo bench "${profile[@]}" -p models --bench engine
 
 SURGE_SECS=${STORMGLASS_SURGE_SECS:-3600}
 echo
 echo "== promotion surge (cargo bench -p models --bench surge)"
 STORMGLASS_SURGE_TSV="$work/surge.tsv" STORMGLASS_SURGE_SECS="$SURGE_SECS" \
     STORMGLASS_SURGE_LONG_SECS="${STORMGLASS_SURGE_LONG_SECS:-$((4 * SURGE_SECS))}" \
-    cargo bench -p models --bench surge
+    cargo bench "${profile[@]}" -p models --bench surge
 
 echo
 echo "== GPU, continuous batching (cargo bench -p models --bench gpu)"
-STORMGLASS_GPU_TSV="$work/gpu.tsv" cargo bench -p models --bench gpu
+STORMGLASS_GPU_TSV="$work/gpu.tsv" cargo bench "${profile[@]}" -p models --bench gpu
 
 echo
 echo "== SimPy $("$PYTHON" -c 'import simpy; print(simpy.__version__)') ($SIMPY_CUSTOMERS customers per model)"

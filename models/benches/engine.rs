@@ -17,7 +17,8 @@
 //! `cargo bench -p models --bench engine` runs the full size (2,000,000 customers per model,
 //! 3 repetitions). Under `cargo test --all-targets` (no `--bench` argument) it runs a small
 //! smoke size once. Environment overrides: `STORMGLASS_BENCH_CUSTOMERS`,
-//! `STORMGLASS_BENCH_REPEATS`; `STORMGLASS_BENCH_TSV=<file>` also writes the rows as TSV
+//! `STORMGLASS_BENCH_REPEATS`, `STORMGLASS_BENCH_MODEL` (one model only, e.g. `M/M/1`);
+//! `STORMGLASS_BENCH_TSV=<file>` also writes the rows as TSV
 //! (used by `bench/run.sh`).
 
 mod common;
@@ -98,6 +99,8 @@ fn scenario(m: &Model, customers: u64) -> Scenario {
     sc
 }
 
+// Not inlined: `bench/callgrind.sh` reads its inclusive cost.
+#[inline(never)]
 fn run_stormglass(m: &Model, sc: &Scenario, customers: u64) -> Outcome {
     // Long enough for every customer to arrive and finish: the run stops by itself when
     // the calendar is empty, so the slack costs nothing.
@@ -126,6 +129,7 @@ enum FloorEv {
     Done { arrived: u64 },
 }
 
+#[inline(never)]
 fn run_floor(m: &Model, customers: u64) -> Outcome {
     let interarrival = Dist::<SimDuration>::exponential(SimDuration(m.interarrival_ns));
     let service = Dist::<SimDuration>::exponential(SimDuration(m.service_ns));
@@ -229,7 +233,9 @@ fn main() {
         if full { "" } else { " (smoke mode: run with `cargo bench` for the full size)" }
     );
     let mut rows = Vec::new();
-    for m in &MODELS {
+    // `STORMGLASS_BENCH_MODEL=M/M/1` runs that model only (`bench/callgrind.sh`).
+    let only = std::env::var("STORMGLASS_BENCH_MODEL").ok();
+    for m in MODELS.iter().filter(|m| only.as_deref().is_none_or(|o| o == m.name)) {
         let sc = scenario(m, customers);
         println!(
             "  {}: λ = {:.3}/s, mean service {} ms, c = {}, ρ = {:.4}",

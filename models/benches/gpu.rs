@@ -77,6 +77,8 @@ struct Measured {
     wall_s: f64,
 }
 
+// Not inlined: `bench/callgrind.sh` reads its inclusive cost.
+#[inline(never)]
 fn run_stormglass(sc: &Scenario, secs: u64) -> Measured {
     let t0 = Instant::now();
     let r = models::run(sc, &RunConfig::new(SEED, SimDuration::from_secs(secs)));
@@ -167,6 +169,7 @@ enum FloorEv {
     StepEnd(usize, bool),
 }
 
+#[inline(never)]
 fn run_floor(secs: u64) -> Measured {
     let t0 = Instant::now();
     let end = secs * 1_000_000_000;

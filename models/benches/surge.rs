@@ -28,7 +28,8 @@
 //! `bench/run.sh` passes 4 × the above), `STORMGLASS_BENCH_REPEATS` (default 1),
 //! `STORMGLASS_SURGE_TSV=<file>` (rows as TSV, for `bench/run.sh`);
 //! `STORMGLASS_SURGE_CHILD=summary STORMGLASS_SURGE_SECS=60` prints the scenario's summary
-//! (to see what the governors did). Under `cargo test
+//! (to see what the governors did); `STORMGLASS_SURGE_CHILD=both` runs both in this process
+//! (for `bench/callgrind.sh`). Under `cargo test
 //! --all-targets` (no `--bench`) it runs a 5-second smoke size once, in process.
 
 mod common;
@@ -120,6 +121,8 @@ struct Measured {
     peak_rss_kb: u64,
 }
 
+// Not inlined: `bench/callgrind.sh` reads its inclusive cost.
+#[inline(never)]
 fn run_stormglass(secs: u64) -> Measured {
     let sc = scenario();
     let cfg = RunConfig::new(SEED, SimDuration::from_secs(secs));
@@ -188,6 +191,7 @@ impl<T> Slab<T> {
     }
 }
 
+#[inline(never)]
 fn run_floor(secs: u64) -> Measured {
     let t0 = Instant::now();
     let end = secs * 1_000_000_000;
@@ -333,6 +337,13 @@ fn main() {
             for (k, v) in &r.summary.values {
                 println!("{k} = {v:?}");
             }
+            return;
+        }
+        if which == "both" {
+            // For instruction counts (`bench/callgrind.sh surge`): both in this process,
+            // one `impl calls` line each.
+            let (f, s) = (run_floor(secs), run_stormglass(secs));
+            println!("floor {}\nstormglass {}", f.calls, s.calls);
             return;
         }
         let m = match which.as_str() {

@@ -52,61 +52,45 @@ pub struct AdaptiveConcurrencySpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// `sample_aggregate_percentile`, percent (default 50).
-    #[serde(default = "fifty")]
+    #[serde(default = "D::sample_aggregate_percentile")]
     pub sample_aggregate_percentile: f64,
     /// `concurrency_limit_params.max_concurrency_limit` (default 1000).
-    #[serde(default = "thousand")]
+    #[serde(default = "D::max_concurrency_limit")]
     pub max_concurrency_limit: u64,
     /// `concurrency_limit_params.concurrency_update_interval` (required).
     pub concurrency_update_interval: SimDuration,
     /// `min_rtt_calc_params.interval` (required).
     pub min_rtt_calc_interval: SimDuration,
     /// `min_rtt_calc_params.request_count` (default 50).
-    #[serde(default = "fifty_count")]
+    #[serde(default = "D::request_count")]
     pub request_count: u64,
     /// `min_rtt_calc_params.jitter`, percent (default 15).
-    #[serde(default = "fifteen")]
+    #[serde(default = "D::jitter")]
     pub jitter: f64,
     /// `min_rtt_calc_params.min_concurrency` (default 3).
-    #[serde(default = "three")]
+    #[serde(default = "D::min_concurrency")]
     pub min_concurrency: u64,
     /// `min_rtt_calc_params.buffer`, percent (default 25).
-    #[serde(default = "twenty_five")]
+    #[serde(default = "D::buffer")]
     pub buffer: f64,
 }
 
-fn fifty() -> f64 {
-    50.0
-}
-fn thousand() -> u64 {
-    1000
-}
-fn fifty_count() -> u64 {
-    50
-}
-fn fifteen() -> f64 {
-    15.0
-}
-fn three() -> u64 {
-    3
-}
-fn twenty_five() -> f64 {
-    25.0
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<AdaptiveConcurrencySpec>;
 
 impl AdaptiveConcurrencySpec {
     /// The proto's defaults with the two required intervals.
     pub fn defaults(name: &str, update: SimDuration, min_rtt: SimDuration) -> Self {
         AdaptiveConcurrencySpec {
             name: name.into(),
-            sample_aggregate_percentile: fifty(),
-            max_concurrency_limit: thousand(),
+            sample_aggregate_percentile: D::sample_aggregate_percentile(),
+            max_concurrency_limit: D::max_concurrency_limit(),
             concurrency_update_interval: update,
             min_rtt_calc_interval: min_rtt,
-            request_count: fifty_count(),
-            jitter: fifteen(),
-            min_concurrency: three(),
-            buffer: twenty_five(),
+            request_count: D::request_count(),
+            jitter: D::jitter(),
+            min_concurrency: D::min_concurrency(),
+            buffer: D::buffer(),
         }
     }
 }
@@ -408,21 +392,21 @@ const INTERVAL_MAX: SimDuration = SimDuration::from_secs(86_400);
 crate::params::declare_params! {
     AdaptiveConcurrencySpec: "adaptive_concurrency", name = |s| s.name;
     sample_aggregate_percentile: Float { min: 0.0, max: 100.0 }, "percent", runtime,
-        "the percentile summarising a window's samples (sample_aggregate_percentile)";
+        "the percentile summarising a window's samples (sample_aggregate_percentile)", default = 50.0;
     max_concurrency_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
-        "the highest limit (concurrency_limit_params.max_concurrency_limit)";
+        "the highest limit (concurrency_limit_params.max_concurrency_limit)", default = 1000;
     concurrency_update_interval: Duration { min: INTERVAL_MIN, max: INTERVAL_MAX }, "ns", runtime,
         "the sample window, whole ms (concurrency_limit_params.concurrency_update_interval)";
     min_rtt_calc_interval: Duration { min: INTERVAL_MIN, max: INTERVAL_MAX }, "ns", runtime,
         "time between minRTT windows, whole ms (min_rtt_calc_params.interval)";
     request_count: Count { min: 1, max: 1_000_000 }, "samples", runtime,
-        "samples a minRTT window collects (min_rtt_calc_params.request_count)";
+        "samples a minRTT window collects (min_rtt_calc_params.request_count)", default = 50;
     jitter: Float { min: 0.0, max: 100.0 }, "percent", runtime,
-        "random delay added to a minRTT window's start, of the interval (min_rtt_calc_params.jitter)";
+        "random delay added to a minRTT window's start, of the interval (min_rtt_calc_params.jitter)", default = 15.0;
     min_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
-        "the limit during a minRTT window and the lowest limit (min_rtt_calc_params.min_concurrency)";
+        "the limit during a minRTT window and the lowest limit (min_rtt_calc_params.min_concurrency)", default = 3;
     buffer: Float { min: 0.0, max: 100.0 }, "percent", runtime,
-        "tolerance added to the minRTT (min_rtt_calc_params.buffer)";
+        "tolerance added to the minRTT (min_rtt_calc_params.buffer)", default = 25.0;
 }
 
 impl crate::params::GovernorSpec for AdaptiveConcurrencySpec {}

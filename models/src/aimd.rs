@@ -24,45 +24,35 @@ pub struct AimdLimitSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// The limit before the first sample (`initialLimit`, default 20).
-    #[serde(default = "twenty")]
+    #[serde(default = "D::initial_limit")]
     pub initial_limit: u64,
     /// The lowest limit (`minLimit`, default 20).
-    #[serde(default = "twenty")]
+    #[serde(default = "D::min_limit")]
     pub min_limit: u64,
     /// The highest limit (`maxLimit`, default 200).
-    #[serde(default = "two_hundred")]
+    #[serde(default = "D::max_limit")]
     pub max_limit: u64,
     /// Factor applied on a drop (`backoffRatio`, [0.5, 1.0), default 0.9).
-    #[serde(default = "point_nine")]
+    #[serde(default = "D::backoff_ratio")]
     pub backoff_ratio: f64,
     /// A round trip longer than this counts as a drop (`timeout`, default 5 s).
-    #[serde(default = "five_seconds")]
+    #[serde(default = "D::timeout")]
     pub timeout: SimDuration,
 }
 
-fn twenty() -> u64 {
-    20
-}
-fn two_hundred() -> u64 {
-    200
-}
-fn point_nine() -> f64 {
-    0.9
-}
-fn five_seconds() -> SimDuration {
-    SimDuration::from_secs(5)
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<AimdLimitSpec>;
 
 impl AimdLimitSpec {
     /// The library's defaults under a name.
     pub fn defaults(name: &str) -> Self {
         AimdLimitSpec {
             name: name.into(),
-            initial_limit: twenty(),
-            min_limit: twenty(),
-            max_limit: two_hundred(),
-            backoff_ratio: point_nine(),
-            timeout: five_seconds(),
+            initial_limit: D::initial_limit(),
+            min_limit: D::min_limit(),
+            max_limit: D::max_limit(),
+            backoff_ratio: D::backoff_ratio(),
+            timeout: D::timeout(),
         }
     }
 }
@@ -118,13 +108,13 @@ impl LimitAlgorithm for Aimd {
 crate::params::declare_params! {
     AimdLimitSpec: "aimd_limit", name = |s| s.name;
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
-        "the limit before the first sample (initialLimit)";
-    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the lowest limit (minLimit)";
-    max_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the highest limit (maxLimit)";
+        "the limit before the first sample (initialLimit)", default = 20;
+    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the lowest limit (minLimit)", default = 20;
+    max_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the highest limit (maxLimit)", default = 200;
     backoff_ratio: Float { min: 0.5, max: 0.999_999 }, "ratio", runtime,
-        "factor applied to the limit on a drop, in [0.5, 1.0) (backoffRatio)";
+        "factor applied to the limit on a drop, in [0.5, 1.0) (backoffRatio)", default = 0.9;
     timeout: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "a round trip longer than this counts as a drop (timeout)";
+        "ns", runtime, "a round trip longer than this counts as a drop (timeout)", default = SimDuration::from_secs(5);
 }
 
 impl crate::params::GovernorSpec for AimdLimitSpec {}

@@ -40,19 +40,15 @@ pub struct BatcherSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Longest time a batch stays open, from its first call (default 5 ms).
-    #[serde(default = "d_window")]
+    #[serde(default = "D::window")]
     pub window: SimDuration,
     /// Members at which a batch is sent at once (≥ 1, default 8).
-    #[serde(default = "d_max_batch", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_batch", deserialize_with = "crate::validate::at_least_one")]
     pub max_batch: u64,
 }
 
-fn d_window() -> SimDuration {
-    SimDuration::from_ms(5)
-}
-fn d_max_batch() -> u64 {
-    8
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<BatcherSpec>;
 
 /// A batch, one upstream call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -258,9 +254,9 @@ impl Batcher {
 crate::params::declare_params! {
     BatcherSpec: "batcher", name = |s| s.name;
     window: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) }, "ns", runtime,
-        "longest time a batch stays open, from its first call";
+        "longest time a batch stays open, from its first call", default = SimDuration::from_ms(5);
     max_batch: Count { min: 1, max: 1_000_000 }, "calls", runtime,
-        "members at which a batch is sent at once";
+        "members at which a batch is sent at once", default = 8;
 }
 
 #[cfg(test)]

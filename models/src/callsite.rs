@@ -111,11 +111,18 @@ pub struct Woken {
 
 /// Collects the calls governor `g` woke or answered.
 pub fn drain(g: usize, govs: &mut [GovernorKind], woken: &mut impl Extend<Woken>) {
+    // On the hot path (every level of every climb) both lists are nearly always empty:
+    // skipping the empty extends keeps the order and saves the most of a drain's cost.
     let mut ids = Vec::new();
     govs[g].take_woken(&mut ids);
-    woken.extend(ids.into_iter().map(|call| Woken { governor: g, call, answer: None }));
+    if !ids.is_empty() {
+        woken.extend(ids.into_iter().map(|call| Woken { governor: g, call, answer: None }));
+    }
     let mut answered = Vec::new();
     govs[g].take_answered(&mut answered);
+    if answered.is_empty() {
+        return;
+    }
     woken.extend(answered.into_iter().map(|(call, o)| Woken {
         governor: g,
         call,

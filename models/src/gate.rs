@@ -29,16 +29,15 @@ pub struct GateSpec {
     #[serde(deserialize_with = "crate::validate::at_least_one")]
     pub permits: u64,
     /// How long a call waits for a permit; `"0s"` fails fast.
-    #[serde(default)]
+    #[serde(default = "D::acquire_timeout")]
     pub acquire_timeout: SimDuration,
     /// Bound on calls waiting for a permit; beyond it calls are rejected at once.
-    #[serde(default = "default_max_waiting")]
+    #[serde(default = "D::max_waiting")]
     pub max_waiting: u64,
 }
 
-fn default_max_waiting() -> u64 {
-    100_000
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<GateSpec>;
 
 /// Run-time state of a gate.
 #[derive(Clone, Debug)]
@@ -154,9 +153,9 @@ crate::params::declare_params! {
     permits: Count { min: 1, max: 10_000_000 }, "permits", runtime,
         "concurrent calls allowed past the gate";
     acquire_timeout: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "how long a call waits for a permit (0 = fail fast)";
+        "ns", runtime, "how long a call waits for a permit (0 = fail fast)", default = SimDuration::ZERO;
     max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed,
-        "bound on calls waiting for a permit";
+        "bound on calls waiting for a permit", default = 100_000;
 }
 
 impl crate::params::GovernorSpec for GateSpec {}

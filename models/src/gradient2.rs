@@ -28,59 +28,43 @@ pub struct Gradient2LimitSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// `initialLimit` (default 20).
-    #[serde(default = "twenty")]
+    #[serde(default = "D::initial_limit")]
     pub initial_limit: u64,
     /// `minLimit` (default 20).
-    #[serde(default = "twenty")]
+    #[serde(default = "D::min_limit")]
     pub min_limit: u64,
     /// `maxConcurrency` (default 200).
-    #[serde(default = "two_hundred")]
+    #[serde(default = "D::max_concurrency")]
     pub max_concurrency: u64,
     /// `smoothing` (default 0.2).
-    #[serde(default = "point_two")]
+    #[serde(default = "D::smoothing")]
     pub smoothing: f64,
     /// `queueSize` (default 4).
-    #[serde(default = "four")]
+    #[serde(default = "D::queue_size")]
     pub queue_size: u64,
     /// `longWindow`, in samples (default 600).
-    #[serde(default = "six_hundred")]
+    #[serde(default = "D::long_window")]
     pub long_window: u64,
     /// `rttTolerance` (≥ 1, default 1.5).
-    #[serde(default = "one_point_five")]
+    #[serde(default = "D::rtt_tolerance")]
     pub rtt_tolerance: f64,
 }
 
-fn twenty() -> u64 {
-    20
-}
-fn two_hundred() -> u64 {
-    200
-}
-fn point_two() -> f64 {
-    0.2
-}
-fn four() -> u64 {
-    4
-}
-fn six_hundred() -> u64 {
-    600
-}
-fn one_point_five() -> f64 {
-    1.5
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<Gradient2LimitSpec>;
 
 impl Gradient2LimitSpec {
     /// The library's defaults under a name.
     pub fn defaults(name: &str) -> Self {
         Gradient2LimitSpec {
             name: name.into(),
-            initial_limit: twenty(),
-            min_limit: twenty(),
-            max_concurrency: two_hundred(),
-            smoothing: point_two(),
-            queue_size: four(),
-            long_window: six_hundred(),
-            rtt_tolerance: one_point_five(),
+            initial_limit: D::initial_limit(),
+            min_limit: D::min_limit(),
+            max_concurrency: D::max_concurrency(),
+            smoothing: D::smoothing(),
+            queue_size: D::queue_size(),
+            long_window: D::long_window(),
+            rtt_tolerance: D::rtt_tolerance(),
         }
     }
 }
@@ -181,18 +165,18 @@ impl LimitAlgorithm for Gradient2 {
 crate::params::declare_params! {
     Gradient2LimitSpec: "gradient2_limit", name = |s| s.name;
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
-        "the limit before the first sample (initialLimit)";
-    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the lowest limit (minLimit)";
+        "the limit before the first sample (initialLimit)", default = 20;
+    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the lowest limit (minLimit)", default = 20;
     max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
-        "the highest limit (maxConcurrency)";
+        "the highest limit (maxConcurrency)", default = 200;
     smoothing: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
-        "weight of a new estimate (smoothing)";
+        "weight of a new estimate (smoothing)", default = 0.2;
     queue_size: Count { min: 0, max: MAX_LIMIT }, "calls", runtime,
-        "growth allowed while latency stays low (queueSize)";
+        "growth allowed while latency stays low (queueSize)", default = 4;
     long_window: Count { min: 1, max: 1_000_000 }, "samples", fixed,
-        "window of the long-term RTT average (longWindow)";
+        "window of the long-term RTT average (longWindow)", default = 600;
     rtt_tolerance: Float { min: 1.0, max: 100.0 }, "ratio", runtime,
-        "acceptable RTT growth over the long-term average (rttTolerance)";
+        "acceptable RTT growth over the long-term average (rttTolerance)", default = 1.5;
 }
 
 impl crate::params::GovernorSpec for Gradient2LimitSpec {}

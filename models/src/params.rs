@@ -313,7 +313,18 @@ pub struct ParamDecl {
     pub unit: &'static str,
     pub runtime: bool,
     pub doc: &'static str,
+    /// The value a scenario that does not write the field gets, when the row declares it
+    /// (`default = …`; serde reads it through [`Defaults`]); `None`: required, or given by
+    /// other fields.
+    pub default: Option<ParamValue>,
 }
+
+/// The defaults declared in a kind's [`declare_params!`] rows, as the functions serde's
+/// `default = "…"` names: with `type D = Defaults<FooSpec>;` a field says
+/// `#[serde(default = "D::permits")]` and the value is written once, in the row
+/// (`permits: Count { … }, …, default = 100`). Each function returns the field's type (any
+/// [`ParamField`]).
+pub struct Defaults<T>(std::marker::PhantomData<T>);
 
 /// Implemented by every component spec: list, read and write parameters by name.
 pub trait Params {
@@ -554,6 +565,8 @@ pub(crate) use param_choices;
 /// }
 /// ```
 /// Rows are `name: <ParamType variant>, unit, runtime | fixed, doc` and optionally
+/// `default = <value>` (the `ParamValue` variant's content, a choice's name for an enum:
+/// the field's serde default through [`Defaults`], and the reference table's default),
 /// `get = |s| <value>` (a [`ParamField`]; `opt_get` for an `Option` of one, the parameter
 /// then absent from instances that return `None`) and `set = |s, v| <statement>`; without
 /// them the field of the same name is read and written. `field_of = <fn>` after the kind
@@ -574,11 +587,22 @@ macro_rules! declare_params {
     (@rows $spec:ty, $label:literal;
         $(
             $param:ident : $variant:ident $({ $($range:tt)* })?, $unit:literal, $rt:ident, $doc:literal
+            $(, default = $default:expr)?
             $(, get = |$gs:ident| $get:expr)?
             $(, opt_get = |$os:ident| $opt_get:expr)?
             $(, set = |$ss:ident, $sv:ident| $set:expr)?
         );* $(;)?
     ) => {
+        #[allow(dead_code)]
+        impl $crate::params::Defaults<$spec> {
+            $($(
+                /// The declared default (its `declare_params!` row).
+                pub fn $param<T: $crate::params::ParamField>() -> T {
+                    T::from_value($crate::params::declare_params!(@value $variant, $default))
+                        .expect("a declared default has its field's type")
+                }
+            )?)*
+        }
         impl $crate::params::ParamRows for $spec {
             fn row_decls() -> Vec<$crate::params::ParamDecl> {
                 vec![$($crate::params::ParamDecl {
@@ -587,6 +611,7 @@ macro_rules! declare_params {
                     unit: $unit,
                     runtime: $crate::params::declare_params!(@runtime $rt),
                     doc: $doc,
+                    default: $crate::params::declare_params!(@default $variant $(, $default)?),
                 }),*]
             }
             #[allow(unused_variables)]
@@ -620,6 +645,12 @@ macro_rules! declare_params {
             }
         }
     };
+    (@default $variant:ident) => { None };
+    (@default $variant:ident, $d:expr) => {
+        Some($crate::params::declare_params!(@value $variant, $d))
+    };
+    (@value Enum, $d:expr) => { $crate::params::ParamValue::Enum(String::from($d)) };
+    (@value $variant:ident, $d:expr) => { $crate::params::ParamValue::$variant($d) };
     (@runtime runtime) => { true };
     (@runtime fixed) => { false };
     (@get $self:ident, $param:ident) => { Some($self.$param.to_value()) };

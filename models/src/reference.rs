@@ -81,25 +81,44 @@ fn generic_name(name: &str) -> Option<String> {
 }
 
 /// The reference table of every parameter path (Markdown): path, type and range, unit,
-/// run-time, meaning.
+/// the declared default (blank: required, or given by other fields), run-time, meaning.
 pub fn parameter_table() -> String {
     let mut out = String::from(
-        "| path | type and range | unit | run-time | meaning |\n|---|---|---|---|---|\n",
+        "| path | type and range | unit | default | run-time | meaning |\n|---|---|---|---|---|---|\n",
     );
     for k in param_kinds() {
         for d in &k.decls {
             let Some(name) = generic_name(d.name) else { continue };
             out.push_str(&format!(
-                "| `{}.{}.{}` | {} | {} | {} | {} |\n",
+                "| `{}.{}.{}` | {} | {} | {} | {} | {} |\n",
                 k.kind,
                 k.instance,
                 name,
                 d.ty.describe(),
                 d.unit.replace('|', "\\|"),
+                d.default.as_ref().map_or(String::new(), |v| format!("`{v}`")),
                 if d.runtime { "yes" } else { "no" },
                 d.doc.replace('|', "\\|"),
             ));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every declared default has its parameter's type and lies in its range.
+    #[test]
+    fn declared_defaults_are_in_range() {
+        let mut n = 0;
+        for k in super::param_kinds() {
+            for d in &k.decls {
+                if let Some(v) = &d.default {
+                    d.ty.check(v).unwrap_or_else(|e| panic!("{}.{}: {e}", k.kind, d.name));
+                    n += 1;
+                }
+            }
+        }
+        assert!(n >= 40, "{n} declared defaults");
+    }
 }

@@ -245,6 +245,12 @@ pub struct TimeAverage {
 
 impl TimeAverage {
     pub fn set(&mut self, now: SimTime, value: i64) {
+        // The same value again changes nothing: the area is linear in time (exact integer
+        // arithmetic) and the peak already counts it. Skipped on the hot path (a station's
+        // gauges after every admission and completion).
+        if value == self.value {
+            return;
+        }
         self.area += self.value as i128 * (now.0 - self.since.0) as i128;
         self.since = now;
         self.value = value;
@@ -252,8 +258,8 @@ impl TimeAverage {
     }
     /// Forget the past (end of warm-up).
     pub fn restart(&mut self, now: SimTime) {
-        self.set(now, self.value);
         self.area = 0;
+        self.since = now;
         self.start = now;
         self.peak = self.value;
     }

@@ -56,20 +56,17 @@ pub struct TimeLimiterSpec {
     pub name: String,
     /// The longest a call may take from passing the limiter to its outcome (> 0; default
     /// 1 s, Resilience4j's `timeoutDuration`).
-    #[serde(default = "default_timeout", deserialize_with = "positive")]
+    #[serde(default = "D::timeout_duration", deserialize_with = "positive")]
     pub timeout_duration: SimDuration,
     /// Cancel the upstream work of a timed-out call (default true, Resilience4j's
     /// `cancelRunningFuture`); false: it runs on as abandoned work.
-    #[serde(default = "yes")]
+    #[serde(default = "D::cancel_running_future")]
     pub cancel_running_future: bool,
 }
 
-fn default_timeout() -> SimDuration {
-    SimDuration::from_secs(1)
-}
-fn yes() -> bool {
-    true
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<TimeLimiterSpec>;
+
 fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
     let v = SimDuration::deserialize(d)?;
     if v == SimDuration::ZERO {
@@ -186,8 +183,8 @@ impl Governor for TimeLimiter {
 crate::params::declare_params! {
     TimeLimiterSpec: "time_limiter", name = |s| s.name;
     timeout_duration: Duration { min: SimDuration(1), max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "longest time from passing the limiter to the outcome";
-    cancel_running_future: Bool, "", runtime, "cancel the upstream work of a timed-out call";
+        "ns", runtime, "longest time from passing the limiter to the outcome", default = SimDuration::from_secs(1);
+    cancel_running_future: Bool, "", runtime, "cancel the upstream work of a timed-out call", default = true;
 }
 
 impl crate::params::GovernorSpec for TimeLimiterSpec {

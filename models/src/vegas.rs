@@ -45,54 +45,44 @@ pub struct VegasLimitSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// `initialLimit` (default 20).
-    #[serde(default = "twenty")]
+    #[serde(default = "D::initial_limit")]
     pub initial_limit: u64,
     /// `maxConcurrency` (default 1000).
-    #[serde(default = "thousand")]
+    #[serde(default = "D::max_concurrency")]
     pub max_concurrency: u64,
     /// `smoothing` (default 1.0: no smoothing).
-    #[serde(default = "one")]
+    #[serde(default = "D::smoothing")]
     pub smoothing: f64,
     /// `alpha`: `None` = `3 × LOG10(limit)` (the default), `Some(n)` = `n`.
-    #[serde(default)]
+    #[serde(default = "D::alpha")]
     pub alpha: Option<u64>,
     /// `beta`: `None` = `6 × LOG10(limit)` (the default), `Some(n)` = `n`.
-    #[serde(default)]
+    #[serde(default = "D::beta")]
     pub beta: Option<u64>,
     /// `threshold`: `None` = `LOG10(limit)` (the default), `Some(n)` = `n`.
-    #[serde(default)]
+    #[serde(default = "D::threshold")]
     pub threshold: Option<u64>,
     /// `probeMultiplier`: a no-load RTT probe every `jitter × probe_multiplier × limit`
     /// samples (default 30).
-    #[serde(default = "thirty")]
+    #[serde(default = "D::probe_multiplier")]
     pub probe_multiplier: u64,
 }
 
-fn twenty() -> u64 {
-    20
-}
-fn thousand() -> u64 {
-    1000
-}
-fn one() -> f64 {
-    1.0
-}
-fn thirty() -> u64 {
-    30
-}
+/// The defaults declared in the parameter rows below.
+type D = crate::params::Defaults<VegasLimitSpec>;
 
 impl VegasLimitSpec {
     /// The library's defaults under a name.
     pub fn defaults(name: &str) -> Self {
         VegasLimitSpec {
             name: name.into(),
-            initial_limit: twenty(),
-            max_concurrency: thousand(),
-            smoothing: one(),
-            alpha: None,
-            beta: None,
-            threshold: None,
-            probe_multiplier: thirty(),
+            initial_limit: D::initial_limit(),
+            max_concurrency: D::max_concurrency(),
+            smoothing: D::smoothing(),
+            alpha: D::alpha(),
+            beta: D::beta(),
+            threshold: D::threshold(),
+            probe_multiplier: D::probe_multiplier(),
         }
     }
 }
@@ -235,19 +225,19 @@ impl LimitAlgorithm for Vegas {
 crate::params::declare_params! {
     VegasLimitSpec: "vegas_limit", name = |s| s.name;
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
-        "the limit before the first sample (initialLimit)";
+        "the limit before the first sample (initialLimit)", default = 20;
     max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
-        "the highest limit (maxConcurrency)";
+        "the highest limit (maxConcurrency)", default = 1000;
     smoothing: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
-        "weight of a new estimate (smoothing; 1 = none)";
+        "weight of a new estimate (smoothing; 1 = none)", default = 1.0;
     alpha: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
-        "queue below which the limit grows by log10(limit); None = 3 × log10(limit) (alpha)";
+        "queue below which the limit grows by log10(limit); None = 3 × log10(limit) (alpha)", default = None;
     beta: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
-        "queue above which the limit shrinks by log10(limit); None = 6 × log10(limit) (beta)";
+        "queue above which the limit shrinks by log10(limit); None = 6 × log10(limit) (beta)", default = None;
     threshold: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
-        "queue at or below which the limit grows by beta; None = log10(limit) (threshold)";
+        "queue at or below which the limit grows by beta; None = log10(limit) (threshold)", default = None;
     probe_multiplier: Count { min: 1, max: 1_000_000 }, "samples per call of limit", runtime,
-        "a no-load RTT probe every jitter × probe_multiplier × limit samples (probeMultiplier)";
+        "a no-load RTT probe every jitter × probe_multiplier × limit samples (probeMultiplier)", default = 30;
 }
 
 impl crate::params::GovernorSpec for VegasLimitSpec {}

@@ -20,31 +20,31 @@ const DAY: SimDuration = SimDuration::from_secs(86_400);
 crate::params::declare_params! {
     CircuitBreakerSpec: "circuit_breaker", name = |s| s.name;
     failure_rate_threshold: Float { min: 1e-9, max: 100.0 }, "%", runtime,
-        "open when the failure rate is ≥ this";
+        "open when the failure rate is ≥ this", default = 50.0;
     slow_call_rate_threshold: Float { min: 1e-9, max: 100.0 }, "%", runtime,
-        "open when the slow-call rate is ≥ this";
+        "open when the slow-call rate is ≥ this", default = 100.0;
     slow_call_duration_threshold: Duration { min: SimDuration(1), max: DAY }, "ns", runtime,
-        "slow when strictly longer";
+        "slow when strictly longer", default = SimDuration::from_secs(60);
     minimum_number_of_calls: Count { min: 1, max: 10_000_000 }, "calls", runtime,
-        "results before a verdict";
+        "results before a verdict", default = 100;
     wait_duration_in_open_state: Duration { min: SimDuration::from_ms(1), max: DAY }, "ns",
-        runtime, "OPEN wait (next opening)";
+        runtime, "OPEN wait (next opening)", default = SimDuration::from_secs(60);
     permitted_number_of_calls_in_half_open_state: Count { min: 1, max: 1_000_000 }, "calls",
-        runtime, "probe permits (next HALF_OPEN)";
+        runtime, "probe permits (next HALF_OPEN)", default = 10;
     max_wait_duration_in_half_open_state: Duration { min: SimDuration::ZERO, max: DAY }, "ns",
-        runtime, "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)";
+        runtime, "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)", default = SimDuration::ZERO;
     transition_to_state_after_wait_duration: Enum { choices: StateAfterMaxWait::CHOICES }, "",
-        runtime, "the state HALF_OPEN is forced into after max_wait_duration_in_half_open_state";
+        runtime, "the state HALF_OPEN is forced into after max_wait_duration_in_half_open_state", default = "OPEN";
     automatic_transition_from_open_to_half_open_enabled: Bool, "", runtime,
-        "OPEN → HALF_OPEN by timer instead of on the next call";
+        "OPEN → HALF_OPEN by timer instead of on the next call", default = false;
     sliding_window_type: Enum { choices: SlidingWindowType::CHOICES }, "", fixed,
-        "COUNT_BASED: the last sliding_window_size calls; TIME_BASED: the last sliding_window_size seconds";
-    sliding_window_size: Count { min: 1, max: 1_000_000 }, "calls or s", fixed, "window length";
+        "COUNT_BASED: the last sliding_window_size calls; TIME_BASED: the last sliding_window_size seconds", default = "COUNT_BASED";
+    sliding_window_size: Count { min: 1, max: 1_000_000 }, "calls or s", fixed, "window length", default = 100;
     forced_open: Bool, "", runtime,
-        "switched off: every call rejected (FORCED_OPEN); false → CLOSED";
-    disabled: Bool, "", runtime, "DISABLED: every call permitted, nothing recorded; false → CLOSED";
+        "switched off: every call rejected (FORCED_OPEN); false → CLOSED", default = false;
+    disabled: Bool, "", runtime, "DISABLED: every call permitted, nothing recorded; false → CLOSED", default = false;
     metrics_only: Bool, "", runtime,
-        "METRICS_ONLY: every call permitted and recorded, never opened; false → CLOSED";
+        "METRICS_ONLY: every call permitted and recorded, never opened; false → CLOSED", default = false;
 }
 
 crate::params::declare_params! {

@@ -53,30 +53,36 @@ pub struct CircuitBreakerSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Percent in (0, 100]; open when the failure rate is ≥ this.
-    #[serde(default = "d_50", deserialize_with = "super::percent")]
+    #[serde(default = "D::failure_rate_threshold", deserialize_with = "super::percent")]
     pub failure_rate_threshold: f64,
     /// Percent in (0, 100]; open when the slow-call rate is ≥ this.
-    #[serde(default = "d_100", deserialize_with = "super::percent")]
+    #[serde(default = "D::slow_call_rate_threshold", deserialize_with = "super::percent")]
     pub slow_call_rate_threshold: f64,
     /// A call is slow when its duration is strictly greater than this (≥ 1 ns).
-    #[serde(default = "d_60s", deserialize_with = "positive_duration")]
+    #[serde(default = "D::slow_call_duration_threshold", deserialize_with = "positive_duration")]
     pub slow_call_duration_threshold: SimDuration,
-    #[serde(default = "d_10", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(
+        default = "D::permitted_number_of_calls_in_half_open_state",
+        deserialize_with = "crate::validate::at_least_one"
+    )]
     pub permitted_number_of_calls_in_half_open_state: u64,
     /// `"0s"` = unlimited.
-    #[serde(default)]
+    #[serde(default = "D::max_wait_duration_in_half_open_state")]
     pub max_wait_duration_in_half_open_state: SimDuration,
-    #[serde(default = "d_open")]
+    #[serde(default = "D::transition_to_state_after_wait_duration")]
     pub transition_to_state_after_wait_duration: StateAfterMaxWait,
-    #[serde(default = "d_count")]
+    #[serde(default = "D::sliding_window_type")]
     pub sliding_window_type: SlidingWindowType,
     /// Results (COUNT_BASED) or seconds (TIME_BASED), in [1, 1 000 000].
-    #[serde(default = "d_100u", deserialize_with = "window_size")]
+    #[serde(default = "D::sliding_window_size", deserialize_with = "window_size")]
     pub sliding_window_size: u64,
-    #[serde(default = "d_100u", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(
+        default = "D::minimum_number_of_calls",
+        deserialize_with = "crate::validate::at_least_one"
+    )]
     pub minimum_number_of_calls: u64,
     /// ≥ 1 ms.
-    #[serde(default = "d_60s", deserialize_with = "at_least_1ms")]
+    #[serde(default = "D::wait_duration_in_open_state", deserialize_with = "at_least_1ms")]
     pub wait_duration_in_open_state: SimDuration,
     /// Spring's `enableExponentialBackoff`: the open wait grows per re-open.
     #[serde(default)]
@@ -92,7 +98,7 @@ pub struct CircuitBreakerSpec {
         serialize_with = "crate::validate::ser_present"
     )]
     pub exponential_max_wait_duration_in_open_state: Option<SimDuration>,
-    #[serde(default)]
+    #[serde(default = "D::automatic_transition_from_open_to_half_open_enabled")]
     pub automatic_transition_from_open_to_half_open_enabled: bool,
     #[serde(default = "super::default_record_exceptions", deserialize_with = "super::patterns")]
     pub record_exceptions: Vec<OutcomePattern>,
@@ -109,42 +115,24 @@ pub struct CircuitBreakerSpec {
     /// Switched off (Resilience4j's `transitionToForcedOpenState`): every call is rejected
     /// with `breaker_open` and nothing is recorded; switching it back on closes the breaker
     /// with fresh metrics. A run-time knob (SPEC §3.16: a model switched off).
-    #[serde(default)]
+    #[serde(default = "D::forced_open")]
     pub forced_open: bool,
     /// DISABLED (`transitionToDisabledState`): every call permitted, nothing recorded;
     /// switching it off closes the breaker with fresh metrics. A run-time knob.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default = "D::disabled", skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
     /// METRICS_ONLY (`transitionToMetricsOnlyState`): every call permitted and recorded, the
     /// thresholds never open it; switching it off closes the breaker with fresh metrics.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default = "D::metrics_only", skip_serializing_if = "std::ops::Not::not")]
     pub metrics_only: bool,
 }
 
-fn d_50() -> f64 {
-    50.0
-}
-fn d_100() -> f64 {
-    100.0
-}
-fn d_60s() -> SimDuration {
-    SimDuration::from_secs(60)
-}
-fn d_10() -> u64 {
-    10
-}
-fn d_100u() -> u64 {
-    100
-}
-fn d_open() -> StateAfterMaxWait {
-    StateAfterMaxWait::Open
-}
-fn d_count() -> SlidingWindowType {
-    SlidingWindowType::CountBased
-}
 fn d_mult() -> f64 {
     1.5
 }
+
+/// The defaults declared in the parameter rows (`super::params`).
+type D = crate::params::Defaults<CircuitBreakerSpec>;
 
 fn positive_duration<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
     let x = SimDuration::deserialize(d)?;
@@ -183,26 +171,28 @@ impl CircuitBreakerSpec {
     pub fn with_defaults(name: &str) -> Self {
         CircuitBreakerSpec {
             name: name.into(),
-            failure_rate_threshold: 50.0,
-            slow_call_rate_threshold: 100.0,
-            slow_call_duration_threshold: d_60s(),
-            permitted_number_of_calls_in_half_open_state: 10,
-            max_wait_duration_in_half_open_state: SimDuration::ZERO,
-            transition_to_state_after_wait_duration: StateAfterMaxWait::Open,
-            sliding_window_type: SlidingWindowType::CountBased,
-            sliding_window_size: 100,
-            minimum_number_of_calls: 100,
-            wait_duration_in_open_state: d_60s(),
+            failure_rate_threshold: D::failure_rate_threshold(),
+            slow_call_rate_threshold: D::slow_call_rate_threshold(),
+            slow_call_duration_threshold: D::slow_call_duration_threshold(),
+            permitted_number_of_calls_in_half_open_state:
+                D::permitted_number_of_calls_in_half_open_state(),
+            max_wait_duration_in_half_open_state: D::max_wait_duration_in_half_open_state(),
+            transition_to_state_after_wait_duration: D::transition_to_state_after_wait_duration(),
+            sliding_window_type: D::sliding_window_type(),
+            sliding_window_size: D::sliding_window_size(),
+            minimum_number_of_calls: D::minimum_number_of_calls(),
+            wait_duration_in_open_state: D::wait_duration_in_open_state(),
             enable_exponential_backoff: false,
             exponential_backoff_multiplier: 1.5,
             exponential_max_wait_duration_in_open_state: None,
-            automatic_transition_from_open_to_half_open_enabled: false,
+            automatic_transition_from_open_to_half_open_enabled:
+                D::automatic_transition_from_open_to_half_open_enabled(),
             record_exceptions: super::default_record_exceptions(),
             ignore_exceptions: super::default_ignore_exceptions(),
             half_open_wait: None,
-            forced_open: false,
-            disabled: false,
-            metrics_only: false,
+            forced_open: D::forced_open(),
+            disabled: D::disabled(),
+            metrics_only: D::metrics_only(),
         }
     }
 }

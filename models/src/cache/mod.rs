@@ -66,16 +66,16 @@ pub struct CacheSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Maximum entries (LRU eviction beyond).
-    #[serde(default = "default_capacity", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::capacity", deserialize_with = "crate::validate::at_least_one")]
     pub capacity: u64,
     /// Time an entry stays fresh (SPEC: 5–10 min for knowledge Q&A).
-    #[serde(default = "default_ttl")]
+    #[serde(default = "D::ttl")]
     pub ttl: SimDuration,
     /// Probability that a lookup finding an entry matches (semantic caches < 1).
-    #[serde(default = "one", deserialize_with = "crate::validate::probability")]
+    #[serde(default = "D::hit_probability", deserialize_with = "crate::validate::probability")]
     pub hit_probability: f64,
     /// Answer failures from a live entry, as `Degraded(reason)`.
-    #[serde(default)]
+    #[serde(default = "D::serve_stale_on_error")]
     pub serve_stale_on_error: bool,
     /// Serve stale entries at once while one call refreshes the key.
     #[serde(default)]
@@ -85,15 +85,9 @@ pub struct CacheSpec {
     pub max_stale: SimDuration,
 }
 
-fn default_capacity() -> u64 {
-    10_000
-}
-fn default_ttl() -> SimDuration {
-    SimDuration::from_secs(300)
-}
-fn one() -> f64 {
-    1.0
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<CacheSpec>;
+
 fn default_max_stale() -> SimDuration {
     SimDuration::from_secs(600)
 }
@@ -102,10 +96,10 @@ impl CacheSpec {
     pub fn named(name: &str) -> CacheSpec {
         CacheSpec {
             name: name.into(),
-            capacity: default_capacity(),
-            ttl: default_ttl(),
-            hit_probability: 1.0,
-            serve_stale_on_error: false,
+            capacity: D::capacity(),
+            ttl: D::ttl(),
+            hit_probability: D::hit_probability(),
+            serve_stale_on_error: D::serve_stale_on_error(),
             stale_while_revalidate: false,
             max_stale: default_max_stale(),
         }
@@ -362,12 +356,12 @@ impl Governor for Cache {
 crate::params::declare_params! {
     CacheSpec: "cache", name = |s| s.name;
     capacity: Count { min: 1, max: 100_000_000 }, "entries", runtime,
-        "maximum entries (LRU eviction beyond)";
+        "maximum entries (LRU eviction beyond)", default = 10_000;
     ttl: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
-        "time an entry stays fresh";
+        "time an entry stays fresh", default = SimDuration::from_secs(300);
     hit_probability: Float { min: 0.0, max: 1.0 }, "", runtime,
-        "probability that a lookup finding an entry matches it";
-    serve_stale_on_error: Bool, "", runtime, "answer failures from a live entry as degraded";
+        "probability that a lookup finding an entry matches it", default = 1.0;
+    serve_stale_on_error: Bool, "", runtime, "answer failures from a live entry as degraded", default = false;
 }
 
 impl crate::params::GovernorSpec for CacheSpec {}

@@ -128,8 +128,9 @@ crate::params::declare_params! {
     refill_tokens_per_minute: Count { min: 1, max: 1_000_000_000_000 }, "tokens/min", runtime,
         "continuous refill rate";
     max_wait: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
-        runtime, "longest wait for tokens (0 = reject at once)";
-    max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed, "bound on parked calls";
+        runtime, "longest wait for tokens (0 = reject at once)", default = SimDuration::ZERO;
+    max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed, "bound on parked calls",
+        default = 100_000;
 }
 
 impl TokenBucket {

@@ -46,16 +46,15 @@ pub struct TokenBucketSpec {
     #[serde(deserialize_with = "crate::validate::at_least_one")]
     pub refill_tokens_per_minute: u64,
     /// Longest wait for tokens; `"0s"` (default) rejects at once.
-    #[serde(default)]
+    #[serde(default = "D::max_wait")]
     pub max_wait: SimDuration,
     /// Bound on parked calls.
-    #[serde(default = "default_max_waiting")]
+    #[serde(default = "D::max_waiting")]
     pub max_waiting: u64,
 }
 
-fn default_max_waiting() -> u64 {
-    100_000
-}
+/// The defaults declared in the parameter rows (`super::params`).
+type D = crate::params::Defaults<TokenBucketSpec>;
 
 /// Run-time state of a token bucket.
 #[derive(Clone, Debug)]

@@ -87,7 +87,7 @@ impl Server {
         if batch.decode_seqs > 0 && batch.prefill_tokens > 0 {
             stats.mixed_steps += 1;
         }
-        self.check_invariants();
+        self.debug_check_invariants();
         Some(StepPlan {
             duration,
             end,
@@ -141,7 +141,7 @@ impl Server {
         }
         let seqs = &self.seqs;
         self.running.retain(|id| seqs.contains_key(id));
-        self.check_invariants();
+        self.debug_check_invariants();
     }
 
     /// Tokens the head of the queue needs prefilled (and KV reserved) to be admitted: its

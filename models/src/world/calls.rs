@@ -482,6 +482,9 @@ impl QueueingWorld {
 
     /// Resumes calls that governors woke (permits handed over) or answered, oldest first.
     pub(super) fn resume_woken(&mut self, ctx: &mut Ctx<'_, Ev>) {
+        if self.govs.woken.is_empty() {
+            return; // the common case: nothing to resume, no bound to compute
+        }
         // Bounded: each resumption consumes a wake-up, and a call is woken at most once
         // per level of its stack in one cascade (no request arrives meanwhile); the bound is
         // fixed on entry, since `live_calls` falls as woken calls end.

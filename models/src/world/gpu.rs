@@ -49,6 +49,8 @@ impl GpuRt {
 
     /// Sequences the world tracks = sequences the server holds.
     pub fn check(&self) -> Option<String> {
+        // The server's own invariants (checked after every step only in debug builds).
+        self.server.check_invariants();
         let held = (self.server.running() + self.server.waiting()) as usize;
         let in_jobs: usize = self.jobs.values().map(Vec::len).sum();
         (held != self.seqs.len() || in_jobs != self.seqs.len()).then(|| {

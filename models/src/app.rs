@@ -50,7 +50,7 @@ pub struct AppSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,
     /// Identical instances (1 ..= 1024).
-    #[serde(default = "one", deserialize_with = "instances")]
+    #[serde(default = "D::instances", deserialize_with = "instances")]
     pub instances: u64,
     #[serde(default = "round_robin")]
     pub balancer: Balancer,
@@ -80,7 +80,7 @@ pub struct AppSpec {
     pub accept_backlog: u64,
     /// Health signal for the dispatcher's deferred queue: deferred tasks are replayed only
     /// while it is true (and, with `health_from`, while that breaker is CLOSED).
-    #[serde(default = "yes")]
+    #[serde(default = "D::healthy")]
     pub healthy: bool,
     /// The breaker whose state is the resource's health (SPEC §3.3: deferred work is
     /// replayed "once its breaker closed"): `"circuit_breaker.<name>"` or
@@ -96,9 +96,8 @@ pub struct AppSpec {
     pub health_from: Option<String>,
 }
 
-fn one() -> u64 {
-    1
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<AppSpec>;
 fn yes() -> bool {
     true
 }
@@ -184,8 +183,10 @@ impl AppSpec {
 
 crate::params::declare_params! {
     AppSpec: "app", name = |s| s.name;
-    healthy: Bool, "", runtime, "health signal: deferred tasks are replayed only while true";
-    instances: Count { min: 1, max: 1024 }, "", fixed, "identical instances behind the balancer";
+    healthy: Bool, "", runtime, "health signal: deferred tasks are replayed only while true",
+        default = true;
+    instances: Count { min: 1, max: 1024 }, "", fixed, "identical instances behind the balancer",
+        default = 1;
 }
 
 pub use crate::timeouts::QueueParams;

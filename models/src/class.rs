@@ -16,16 +16,15 @@ pub struct ClassSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,
     /// Relative weight (for weighted policies), ≥ 1.
-    #[serde(default = "one", deserialize_with = "validate::at_least_one")]
+    #[serde(default = "D::weight", deserialize_with = "validate::at_least_one")]
     pub weight: u64,
     /// Target end-to-end latency; `"0s"` = none.
-    #[serde(default)]
+    #[serde(default = "D::sla")]
     pub sla: SimDuration,
 }
 
-fn one() -> u64 {
-    1
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<ClassSpec>;
 
 /// The SPEC's default classes.
 pub fn default_classes() -> Vec<ClassSpec> {
@@ -39,7 +38,8 @@ pub fn default_classes() -> Vec<ClassSpec> {
 crate::params::declare_params! {
     ClassSpec: "class", name = |s| s.name;
     weight: Count { min: 1, max: 1_000_000 }, "", fixed,
-        "relative weight of the class for weighted policies";
+        "relative weight of the class for weighted policies", default = 1;
     sla: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", fixed,
-        "target end-to-end latency (0 = none); results report the share within it";
+        "target end-to-end latency (0 = none); results report the share within it",
+        default = SimDuration::ZERO;
 }

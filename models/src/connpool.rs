@@ -51,70 +51,48 @@ pub struct ConnPoolSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Connections in total, leased + idle (Apache `maxTotal`, default 20).
-    #[serde(default = "d_max_total", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_total", deserialize_with = "crate::validate::at_least_one")]
     pub max_total: u64,
     /// Connections per route (Apache `defaultMaxPerRoute`, default 2).
     #[serde(
-        default = "d_max_per_route",
+        default = "D::max_per_route",
         alias = "default_max_per_route",
         deserialize_with = "crate::validate::at_least_one"
     )]
     pub max_per_route: u64,
     /// The client closes connections idle this long; `"0s"`: never (Apache's default when
     /// the server sends no Keep-Alive header; OkHttp's `keepAliveDuration` is 5 min).
-    #[serde(default)]
+    #[serde(default = "D::keep_alive")]
     pub keep_alive: SimDuration,
     /// Validate on borrow a connection idle at least this long; `"0s"` disables (Apache
     /// `validateAfterInactivity`, default 2 s).
-    #[serde(default = "d_validate")]
+    #[serde(default = "D::validate_after_inactivity")]
     pub validate_after_inactivity: SimDuration,
     /// How long a borrower waits for a connection; `"0s"` fails at once (unlike Apache,
     /// where 0 means forever). Default 3 min (HttpClient 5).
-    #[serde(default = "d_request_timeout")]
+    #[serde(default = "D::connection_request_timeout")]
     pub connection_request_timeout: SimDuration,
     /// Bound on borrowers waiting; beyond it borrows are refused at once.
-    #[serde(default = "d_max_waiting")]
+    #[serde(default = "D::max_waiting")]
     pub max_waiting: u64,
     /// Network round trip to the upstream.
-    #[serde(default = "d_rtt")]
+    #[serde(default = "D::tcp_rtt")]
     pub tcp_rtt: SimDuration,
     /// Extra round trips of the TLS handshake (2 for TLS 1.2, 1 for TLS 1.3, 0 for plain).
-    #[serde(default = "d_tls")]
+    #[serde(default = "D::tls_round_trips")]
     pub tls_round_trips: u64,
     /// The server closes connections idle this long (nginx `keepalive_timeout`); `"0s"`:
     /// never.
-    #[serde(default = "d_server_idle")]
+    #[serde(default = "D::server_idle_timeout")]
     pub server_idle_timeout: SimDuration,
     /// How long a request on a dead connection takes to fail (the RST arrives after one
     /// round trip; a black-holed connection fails only at the read timeout).
-    #[serde(default = "d_rtt")]
+    #[serde(default = "D::stale_failure_delay")]
     pub stale_failure_delay: SimDuration,
 }
 
-fn d_max_total() -> u64 {
-    20
-}
-fn d_max_per_route() -> u64 {
-    2
-}
-fn d_validate() -> SimDuration {
-    SimDuration::from_secs(2)
-}
-fn d_request_timeout() -> SimDuration {
-    SimDuration::from_secs(180)
-}
-fn d_max_waiting() -> u64 {
-    100_000
-}
-fn d_rtt() -> SimDuration {
-    SimDuration::from_ms(20)
-}
-fn d_tls() -> u64 {
-    2
-}
-fn d_server_idle() -> SimDuration {
-    SimDuration::from_secs(60)
-}
+/// The defaults declared in the parameter rows (`connpool/params.rs`).
+type D = crate::params::Defaults<ConnPoolSpec>;
 
 /// The pool's answer to a borrow (or to a waiter it wakes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

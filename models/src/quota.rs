@@ -72,19 +72,22 @@ pub struct QuotaSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Requests per minute (`None`: unlimited).
-    #[serde(default, deserialize_with = "crate::validate::opt_at_least_one")]
+    #[serde(default = "D::rpm", deserialize_with = "crate::validate::opt_at_least_one")]
     pub rpm: Option<u64>,
     /// Tokens per minute, counting prompt + max_tokens at admission (`None`: unlimited).
-    #[serde(default, deserialize_with = "crate::validate::opt_at_least_one")]
+    #[serde(default = "D::tpm", deserialize_with = "crate::validate::opt_at_least_one")]
     pub tpm: Option<u64>,
     /// Concurrent requests in progress at the provider (`None`: unlimited).
-    #[serde(default, deserialize_with = "crate::validate::opt_at_least_one")]
+    #[serde(
+        default = "D::max_concurrency",
+        deserialize_with = "crate::validate::opt_at_least_one"
+    )]
     pub max_concurrency: Option<u64>,
     #[serde(default)]
     pub window: QuotaWindow,
     /// Give back `reserved − used` tokens when a request completes (default: no, as
     /// OpenAI's documentation describes).
-    #[serde(default)]
+    #[serde(default = "D::refund_unused")]
     pub refund_unused: bool,
     #[serde(default)]
     pub retry_after: RetryAfter,
@@ -408,6 +411,9 @@ fn set_limit(slot: &mut Option<Limit>, v: Option<u64>) {
     }
 }
 
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<QuotaSpec>;
+
 /// Rounds up to whole seconds, as a Retry-After header carries them.
 pub fn whole_seconds_up(d: SimDuration) -> SimDuration {
     SimDuration::from_ns(d.as_ns().div_ceil(NS_PER_S) * NS_PER_S)
@@ -416,12 +422,13 @@ pub fn whole_seconds_up(d: SimDuration) -> SimDuration {
 crate::params::declare_params! {
     QuotaSpec: "quota", name = |s| s.name;
     rpm: OptCount { min: 1, max: 1_000_000_000_000 }, "requests/min", runtime,
-        "requests per minute (None = unlimited)";
+        "requests per minute (None = unlimited)", default = None;
     tpm: OptCount { min: 1, max: 1_000_000_000_000 }, "tokens/min", runtime,
-        "tokens per minute, prompt + max_tokens (None = unlimited)";
+        "tokens per minute, prompt + max_tokens (None = unlimited)", default = None;
     max_concurrency: OptCount { min: 1, max: 1_000_000_000_000 }, "requests", runtime,
-        "concurrent requests (None = unlimited)";
-    refund_unused: Bool, "", runtime, "give back unused reserved tokens at completion";
+        "concurrent requests (None = unlimited)", default = None;
+    refund_unused: Bool, "", runtime, "give back unused reserved tokens at completion",
+        default = false;
 }
 
 #[cfg(test)]

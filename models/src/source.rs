@@ -148,16 +148,15 @@ pub struct SourceSpec {
     /// Scales the arrival rate (renewal sources; composes with `profile`; run-time
     /// changeable, applied exactly to the pending arrival). In [0.001, 1000].
     #[serde(
-        default = "one",
+        default = "D::rate_multiplier",
         deserialize_with = "validate::multiplier",
         skip_serializing_if = "is_one"
     )]
     pub rate_multiplier: f64,
 }
 
-fn one() -> f64 {
-    1.0
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<SourceSpec>;
 fn is_one(x: &f64) -> bool {
     *x == 1.0
 }
@@ -209,7 +208,7 @@ crate::params::declare_params! {
     // Renewal sources only.
     rate_multiplier: Float { min: 1e-3, max: 1e3 }, "×", runtime,
         "scales the arrival rate (renewal sources; composes with the profile; the pending arrival is rescaled exactly)",
-        opt_get = |s| s.interarrival.is_some().then_some(s.rate_multiplier);
+        default = 1.0, opt_get = |s| s.interarrival.is_some().then_some(s.rate_multiplier);
     // Closed-loop sources only.
     users: Count { min: 1, max: crate::closed_loop::MAX_CLIENTS }, "users", runtime,
         "closed-loop users (more start at once; fewer stop after their current request)",

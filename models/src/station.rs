@@ -43,7 +43,7 @@ pub struct StationSpec {
     #[serde(default)]
     pub cancellation: bool,
     /// Factor on every service time started from now on (a provider slowdown).
-    #[serde(default = "one", deserialize_with = "validate::multiplier")]
+    #[serde(default = "D::latency_multiplier", deserialize_with = "validate::multiplier")]
     pub latency_multiplier: f64,
     /// The load curve: each call in service when a service starts adds this much to it
     /// (latency = base + load_slope × in-flight), so an overloaded provider slows down.
@@ -89,34 +89,23 @@ pub struct StationSpec {
     #[serde(default)]
     pub streaming: bool,
     /// Output tokens per streamed chunk (1 = a chunk per token).
-    #[serde(default = "one_u64", deserialize_with = "validate::at_least_one")]
+    #[serde(default = "D::chunk_tokens", deserialize_with = "validate::at_least_one")]
     pub chunk_tokens: u64,
     /// Probability that a streamed response stalls once (failure injection; a keyed draw
     /// per call). Needs `streaming`.
     #[serde(default, deserialize_with = "validate::probability")]
     pub stall_rate: f64,
     /// How long a stall lasts.
-    #[serde(default = "zero_dist")]
+    #[serde(default = "D::stall_duration")]
     pub stall_duration: Dist<SimDuration>,
     /// Where the stall comes, as a fraction of the stream's chunks (0 = right after the
     /// first chunk, 1 = before the last).
-    #[serde(default = "half", deserialize_with = "validate::probability")]
+    #[serde(default = "D::stall_after", deserialize_with = "validate::probability")]
     pub stall_after: f64,
 }
 
-fn one_u64() -> u64 {
-    1
-}
-fn half() -> f64 {
-    0.5
-}
-fn zero_dist() -> Dist<SimDuration> {
-    Dist::constant(SimDuration::ZERO)
-}
-
-fn one() -> f64 {
-    1.0
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<StationSpec>;
 
 const MAX_SERVERS: u64 = 1_000_000;
 
@@ -150,7 +139,7 @@ crate::params::declare_params! {
     error_rate: Float { min: 0.0, max: 1.0 }, "probability", runtime,
         "share of calls answered 5xx (failure injection; 1.0 = outage)";
     latency_multiplier: Float { min: 1e-3, max: 1e3 }, "×", runtime,
-        "factor on service times started after a change (a slowdown)";
+        "factor on service times started after a change (a slowdown)", default = 1.0;
     service: DurationDist, "ns", runtime,
         "service time of one request (applies to services started after a change)";
     load_slope: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(3600) }, "ns",
@@ -163,15 +152,16 @@ crate::params::declare_params! {
         "share of calls answered with a business error (never retried)";
     // Stream settings exist (are registered) only on a streaming station.
     chunk_tokens: Count { min: 1, max: crate::stream::MAX_CHUNK_TOKENS }, "tokens", runtime,
-        "output tokens per streamed chunk (streams started after a change)",
+        "output tokens per streamed chunk (streams started after a change)", default = 1,
         opt_get = |s| s.streaming.then_some(s.chunk_tokens);
     stall_rate: Float { min: 0.0, max: 1.0 }, "probability", runtime,
         "share of streamed responses that stall once (failure injection)",
         opt_get = |s| s.streaming.then_some(s.stall_rate);
     stall_duration: DurationDist, "ns", runtime, "length of a stream stall",
+        default = Dist::constant(SimDuration::ZERO),
         opt_get = |s| s.streaming.then(|| s.stall_duration.clone());
     stall_after: Float { min: 0.0, max: 1.0 }, "fraction", runtime,
-        "where a stall comes, as a fraction of the stream's chunks",
+        "where a stall comes, as a fraction of the stream's chunks", default = 0.5,
         opt_get = |s| s.streaming.then_some(s.stall_after);
 }
 

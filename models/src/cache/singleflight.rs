@@ -51,22 +51,21 @@ pub struct SingleFlightSpec {
     #[serde(default = "default_cap", deserialize_with = "crate::validate::at_least_one")]
     pub max_followers_per_key: u64,
     /// Followers over all keys.
-    #[serde(default = "default_cap", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_waiting", deserialize_with = "crate::validate::at_least_one")]
     pub max_waiting: u64,
     /// Keys with a flight in progress.
     #[serde(default = "default_cap", deserialize_with = "crate::validate::at_least_one")]
     pub max_keys: u64,
     /// Followers get the leader's failure too (Go's behaviour); off: a follower takes over.
-    #[serde(default = "yes")]
+    #[serde(default = "D::share_errors")]
     pub share_errors: bool,
 }
 
 fn default_cap() -> u64 {
     100_000
 }
-fn yes() -> bool {
-    true
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<SingleFlightSpec>;
 
 impl SingleFlightSpec {
     pub fn named(name: &str) -> Self {
@@ -74,9 +73,9 @@ impl SingleFlightSpec {
             name: name.into(),
             max_wait: None,
             max_followers_per_key: default_cap(),
-            max_waiting: default_cap(),
+            max_waiting: D::max_waiting(),
             max_keys: default_cap(),
-            share_errors: true,
+            share_errors: D::share_errors(),
         }
     }
 }
@@ -241,9 +240,9 @@ impl Governor for SingleFlight {
 crate::params::declare_params! {
     SingleFlightSpec: "single_flight", name = |s| s.name;
     share_errors: Bool, "", runtime,
-        "followers get the leader's failure (off: a follower takes over)";
+        "followers get the leader's failure (off: a follower takes over)", default = true;
     max_waiting: Count { min: 1, max: 100_000_000 }, "calls", fixed,
-        "followers waiting over all keys";
+        "followers waiting over all keys", default = 100_000;
 }
 
 impl crate::params::GovernorSpec for SingleFlightSpec {}

@@ -6,23 +6,23 @@ use sim_core::SimDuration;
 crate::params::declare_params! {
     ConnPoolSpec: "connpool", name = |s| s.name;
     max_total: Count { min: 1, max: 10_000_000 }, "connections", runtime,
-        "connections in total (leased + idle)";
+        "connections in total (leased + idle)", default = 20;
     max_per_route: Count { min: 1, max: 10_000_000 }, "connections", runtime,
-        "connections per route (upstream)";
+        "connections per route (upstream)", default = 2;
     keep_alive: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
-        "client closes connections idle this long (0 = never)";
+        "client closes connections idle this long (0 = never)", default = SimDuration::ZERO;
     validate_after_inactivity: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
-        "validate on borrow after this idle time (0 = off)";
+        "validate on borrow after this idle time (0 = off)", default = SimDuration::from_secs(2);
     connection_request_timeout: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
-        "wait for a connection (0 = fail at once)";
+        "wait for a connection (0 = fail at once)", default = SimDuration::from_secs(180);
     tcp_rtt: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
-        "network round trip to the upstream";
+        "network round trip to the upstream", default = SimDuration::from_ms(20);
     server_idle_timeout: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
-        "server closes connections idle this long (0 = never)";
+        "server closes connections idle this long (0 = never)", default = SimDuration::from_secs(60);
     stale_failure_delay: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
-        "time for a request on a dead connection to fail";
+        "time for a request on a dead connection to fail", default = SimDuration::from_ms(20);
     tls_round_trips: Count { min: 0, max: 10 }, "round trips", runtime,
-        "TLS handshake round trips (2 = TLS 1.2, 1 = TLS 1.3)";
+        "TLS handshake round trips (2 = TLS 1.2, 1 = TLS 1.3)", default = 2;
     max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed,
-        "bound on borrowers waiting for a connection";
+        "bound on borrowers waiting for a connection", default = 100_000;
 }

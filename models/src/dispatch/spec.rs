@@ -129,19 +129,15 @@ fn positive_duration<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::
 #[serde(deny_unknown_fields, rename = "Defer")]
 pub struct DeferSpec {
     /// Bound on deferred tasks; beyond it a deferral is refused (`RejectedDeferFull`).
-    #[serde(default = "default_defer_capacity")]
+    #[serde(default = "D::defer_capacity")]
     pub capacity: u64,
     /// Replay rate while healthy (tasks per second, > 0).
-    #[serde(default = "default_drain_rate", deserialize_with = "positive_rate")]
+    #[serde(default = "D::drain_rate_per_s", deserialize_with = "positive_rate")]
     pub drain_rate_per_s: f64,
 }
 
-fn default_defer_capacity() -> u64 {
-    10_000
-}
-fn default_drain_rate() -> f64 {
-    10.0
-}
+/// The defaults declared in the dispatcher's parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<DispatcherSpec>;
 fn positive_rate<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let x = f64::deserialize(d)?;
     if !(x > 0.0 && x <= 1e9) {
@@ -152,7 +148,7 @@ fn positive_rate<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 
 impl Default for DeferSpec {
     fn default() -> Self {
-        DeferSpec { capacity: default_defer_capacity(), drain_rate_per_s: default_drain_rate() }
+        DeferSpec { capacity: D::defer_capacity(), drain_rate_per_s: D::drain_rate_per_s() }
     }
 }
 
@@ -213,10 +209,10 @@ crate::params::declare_params! {
             p => p.to_string(),
         };
     defer_capacity: Count { min: 0, max: 100_000_000 }, "tasks", runtime,
-        "bound on the async (deferred) queue; lowering it evicts nothing",
+        "bound on the async (deferred) queue; lowering it evicts nothing", default = 10_000,
         get = |s| s.defer.capacity, set = |s, n| s.defer.capacity = n;
     drain_rate_per_s: Float { min: 1e-6, max: 1e9 }, "1/s", runtime,
-        "replay rate of deferred tasks while healthy",
+        "replay rate of deferred tasks while healthy", default = 10.0,
         get = |s| s.defer.drain_rate_per_s, set = |s, x| s.defer.drain_rate_per_s = x;
     // The Aging policy only.
     max_wait: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },

@@ -16,19 +16,22 @@ crate::params::declare_params! {
     ClusterFlowRuleSpec: "cluster_flow", name = |s| s.name;
     count: Float { min: 0.0, max: 1e9 }, "qps", runtime,
         "threshold: cluster-wide (GLOBAL) or per client (AVG_LOCAL); the local fallback's";
-    server_up: Bool, "bool", runtime, "the token server is reachable (false: clients fall back)";
+    server_up: Bool, "bool", runtime, "the token server is reachable (false: clients fall back)",
+        default = true;
     fallback_to_local_when_fail: Bool, "bool", runtime,
-        "server failed: local check (true) or pass unchecked (false)";
+        "server failed: local check (true) or pass unchecked (false)", default = true;
     exceed_count: Float { min: 0.01, max: 100.0 }, "factor", runtime,
-        "server: thresholds × this (exceedCount)";
+        "server: thresholds × this (exceedCount)", default = 1.0;
     max_allowed_qps: Float { min: 0.0, max: 1e9 }, "qps", runtime,
-        "server: requests per second it answers (maxAllowedQps)";
+        "server: requests per second it answers (maxAllowedQps)", default = 30_000.0;
     token_rtt: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) }, "ns", runtime,
-        "round trip of a token request (0 = immediate)";
+        "round trip of a token request (0 = immediate)", default = SimDuration::ZERO;
     request_timeout_ms: Count { min: 1, max: 3_600_000 }, "ms", runtime,
-        "client: an answer slower than this is a failure (requestTimeout)";
-    sample_count: Count { min: 1, max: 1000 }, "buckets", fixed, "server window: buckets";
-    window_interval_ms: Count { min: 1, max: 3_600_000 }, "ms", fixed, "server window: length";
+        "client: an answer slower than this is a failure (requestTimeout)", default = 20;
+    sample_count: Count { min: 1, max: 1000 }, "buckets", fixed, "server window: buckets",
+        default = 10;
+    window_interval_ms: Count { min: 1, max: 3_600_000 }, "ms", fixed, "server window: length",
+        default = 1000;
 }
 
 impl ClusterFlow {

@@ -39,41 +39,40 @@ pub struct ClusterFlowRuleSpec {
     pub threshold_type: ThresholdType,
     /// When the token server fails: check the rule locally (true, Sentinel's default) or
     /// let the call pass unchecked (false).
-    #[serde(default = "yes")]
+    #[serde(default = "D::fallback_to_local_when_fail")]
     pub fallback_to_local_when_fail: bool,
     /// Buckets of the server's sliding window (Sentinel default 10).
-    #[serde(default = "default_sample_count", deserialize_with = "sample_count")]
+    #[serde(default = "D::sample_count", deserialize_with = "sample_count")]
     pub sample_count: u64,
     /// Length of the server's sliding window in ms (Sentinel default 1000); a multiple of
     /// `sample_count`.
-    #[serde(default = "default_window_interval_ms", deserialize_with = "window_ms")]
+    #[serde(default = "D::window_interval_ms", deserialize_with = "window_ms")]
     pub window_interval_ms: u64,
     /// The server's `exceedCount` (`ServerFlowConfig`, default 1.0): thresholds × this.
-    #[serde(default = "one", deserialize_with = "exceed")]
+    #[serde(default = "D::exceed_count", deserialize_with = "exceed")]
     pub exceed_count: f64,
     /// The server's `maxAllowedQps` (default 30 000): requests beyond it in a rolling
     /// second are answered `TOO_MANY_REQUEST` (the client falls back).
-    #[serde(default = "default_max_allowed_qps", deserialize_with = "count")]
+    #[serde(default = "D::max_allowed_qps", deserialize_with = "count")]
     pub max_allowed_qps: f64,
     /// The token server is reachable (simulation knob; `false` = an outage: every request
     /// fails and the clients fall back). Run-time changeable.
-    #[serde(default = "yes")]
+    #[serde(default = "D::server_up")]
     pub server_up: bool,
     /// The token request's round trip (simulation knob; default `"0s"`: answers are
     /// immediate). A call waits for its answer; the server decides when the request is
     /// sent (a constant shift of its clock).
-    #[serde(default)]
+    #[serde(default = "D::token_rtt")]
     pub token_rtt: SimDuration,
     /// The client's `requestTimeout` (`ClusterClientConfig`, default 20 ms): an answer
     /// slower than this is a FAIL — the call falls back when the timeout fires (the server
     /// has counted the token all the same).
-    #[serde(default = "default_request_timeout_ms", deserialize_with = "request_timeout")]
+    #[serde(default = "D::request_timeout_ms", deserialize_with = "request_timeout")]
     pub request_timeout_ms: u64,
 }
 
-fn default_request_timeout_ms() -> u64 {
-    20
-}
+/// The defaults declared in the parameter rows (`flow/cluster_params.rs`).
+type D = crate::params::Defaults<ClusterFlowRuleSpec>;
 
 fn request_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let x = u64::deserialize(d)?;
@@ -83,22 +82,6 @@ fn request_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         )));
     }
     Ok(x)
-}
-
-fn yes() -> bool {
-    true
-}
-fn one() -> f64 {
-    1.0
-}
-fn default_sample_count() -> u64 {
-    10
-}
-fn default_window_interval_ms() -> u64 {
-    1000
-}
-fn default_max_allowed_qps() -> f64 {
-    30_000.0
 }
 
 fn sample_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {

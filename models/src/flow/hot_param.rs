@@ -84,10 +84,10 @@ pub struct ParamFlowRuleSpec {
     #[serde(deserialize_with = "count")]
     pub count: f64,
     /// The statistics window (Sentinel default 1).
-    #[serde(default = "one", deserialize_with = "seconds")]
+    #[serde(default = "D::duration_in_sec", deserialize_with = "seconds")]
     pub duration_in_sec: u64,
     /// Extra tokens a value may burst (Sentinel default 0).
-    #[serde(default)]
+    #[serde(default = "D::burst_count")]
     pub burst_count: u64,
     /// Per-value exceptions (≤ 10 000).
     #[serde(default)]
@@ -103,9 +103,8 @@ pub struct ParamFlowRuleSpec {
     pub max_tracked_values: Option<u64>,
 }
 
-fn one() -> u64 {
-    1
-}
+/// The defaults declared in the parameter rows (`flow/params.rs`).
+type D = crate::params::Defaults<ParamFlowRuleSpec>;
 
 #[derive(Clone, Copy, Debug)]
 struct Bucket {

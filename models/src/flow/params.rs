@@ -23,13 +23,13 @@ crate::params::declare_params! {
     count: Float { min: 0.0, max: 1e9 }, "qps|threads", runtime,
         "the rule's threshold (QPS or concurrent calls)";
     max_queueing_time_ms: Count { min: 0, max: 3_600_000 }, "ms", runtime,
-        "pacing: longest wait before a call is rejected";
+        "pacing: longest wait before a call is rejected", default = 500;
     max_queue_length: OptCount { min: 1, max: 100_000_000 }, "calls", runtime,
         "pacing: cap on calls parked at this rule";
     warm_up_period_sec: Count { min: 1, max: 86_400 }, "s", fixed,
-        "warm-up: seconds from cold to count";
+        "warm-up: seconds from cold to count", default = 10;
     cold_factor: Count { min: 2, max: 100 }, "factor", fixed,
-        "warm-up: cold rate = count / cold_factor",
+        "warm-up: cold rate = count / cold_factor", default = 3,
         get = |s| s.cold_factor as u64, set = |s, n| s.cold_factor = cold_factor(n);
     grade: Enum { choices: FlowGrade::CHOICES }, "", fixed,
         "what count limits: QPS (passes per second) or THREAD (concurrent calls)";
@@ -38,7 +38,7 @@ crate::params::declare_params! {
 }
 
 /// A cold factor (declared in [2, 100]) as the rule holds it.
-fn cold_factor(n: u64) -> u32 {
+pub(super) fn cold_factor(n: u64) -> u32 {
     u32::try_from(n).expect("declared ≤ 100")
 }
 
@@ -97,7 +97,7 @@ crate::params::declare_params! {
     count: Float { min: 0.0, max: 1e9 }, "calls/duration", runtime,
         "threshold per value per duration_in_sec";
     burst_count: Count { min: 0, max: 1_000_000_000 }, "calls", runtime,
-        "extra tokens a value may burst";
+        "extra tokens a value may burst", default = 0;
     // Registered for rules with a `vip` list only.
     vip_count: Count { min: 0, max: 1_000_000_000 }, "calls/duration", runtime,
         "threshold per VIP value",
@@ -106,7 +106,8 @@ crate::params::declare_params! {
             Some(vip) => vip.count = n,
             None => return Err("param_flow: `vip_count` needs a `vip` list".into()),
         };
-    duration_in_sec: Count { min: 1, max: 86_400 }, "s", fixed, "the statistics window";
+    duration_in_sec: Count { min: 1, max: 86_400 }, "s", fixed, "the statistics window",
+        default = 1;
 }
 
 impl ParamFlow {

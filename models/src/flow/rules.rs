@@ -76,10 +76,10 @@ pub struct FlowRule {
     #[serde(default)]
     pub control_behavior: ControlBehavior,
     /// Pacing: the longest wait before a call is rejected (Sentinel default 500).
-    #[serde(default = "default_max_queueing_time_ms", deserialize_with = "millis")]
+    #[serde(default = "D::max_queueing_time_ms", deserialize_with = "millis")]
     pub max_queueing_time_ms: u64,
     /// Warm-up: seconds from cold to `count` (Sentinel default 10).
-    #[serde(default = "default_warm_up_period_sec", deserialize_with = "seconds")]
+    #[serde(default = "D::warm_up_period_sec", deserialize_with = "seconds")]
     pub warm_up_period_sec: u64,
     /// Warm-up: the cold rate is count / cold_factor (Sentinel default 3, must be > 1).
     #[serde(default = "default_cold_factor", deserialize_with = "cold_factor")]
@@ -95,14 +95,11 @@ pub struct FlowRule {
     pub max_queue_length: Option<u64>,
 }
 
-fn default_max_queueing_time_ms() -> u64 {
-    500
-}
-fn default_warm_up_period_sec() -> u64 {
-    10
-}
+/// The defaults declared in the rule's parameter rows (`flow/params.rs`).
+type D = crate::params::Defaults<FlowRule>;
+/// The declared default cold factor, as the rule holds it (`u32`).
 fn default_cold_factor() -> u32 {
-    3
+    super::params::cold_factor(D::cold_factor())
 }
 
 impl FlowRule {

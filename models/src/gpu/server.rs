@@ -65,53 +65,40 @@ pub struct ServerSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Maximum running sequences (vLLM `max_num_seqs`, default 256).
-    #[serde(default = "default_max_num_seqs", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_num_seqs", deserialize_with = "crate::validate::at_least_one")]
     pub max_num_seqs: u64,
     /// Tokens per step (vLLM `max_num_batched_tokens`, default 8192 = vLLM V0's
     /// `max(max_model_len, 2048)` for Llama-3-8B). Without chunked prefill it caps the
     /// prompts admitted in one prefill step (a longer prompt is admitted alone); with it,
     /// decodes and prefill chunks share it. Must be ≥ `max_num_seqs`.
     #[serde(
-        default = "default_max_num_batched_tokens",
+        default = "D::max_num_batched_tokens",
         deserialize_with = "crate::validate::at_least_one"
     )]
     pub max_num_batched_tokens: u64,
     /// Split prompts into chunks mixed with decodes (vLLM `enable_chunked_prefill`).
-    #[serde(default)]
+    #[serde(default = "D::enable_chunked_prefill")]
     pub enable_chunked_prefill: bool,
     /// KV-cache budget in tokens (default 870,000: one H200 at vLLM's
     /// `gpu_memory_utilization` 0.9 ≈ 126 GiB, minus 15 GiB of weights and ~4 GiB of
     /// activations, at 128 KiB per Llama-3-8B token).
-    #[serde(
-        default = "default_kv_cache_tokens",
-        deserialize_with = "crate::validate::at_least_one"
-    )]
+    #[serde(default = "D::kv_cache_tokens", deserialize_with = "crate::validate::at_least_one")]
     pub kv_cache_tokens: u64,
     /// Bound on the waiting queue (default 10,000); a submission that finds it full is
     /// refused (429). Preempted sequences return to it beyond the bound.
-    #[serde(default = "default_max_queue", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_queue", deserialize_with = "crate::validate::at_least_one")]
     pub max_queue: u64,
     /// What a step costs (default: the fitted H200 model).
     #[serde(default)]
     pub step_time: StepTimeSpec,
     /// Does a client giving up free its sequence's slot and KV (vLLM aborts the request)?
     /// Without it (the default) the abandoned sequence runs to its end.
-    #[serde(default)]
+    #[serde(default = "D::cancellation")]
     pub cancellation: bool,
 }
 
-fn default_max_num_seqs() -> u64 {
-    256
-}
-fn default_max_num_batched_tokens() -> u64 {
-    8192
-}
-fn default_kv_cache_tokens() -> u64 {
-    870_000
-}
-fn default_max_queue() -> u64 {
-    10_000
-}
+/// The defaults declared in the parameter rows (`gpu/server_params.rs`).
+type D = crate::params::Defaults<ServerSpec>;
 
 /// Upper bounds that keep every count far from overflow (checked by [`ServerSpec::check`]).
 pub const MAX_NUM_SEQS: u64 = 1 << 20;
@@ -122,11 +109,11 @@ impl ServerSpec {
     pub fn with_defaults(name: &str) -> ServerSpec {
         ServerSpec {
             name: name.to_string(),
-            max_num_seqs: default_max_num_seqs(),
-            max_num_batched_tokens: default_max_num_batched_tokens(),
+            max_num_seqs: D::max_num_seqs(),
+            max_num_batched_tokens: D::max_num_batched_tokens(),
             enable_chunked_prefill: false,
-            kv_cache_tokens: default_kv_cache_tokens(),
-            max_queue: default_max_queue(),
+            kv_cache_tokens: D::kv_cache_tokens(),
+            max_queue: D::max_queue(),
             step_time: StepTimeSpec::default(),
             cancellation: false,
         }

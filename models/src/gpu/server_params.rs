@@ -15,14 +15,17 @@ use super::server::{MAX_NUM_SEQS, MAX_TOKENS, ServerSpec};
 crate::params::declare_params! {
     ServerSpec: "gpu_server", name = |s| s.name, check = ServerSpec::check;
     max_num_seqs: Count { min: 1, max: MAX_NUM_SEQS }, "sequences", runtime,
-        "running sequences at most";
+        "running sequences at most", default = 256;
     max_num_batched_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens", runtime,
-        "tokens per step (≥ max_num_seqs)";
-    kv_cache_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens", fixed, "KV-cache budget";
+        "tokens per step (≥ max_num_seqs)", default = 8192;
+    kv_cache_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens", fixed, "KV-cache budget",
+        default = 870_000;
     max_queue: Count { min: 1, max: MAX_TOKENS }, "sequences", runtime,
-        "bound on the waiting queue";
-    enable_chunked_prefill: Bool, "", fixed, "prefill prompts in chunks mixed with decodes";
-    cancellation: Bool, "", runtime, "a client giving up frees its sequence's slot and KV";
+        "bound on the waiting queue", default = 10_000;
+    enable_chunked_prefill: Bool, "", fixed, "prefill prompts in chunks mixed with decodes",
+        default = false;
+    cancellation: Bool, "", runtime, "a client giving up frees its sequence's slot and KV",
+        default = false;
 }
 
 #[cfg(test)]

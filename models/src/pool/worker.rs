@@ -49,7 +49,7 @@ pub struct ThreadPoolSpec {
     pub core_pool_size: u64,
     #[serde(deserialize_with = "crate::validate::at_least_one")]
     pub maximum_pool_size: u64,
-    #[serde(default = "default_keep_alive")]
+    #[serde(default = "D::keep_alive_time")]
     pub keep_alive_time: SimDuration,
     /// Bound of the work queue; 0 = `SynchronousQueue` (direct hand-off).
     pub queue_capacity: u64,
@@ -71,9 +71,8 @@ pub struct ThreadPoolSpec {
     pub max_queue_wait: Option<SimDuration>,
 }
 
-fn default_keep_alive() -> SimDuration {
-    SimDuration::from_secs(60)
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+type D = crate::params::Defaults<ThreadPoolSpec>;
 fn default_rejection() -> RejectionPolicy {
     RejectionPolicy::Abort
 }
@@ -410,7 +409,8 @@ crate::params::declare_params! {
             s.maximum_pool_size = n
         };
     keep_alive_time: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "idle time after which a thread above core exits";
+        "ns", runtime, "idle time after which a thread above core exits",
+        default = SimDuration::from_secs(60);
     queue_capacity: Count { min: 0, max: 1_000_000 }, "tasks", fixed,
         "bound of the work queue (0 = SynchronousQueue)";
 }

@@ -46,7 +46,7 @@ pub enum Backoff {
         #[serde(alias = "initial")]
         wait_duration: SimDuration,
         #[serde(
-            default = "default_multiplier",
+            default = "D::backoff_multiplier",
             alias = "multiplier",
             deserialize_with = "multiplier_at_least_one"
         )]
@@ -70,9 +70,8 @@ impl Default for Backoff {
     }
 }
 
-fn default_multiplier() -> f64 {
-    1.5
-}
+/// The defaults declared in the retry's parameter rows (`retry/spec.rs`).
+use super::spec::D;
 
 fn multiplier_at_least_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let x = f64::deserialize(d)?;
@@ -98,13 +97,12 @@ pub enum Jitter {
     },
     /// Resilience4j's `randomizedWaitFactor` (its `ofRandomized` / `ofExponentialRandomBackoff`).
     Randomized {
-        #[serde(default = "default_factor", deserialize_with = "crate::validate::probability")]
+        #[serde(
+            default = "D::randomized_wait_factor",
+            deserialize_with = "crate::validate::probability"
+        )]
         randomized_wait_factor: f64,
     },
-}
-
-fn default_factor() -> f64 {
-    0.5
 }
 
 impl Backoff {

@@ -40,43 +40,30 @@ pub enum RetryBudgetSpec {
     #[default]
     Unlimited,
     Ratio {
-        #[serde(default = "default_ratio", deserialize_with = "crate::validate::probability")]
+        #[serde(
+            default = "D::budget_max_ratio",
+            deserialize_with = "crate::validate::probability"
+        )]
         max_ratio: f64,
-        #[serde(default = "default_window", deserialize_with = "window_at_least_10ns")]
+        #[serde(default = "D::budget_window", deserialize_with = "window_at_least_10ns")]
         window: SimDuration,
     },
     GrpcTokenBucket {
-        #[serde(default = "default_max_tokens", deserialize_with = "max_tokens_range")]
+        #[serde(default = "D::budget_max_tokens", deserialize_with = "max_tokens_range")]
         max_tokens: f64,
-        #[serde(default = "default_token_ratio", deserialize_with = "token_ratio_range")]
+        #[serde(default = "D::budget_token_ratio", deserialize_with = "token_ratio_range")]
         token_ratio: f64,
     },
     EnvoyBudget {
-        #[serde(default = "default_percent", deserialize_with = "percent_range")]
+        #[serde(default = "D::budget_percent", deserialize_with = "percent_range")]
         budget_percent: f64,
-        #[serde(default = "default_min_conc")]
+        #[serde(default = "D::budget_min_retry_concurrency")]
         min_retry_concurrency: u64,
     },
 }
 
-fn default_ratio() -> f64 {
-    0.1
-}
-fn default_window() -> SimDuration {
-    SimDuration::from_secs(10)
-}
-fn default_max_tokens() -> f64 {
-    10.0
-}
-fn default_token_ratio() -> f64 {
-    0.1
-}
-fn default_percent() -> f64 {
-    20.0
-}
-fn default_min_conc() -> u64 {
-    3
-}
+/// The defaults declared in the retry's parameter rows (`budget_*`, `retry/spec.rs`).
+use super::spec::D;
 
 fn range<'de, D: serde::Deserializer<'de>>(
     d: D,

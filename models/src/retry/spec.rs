@@ -19,7 +19,7 @@ pub struct RetrySpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Attempts including the first call (Resilience4j `maxAttempts`, default 3), 1..=100.
-    #[serde(default = "default_max_attempts", deserialize_with = "max_attempts_range")]
+    #[serde(default = "D::max_attempts", deserialize_with = "max_attempts_range")]
     pub max_attempts: u64,
     /// Reasons (stable names) whose failures/rejections are retried.
     #[serde(default = "default_retry_on", with = "reason_list")]
@@ -107,7 +107,7 @@ impl RetrySpec {
     pub fn named(name: &str) -> RetrySpec {
         RetrySpec {
             name: name.into(),
-            max_attempts: default_max_attempts(),
+            max_attempts: D::max_attempts(),
             retry_on: default_retry_on(),
             backoff: Backoff::default(),
             jitter: Jitter::None,
@@ -136,9 +136,9 @@ impl RetrySpec {
     }
 }
 
-fn default_max_attempts() -> u64 {
-    3
-}
+/// The defaults declared in the parameter rows (`declare_params!` below).
+pub(super) type D = crate::params::Defaults<RetrySpec>;
+
 fn default_max_tracked() -> u64 {
     1_000_000
 }
@@ -202,17 +202,19 @@ mod reason_list {
 crate::params::declare_params! {
     RetrySpec: "retry", name = |s| s.name;
     max_attempts: Count { min: 1, max: 100 }, "attempts", runtime,
-        "attempts including the first call (classes without their own follow it)";
+        "attempts including the first call (classes without their own follow it)", default = 3;
     wait_duration: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
         "ns", fixed, "the (first) backoff interval",
         get = |s| s.backoff.wait_duration(),
         set = |s, d| s.backoff.set_wait_duration(d);
     backoff_multiplier: Float { min: 1.0, max: 100.0 }, "×", fixed,
         "exponential backoff's factor per retry (exponentialBackoffMultiplier; Exponential only)",
+        default = 1.5,
         opt_get = |s| s.backoff.multiplier(),
         set = |s, x| s.backoff.set_multiplier(x);
     randomized_wait_factor: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
         "spread of a randomized interval (randomizedWaitFactor; Randomized jitter only)",
+        default = 0.5,
         opt_get = |s| s.jitter.randomized_wait_factor(),
         set = |s, x| s.jitter.set_randomized_wait_factor(x);
     jitter_cap: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
@@ -221,28 +223,30 @@ crate::params::declare_params! {
         opt_get = |s| s.jitter.cap(),
         set = |s, d| s.jitter.set_cap(d);
     budget_max_ratio: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
-        "retries allowed per request in the window (Ratio budget only)",
+        "retries allowed per request in the window (Ratio budget only)", default = 0.1,
         opt_get = |s| s.budget.max_ratio(),
         set = |s, x| s.budget.set_float("max_ratio", x);
     budget_window: Duration { min: SimDuration(10), max: SimDuration::from_secs(86_400) }, "ns",
         fixed,
         "the ratio's sliding window, ten buckets (Ratio budget only)",
+        default = SimDuration::from_secs(10),
         opt_get = |s| s.budget.window(),
         set = |s, d| s.budget.set_window(d);
     budget_max_tokens: Float { min: 1e-9, max: 1000.0 }, "tokens", fixed,
-        "gRPC retry throttling's bucket size, in (0, 1000] (GrpcTokenBucket only)",
+        "gRPC retry throttling's bucket size, in (0, 1000] (GrpcTokenBucket only)", default = 10.0,
         opt_get = |s| s.budget.max_tokens(),
         set = |s, x| s.budget.set_float("max_tokens", x);
     budget_token_ratio: Float { min: 1e-9, max: 1.0 }, "tokens", fixed,
-        "tokens a success gives back, in (0, 1] (GrpcTokenBucket only)",
+        "tokens a success gives back, in (0, 1] (GrpcTokenBucket only)", default = 0.1,
         opt_get = |s| s.budget.token_ratio(),
         set = |s, x| s.budget.set_float("token_ratio", x);
     budget_percent: Float { min: 0.0, max: 100.0 }, "%", fixed,
         "retries in flight allowed as a share of requests in flight (EnvoyBudget only)",
+        default = 20.0,
         opt_get = |s| s.budget.budget_percent(),
         set = |s, x| s.budget.set_float("budget_percent", x);
     budget_min_retry_concurrency: Count { min: 0, max: 1_000_000 }, "retries", fixed,
-        "retries in flight always allowed (EnvoyBudget only)",
+        "retries in flight always allowed (EnvoyBudget only)", default = 3,
         opt_get = |s| s.budget.min_retry_concurrency(),
         set = |s, n| s.budget.set_min_retry_concurrency(n);
 }

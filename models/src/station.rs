@@ -89,7 +89,10 @@ pub struct StationSpec {
     #[serde(default)]
     pub streaming: bool,
     /// Output tokens per streamed chunk (1 = a chunk per token).
-    #[serde(default = "D::chunk_tokens", deserialize_with = "validate::at_least_one")]
+    #[serde(
+        default = "D::chunk_tokens",
+        deserialize_with = "crate::params::Ranged::<StationSpec>::chunk_tokens"
+    )]
     pub chunk_tokens: u64,
     /// Probability that a streamed response stalls once (failure injection; a keyed draw
     /// per call). Needs `streaming`.

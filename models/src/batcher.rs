@@ -43,7 +43,10 @@ pub struct BatcherSpec {
     #[serde(default = "D::window")]
     pub window: SimDuration,
     /// Members at which a batch is sent at once (≥ 1, default 8).
-    #[serde(default = "D::max_batch", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(
+        default = "D::max_batch",
+        deserialize_with = "crate::params::Ranged::<BatcherSpec>::max_batch"
+    )]
     pub max_batch: u64,
 }
 

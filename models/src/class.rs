@@ -16,7 +16,10 @@ pub struct ClassSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,
     /// Relative weight (for weighted policies), ≥ 1.
-    #[serde(default = "D::weight", deserialize_with = "validate::at_least_one")]
+    #[serde(
+        default = "D::weight",
+        deserialize_with = "crate::params::Ranged::<ClassSpec>::weight"
+    )]
     pub weight: u64,
     /// Target end-to-end latency; `"0s"` = none.
     #[serde(default = "D::sla")]

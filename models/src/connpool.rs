@@ -51,13 +51,13 @@ pub struct ConnPoolSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Connections in total, leased + idle (Apache `maxTotal`, default 20).
-    #[serde(default = "D::max_total", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_total", deserialize_with = "R::max_total")]
     pub max_total: u64,
     /// Connections per route (Apache `defaultMaxPerRoute`, default 2).
     #[serde(
         default = "D::max_per_route",
         alias = "default_max_per_route",
-        deserialize_with = "crate::validate::at_least_one"
+        deserialize_with = "R::max_per_route"
     )]
     pub max_per_route: u64,
     /// The client closes connections idle this long; `"0s"`: never (Apache's default when
@@ -93,6 +93,8 @@ pub struct ConnPoolSpec {
 
 /// The defaults declared in the parameter rows (`connpool/params.rs`).
 type D = crate::params::Defaults<ConnPoolSpec>;
+/// The fields parsed with their rows' ranges.
+type R = crate::params::Ranged<ConnPoolSpec>;
 
 /// The pool's answer to a borrow (or to a waiter it wakes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

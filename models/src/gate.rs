@@ -26,7 +26,7 @@ pub struct GateSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Maximum concurrent calls past the gate (≥ 1).
-    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    #[serde(deserialize_with = "crate::params::Ranged::<GateSpec>::permits")]
     pub permits: u64,
     /// How long a call waits for a permit; `"0s"` fails fast.
     #[serde(default = "D::acquire_timeout")]

@@ -326,6 +326,24 @@ pub struct ParamDecl {
 /// [`ParamField`]).
 pub struct Defaults<T>(std::marker::PhantomData<T>);
 
+/// The parsers of a kind's fields with their [`declare_params!`] row's type and range, as
+/// the functions serde's `deserialize_with = "…"` names: with `type R = Ranged<FooSpec>;` a
+/// field says `#[serde(deserialize_with = "R::permits")]` and the range is stated once, in
+/// the row; the error (`expected an integer in [1, 1000000], found 0`) gets line:column
+/// from the format layer.
+pub struct Ranged<T>(std::marker::PhantomData<T>);
+
+/// Parses a field's value with its row's type ([`ParamType::deserialize_value`]).
+pub fn deserialize_ranged<'de, D: Deserializer<'de>, T: ParamField>(
+    ty: ParamType,
+    d: D,
+) -> Result<T, D::Error> {
+    let v = ty.deserialize_value(d)?;
+    let found = v.to_string();
+    T::from_value(v)
+        .ok_or_else(|| D::Error::custom(format!("expected {}, found {found}", ty.describe())))
+}
+
 /// Implemented by every component spec: list, read and write parameters by name.
 pub trait Params {
     /// The path prefix kind, e.g. `"gate"`; instances live under `<kind>.<name>.`.
@@ -602,6 +620,20 @@ macro_rules! declare_params {
                         .expect("a declared default has its field's type")
                 }
             )?)*
+        }
+        #[allow(dead_code)]
+        impl $crate::params::Ranged<$spec> {
+            $(
+                /// Parses the field with its row's type and range (`declare_params!`).
+                pub fn $param<'de, De: serde::Deserializer<'de>, T: $crate::params::ParamField>(
+                    d: De,
+                ) -> Result<T, De::Error> {
+                    $crate::params::deserialize_ranged(
+                        $crate::params::ParamType::$variant $({ $($range)* })?,
+                        d,
+                    )
+                }
+            )*
         }
         impl $crate::params::ParamRows for $spec {
             fn row_decls() -> Vec<$crate::params::ParamDecl> {

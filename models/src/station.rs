@@ -21,7 +21,7 @@ pub struct StationSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,
     /// Identical servers (≥ 1).
-    #[serde(deserialize_with = "validate::at_least_one")]
+    #[serde(deserialize_with = "crate::params::Ranged::<StationSpec>::servers")]
     pub servers: u64,
     /// Waiting places; `None` = unbounded; `Some(0)` = none (a pure loss system: a call
     /// that finds every server busy is refused at once, Erlang B).
@@ -89,7 +89,10 @@ pub struct StationSpec {
     #[serde(default)]
     pub streaming: bool,
     /// Output tokens per streamed chunk (1 = a chunk per token).
-    #[serde(default = "D::chunk_tokens", deserialize_with = "validate::at_least_one")]
+    #[serde(
+        default = "D::chunk_tokens",
+        deserialize_with = "crate::params::Ranged::<StationSpec>::chunk_tokens"
+    )]
     pub chunk_tokens: u64,
     /// Probability that a streamed response stalls once (failure injection; a keyed draw
     /// per call). Needs `streaming`.

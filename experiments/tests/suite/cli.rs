@@ -129,7 +129,7 @@ fn bad_input_exits_2_with_the_position() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(
-            "zero_servers.ron:8:43: scenario.stations[0].servers: expected an integer ≥ 1, found 0"
+            "zero_servers.ron:8:43: scenario.stations[0].servers: expected an integer in [1, 1000000], found 0"
         ),
         "{err}"
     );

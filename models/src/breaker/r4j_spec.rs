@@ -74,7 +74,10 @@ pub struct CircuitBreakerSpec {
     #[serde(default = "D::sliding_window_type")]
     pub sliding_window_type: SlidingWindowType,
     /// Results (COUNT_BASED) or seconds (TIME_BASED), in [1, 1 000 000].
-    #[serde(default = "D::sliding_window_size", deserialize_with = "window_size")]
+    #[serde(
+        default = "D::sliding_window_size",
+        deserialize_with = "crate::params::Ranged::<CircuitBreakerSpec>::sliding_window_size"
+    )]
     pub sliding_window_size: u64,
     #[serde(
         default = "D::minimum_number_of_calls",
@@ -150,13 +153,6 @@ fn at_least_1ms<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error
 }
 fn opt_at_least_1ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SimDuration>, D::Error> {
     at_least_1ms(d).map(Some)
-}
-fn window_size<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    let n = u64::deserialize(d)?;
-    if !(1..=1_000_000).contains(&n) {
-        return Err(D::Error::custom(format!("expected a window size in [1, 1000000], found {n}")));
-    }
-    Ok(n)
 }
 fn multiplier<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let x = f64::deserialize(d)?;

@@ -430,7 +430,10 @@ fn spec_defaults_and_validation() {
     for (bad, msg) in [
         (r#"CircuitBreaker(name: "b", failure_rate_threshold: 0)"#, "percentage"),
         (r#"CircuitBreaker(name: "b", slow_call_rate_threshold: 100.5)"#, "percentage"),
-        (r#"CircuitBreaker(name: "b", sliding_window_size: 0)"#, "window size"),
+        (
+            r#"CircuitBreaker(name: "b", sliding_window_size: 0)"#,
+            "an integer in [1, 1000000], found 0",
+        ),
         (r#"CircuitBreaker(name: "b", wait_duration_in_open_state: "0s")"#, "1ms"),
         (r#"CircuitBreaker(name: "b", minimum_number_of_calls: 0)"#, "≥ 1"),
         (r#"CircuitBreaker(name: "b", exponential_backoff_multiplier: 0.5)"#, "multiplier"),

@@ -66,7 +66,10 @@ pub struct CacheSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Maximum entries (LRU eviction beyond).
-    #[serde(default = "D::capacity", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(
+        default = "D::capacity",
+        deserialize_with = "crate::params::Ranged::<CacheSpec>::capacity"
+    )]
     pub capacity: u64,
     /// Time an entry stays fresh (SPEC: 5–10 min for knowledge Q&A).
     #[serde(default = "D::ttl")]

@@ -51,7 +51,10 @@ pub struct SingleFlightSpec {
     #[serde(default = "default_cap", deserialize_with = "crate::validate::at_least_one")]
     pub max_followers_per_key: u64,
     /// Followers over all keys.
-    #[serde(default = "D::max_waiting", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(
+        default = "D::max_waiting",
+        deserialize_with = "crate::params::Ranged::<SingleFlightSpec>::max_waiting"
+    )]
     pub max_waiting: u64,
     /// Keys with a flight in progress.
     #[serde(default = "default_cap", deserialize_with = "crate::validate::at_least_one")]

@@ -65,16 +65,13 @@ pub struct ServerSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Maximum running sequences (vLLM `max_num_seqs`, default 256).
-    #[serde(default = "D::max_num_seqs", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_num_seqs", deserialize_with = "R::max_num_seqs")]
     pub max_num_seqs: u64,
     /// Tokens per step (vLLM `max_num_batched_tokens`, default 8192 = vLLM V0's
     /// `max(max_model_len, 2048)` for Llama-3-8B). Without chunked prefill it caps the
     /// prompts admitted in one prefill step (a longer prompt is admitted alone); with it,
     /// decodes and prefill chunks share it. Must be ≥ `max_num_seqs`.
-    #[serde(
-        default = "D::max_num_batched_tokens",
-        deserialize_with = "crate::validate::at_least_one"
-    )]
+    #[serde(default = "D::max_num_batched_tokens", deserialize_with = "R::max_num_batched_tokens")]
     pub max_num_batched_tokens: u64,
     /// Split prompts into chunks mixed with decodes (vLLM `enable_chunked_prefill`).
     #[serde(default = "D::enable_chunked_prefill")]
@@ -82,11 +79,11 @@ pub struct ServerSpec {
     /// KV-cache budget in tokens (default 870,000: one H200 at vLLM's
     /// `gpu_memory_utilization` 0.9 ≈ 126 GiB, minus 15 GiB of weights and ~4 GiB of
     /// activations, at 128 KiB per Llama-3-8B token).
-    #[serde(default = "D::kv_cache_tokens", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::kv_cache_tokens", deserialize_with = "R::kv_cache_tokens")]
     pub kv_cache_tokens: u64,
     /// Bound on the waiting queue (default 10,000); a submission that finds it full is
     /// refused (429). Preempted sequences return to it beyond the bound.
-    #[serde(default = "D::max_queue", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_queue", deserialize_with = "R::max_queue")]
     pub max_queue: u64,
     /// What a step costs (default: the fitted H200 model).
     #[serde(default)]
@@ -99,6 +96,8 @@ pub struct ServerSpec {
 
 /// The defaults declared in the parameter rows (`gpu/server_params.rs`).
 type D = crate::params::Defaults<ServerSpec>;
+/// The fields parsed with their rows' ranges.
+type R = crate::params::Ranged<ServerSpec>;
 
 /// Upper bounds that keep every count far from overflow (checked by [`ServerSpec::check`]).
 pub const MAX_NUM_SEQS: u64 = 1 << 20;

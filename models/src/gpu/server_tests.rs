@@ -66,9 +66,9 @@ fn spec_reads_with_defaults_and_refuses_bad_values() {
     .unwrap();
     assert_eq!(spec.step_time, StepTimeSpec::Fixed(SimDuration::from_ms(5)));
     for (text, error) in [
-        (r#"GpuServer(name: "a", max_num_seqs: 0)"#, "≥ 1"),
-        (r#"GpuServer(name: "a", kv_cache_tokens: 0)"#, "≥ 1"),
-        (r#"GpuServer(name: "a", max_queue: 0)"#, "≥ 1"),
+        (r#"GpuServer(name: "a", max_num_seqs: 0)"#, "found 0"),
+        (r#"GpuServer(name: "a", kv_cache_tokens: 0)"#, "found 0"),
+        (r#"GpuServer(name: "a", max_queue: 0)"#, "found 0"),
         (r#"GpuServer(name: "a", step_time: Fixed("0s"))"#, "> 0"),
         (r#"GpuServer(name: "a", max_num_seq: 8)"#, "max_num_seq"),
         (r#"GpuServer(name: "a b")"#, "name"),

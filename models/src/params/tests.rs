@@ -1,0 +1,94 @@
+//! Table tests of the parameter registry (types, choices, indexed rows).
+
+use super::*;
+
+param_choices! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    enum Mode {
+        Fast = "FAST",
+        /// A documented variant.
+        Slow = "SLOW_START",
+    }
+}
+
+/// A `param_choices!` enum: its serde names are the choices, and a value converts both
+/// ways through `ParamField`; a checked value must be one of the choices.
+#[test]
+fn choices_are_the_serde_names() {
+    assert_eq!(Mode::CHOICES, &["FAST", "SLOW_START"]);
+    assert_eq!(ron::to_string(&Mode::Slow).unwrap(), "SLOW_START");
+    assert_eq!(ron::from_str::<Mode>("FAST").unwrap(), Mode::Fast);
+    assert_eq!(Mode::Slow.to_value(), ParamValue::Enum("SLOW_START".into()));
+    assert_eq!(Mode::from_value(ParamValue::Enum("FAST".into())), Some(Mode::Fast));
+    assert_eq!(Mode::from_value(ParamValue::Enum("fast".into())), None);
+    assert_eq!(Mode::from_value(ParamValue::Bool(true)), None);
+    let ty = ParamType::Enum { choices: Mode::CHOICES };
+    assert_eq!(ty.describe(), "one of FAST, SLOW_START");
+    assert!(ty.check(&ParamValue::Enum("FAST".into())).is_ok());
+    assert_eq!(
+        ty.check(&ParamValue::Enum("MEDIUM".into())),
+        Err("expected one of FAST, SLOW_START, found MEDIUM".into())
+    );
+    assert!(ty.check(&ParamValue::Count(1)).is_err());
+}
+
+#[test]
+fn typed_parsing_keeps_enum_names_and_checks_ranges() {
+    let dist = ParamType::DurationDist;
+    let mut de = ron::Deserializer::from_str("Exponential(mean: \"1s\")").unwrap();
+    let v = (&dist).deserialize(&mut de).unwrap();
+    assert_eq!(v.to_string(), "Exponential(mean: \"1s\")");
+
+    let cases: &[(ParamType, &str, Result<&str, &str>)] = &[
+        (ParamType::Count { min: 1, max: 10 }, "3", Ok("3")),
+        (ParamType::Count { min: 1, max: 10 }, "0", Err("expected an integer in [1, 10], found 0")),
+        (ParamType::OptCount { min: 1, max: 10 }, "None", Ok("None")),
+        (ParamType::OptCount { min: 1, max: 10 }, "Some(11)", Err("found Some(11)")),
+        (
+            ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
+            "\"2m\"",
+            Err("expected a duration string in [\"0s\", \"1m\"], found \"2m\""),
+        ),
+        (ParamType::Float { min: 0.0, max: 1.0 }, "0.5", Ok("0.5")),
+        // Whole numbers are read as written, never up to the decimal point.
+        (
+            ParamType::Count { min: 1, max: 100 },
+            "60.9, 70]",
+            Err(
+                "expected an integer in [1, 100], found 60.9 (a fractional value is never rounded)",
+            ),
+        ),
+        (ParamType::Count { min: 1, max: 100 }, "0.5", Err("found 0.5 (a fractional")),
+        (ParamType::Count { min: 0, max: 100 }, "-3", Err("found -3")),
+        (
+            ParamType::OptCount { min: 1, max: 100 },
+            "Some(2.5)",
+            Err("found Some(2.5) (a fractional value is never rounded)"),
+        ),
+        (ParamType::OptCount { min: 1, max: 100 }, "Some(7)", Ok("Some(7)")),
+        // A choice is a bare name, one of the declared ones.
+        (ParamType::Enum { choices: &["OPEN", "CLOSED"] }, "CLOSED", Ok("CLOSED")),
+        (
+            ParamType::Enum { choices: &["OPEN", "CLOSED"] },
+            "HALF_OPEN",
+            Err("expected one of OPEN, CLOSED, found HALF_OPEN"),
+        ),
+        (ParamType::Enum { choices: &["OPEN", "CLOSED"] }, "3", Err("")),
+        (
+            ParamType::DurationDist,
+            "Exponential(mean: 5)",
+            Err(
+                "expected a duration string with a unit, such as \"5ms\" or \"5s\", found the bare number 5",
+            ),
+        ),
+    ];
+    for (ty, text, want) in cases {
+        let mut de = ron::Deserializer::from_str(text).unwrap();
+        let got = ty.deserialize_value(&mut de).map(|v| v.to_string()).map_err(|e| e.to_string());
+        match (want, got) {
+            (Ok(w), Ok(g)) => assert_eq!(*w, g),
+            (Err(w), Err(g)) => assert!(g.contains(w), "{text}: {g}"),
+            (w, g) => panic!("{text}: wanted {w:?}, got {g:?}"),
+        }
+    }
+}

@@ -250,7 +250,7 @@ impl<E: Copy> Calendar<E> {
 
     /// Puts `moving` in the hole at `pos` after moving it up past every parent it orders
     /// before (each parent moves down once; `moving` is written once).
-    #[inline]
+    #[inline(always)]
     fn rise(&mut self, mut pos: usize, moving: Entry<E>) {
         while pos > 0 {
             let parent = (pos - 1) / 2;

@@ -378,7 +378,7 @@ impl Metrics {
         self.gauges[id.0 as usize].value
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, id: HistId, value_ns: u64) {
         if let Some(s) = &mut self.hists[id.0 as usize].bucket {
             s.record(value_ns);

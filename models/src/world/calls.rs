@@ -32,7 +32,7 @@ impl QueueingWorld {
 
     /// The client's timeout on call `slot`'s upstream call: its site's `timeout`, or the
     /// override for its request's class (`class_timeouts`). Zero: none.
-    #[inline]
+    #[inline(always)]
     pub(super) fn call_timeout(&self, slot: u32) -> SimDuration {
         let c = self.call(slot);
         let site = &self.sites[c.site as usize];

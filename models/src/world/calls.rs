@@ -32,6 +32,7 @@ impl QueueingWorld {
 
     /// The client's timeout on call `slot`'s upstream call: its site's `timeout`, or the
     /// override for its request's class (`class_timeouts`). Zero: none.
+    #[inline(always)]
     pub(super) fn call_timeout(&self, slot: u32) -> SimDuration {
         let c = self.call(slot);
         let site = &self.sites[c.site as usize];
@@ -481,10 +482,16 @@ impl QueueingWorld {
     }
 
     /// Resumes calls that governors woke (permits handed over) or answered, oldest first.
+    /// The common case, nothing to resume, is one inlined test at the call site.
+    #[inline]
     pub(super) fn resume_woken(&mut self, ctx: &mut Ctx<'_, Ev>) {
-        if self.govs.woken.is_empty() {
-            return; // the common case: nothing to resume, no bound to compute
+        if !self.govs.woken.is_empty() {
+            self.resume_queued(ctx);
         }
+    }
+
+    #[inline(never)]
+    fn resume_queued(&mut self, ctx: &mut Ctx<'_, Ev>) {
         // Bounded: each resumption consumes a wake-up, and a call is woken at most once
         // per level of its stack in one cascade (no request arrives meanwhile); the bound is
         // fixed on entry, since `live_calls` falls as woken calls end.

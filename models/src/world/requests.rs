@@ -240,6 +240,7 @@ impl QueueingWorld {
     }
 
     /// The first service start of a request's calls: its wait is measured once.
+    #[inline(always)]
     pub(super) fn request_started(&mut self, req: u32, now: SimTime) {
         let r = self.reqs.slots[req as usize].as_mut().expect("live request");
         if r.start.is_some() {

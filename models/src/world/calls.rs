@@ -552,12 +552,31 @@ impl QueueingWorld {
         self.update_gate_gauges(ctx);
     }
 
-    /// After the governors of a site's stack acted: their timers and state changes.
+    /// After the governors of a site's stack acted: their timers and state changes, for
+    /// each governor whose mark says something may have changed (`Governor::take_changed`;
+    /// a level the step did not reach, or whose state it left alone, is skipped). Debug
+    /// builds check that the hand-off skipped would have done nothing.
     pub(super) fn after_stack(&mut self, site: usize, inst: u16, ctx: &mut Ctx<'_, Ev>) {
         for level in 0..self.sites[site].stack.len() {
             let g = self.sites[site].stack_for(inst)[level];
-            self.after_governor(g, ctx);
+            if self.govs.arena[g].take_changed() {
+                self.after_governor(g, ctx);
+            } else {
+                debug_assert!(
+                    self.hand_off_is_idle(g, ctx),
+                    "{} changed what the world reads without marking it",
+                    self.govs.names[g]
+                );
+            }
         }
+    }
+
+    /// Would [`Self::after_governor`] do nothing for `g` now: its timer in step, no event
+    /// waiting, its series as published? (Taking an empty event list changes nothing.)
+    fn hand_off_is_idle(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) -> bool {
+        let mut evs = Vec::new();
+        self.govs.arena[g].take_events(&mut evs);
+        self.govs.wake_in_step(g, ctx.now()) && evs.is_empty() && self.series_published(g, ctx)
     }
 
     pub(super) fn after_governor(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {

@@ -18,7 +18,7 @@
 //!
 //! API boundary: [`Server::start_step`] and [`Server::finish_step`], called by the world.
 
-use super::server::{Seq, SeqEvent, Server, ServerStats, StepPlan, Work};
+use super::server::{Seq, SeqEvent, Server, StepPlan, Work};
 use super::step::StepBatch;
 use sim_core::SimTime;
 
@@ -114,9 +114,13 @@ impl Server {
         let mut done = StepEnd {
             now,
             emit_tokens: self.emit_tokens,
-            stats: &mut self.stats,
-            kv_used: &mut self.kv_used,
+            kv_used: self.kv_used,
             out,
+            tokens: 0,
+            finished: 0,
+            gaps: 0,
+            gap_sum_ns: 0,
+            max_gap_ns: 0,
         };
         if self.step_mixed {
             for seq in self.running.iter_mut().filter(|s| s.work == Work::Decode) {
@@ -129,6 +133,14 @@ impl Server {
             }
             seq.generated < seq.output_tokens
         });
+        self.kv_used = done.kv_used;
+        let stats = &mut self.stats;
+        stats.tokens_generated += done.tokens;
+        stats.finished += done.finished;
+        stats.token_gaps += done.gaps;
+        // Saturating sums of non-negative gaps: the same as adding each gap saturating.
+        stats.token_gap_sum_ns = stats.token_gap_sum_ns.saturating_add(done.gap_sum_ns);
+        stats.max_token_gap_ns = stats.max_token_gap_ns.max(done.max_gap_ns);
         self.debug_check_invariants();
     }
 
@@ -156,6 +168,24 @@ impl Server {
     /// the charge does not fit. Returns the decodes scheduled.
     fn schedule_decodes(&mut self, limit: u64, now: SimTime, batch: &mut StepBatch) -> u64 {
         let mut scheduled = 0;
+        if self.kv_used + self.running.len() as u64 <= self.spec.kv_cache_tokens {
+            // No preemption possible: before the k-th decode (k ≤ running) the KV used is
+            // at most `kv_used + k - 1 < kv_cache_tokens`. The same decodes, one plain walk.
+            for seq in &mut self.running {
+                if scheduled == limit {
+                    break;
+                }
+                if seq.prefilled < seq.target {
+                    continue;
+                }
+                batch.add_decode(seq.kv_held);
+                seq.kv_held += 1;
+                seq.work = Work::Decode;
+                scheduled += 1;
+            }
+            self.kv_used += scheduled;
+            return scheduled;
+        }
         let mut i = 0;
         while i < self.running.len() && scheduled < limit {
             if self.running[i].prefilled < self.running[i].target {
@@ -192,13 +222,18 @@ impl Server {
 }
 
 /// What completing a sequence's work at a step's end touches (split from the running list
-/// so one walk can complete and drop sequences).
+/// so one walk can complete and drop sequences); the step's counts are summed here and
+/// added to [`ServerStats`](super::server::ServerStats) once.
 struct StepEnd<'a> {
     now: SimTime,
     emit_tokens: bool,
-    stats: &'a mut ServerStats,
-    kv_used: &'a mut u64,
+    kv_used: u64,
     out: &'a mut Vec<SeqEvent>,
+    tokens: u64,
+    finished: u64,
+    gaps: u64,
+    gap_sum_ns: u64,
+    max_gap_ns: u64,
 }
 
 impl StepEnd<'_> {
@@ -214,14 +249,13 @@ impl StepEnd<'_> {
             }
         }
         seq.generated += 1;
-        let stats = &mut *self.stats;
-        stats.tokens_generated += 1;
+        self.tokens += 1;
         if seq.generated > 1 {
             // A sequence's earlier token was at `last_token_at` (kept across preemptions).
             let gap = (now - seq.last_token_at).as_ns();
-            stats.token_gaps += 1;
-            stats.token_gap_sum_ns = stats.token_gap_sum_ns.saturating_add(gap);
-            stats.max_token_gap_ns = stats.max_token_gap_ns.max(gap);
+            self.gaps += 1;
+            self.gap_sum_ns = self.gap_sum_ns.saturating_add(gap);
+            self.max_gap_ns = self.max_gap_ns.max(gap);
         }
         seq.last_token_at = now;
         if seq.generated == 1 {
@@ -230,8 +264,8 @@ impl StepEnd<'_> {
             self.out.push(SeqEvent::Token { id, at: now });
         }
         if seq.generated == seq.output_tokens {
-            *self.kv_used -= seq.kv_held;
-            stats.finished += 1;
+            self.kv_used -= seq.kv_held;
+            self.finished += 1;
             self.out.push(SeqEvent::Finished { id, at: now });
         }
     }

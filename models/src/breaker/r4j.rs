@@ -101,9 +101,10 @@ pub struct CircuitBreaker {
     woken: Vec<CallId>,
     answered: Vec<(CallId, Outcome)>,
     events: Vec<GovEvent>,
-    /// Something the world's hand-off reads (state, window, refusals by state, `wake_at`,
-    /// events) may have changed since [`Governor::take_changed`]: set by `transition`,
-    /// `record`, `not_permitted` and the automatic-transition switch, the only writers of
+    /// Something the world's hand-off reads (state, window totals, refusals by state,
+    /// `wake_at`, events) may have changed since [`Governor::take_changed`]: set by
+    /// `transition`, `record` (when the totals move), `not_permitted` and the
+    /// automatic-transition switch, the only writers of
     /// those (besides the window replacements, each followed by a transition).
     changed: bool,
     pub counters: BreakerCounters,
@@ -367,8 +368,11 @@ impl CircuitBreaker {
         if matches!(self.state, BreakerState::ForcedOpen | BreakerState::Disabled) {
             return; // Resilience4j's ForcedOpenState and DisabledState record nothing
         }
+        let before = self.metrics.snapshot();
         let snap = self.metrics.record(failed, slow, now);
-        self.changed = true;
+        // A full window whose newest result equals the one it drops shows the same totals:
+        // nothing to republish.
+        self.changed |= snap != before;
         if matches!(self.state, BreakerState::Open | BreakerState::MetricsOnly) {
             return; // recorded (as Resilience4j does) but never checked
         }

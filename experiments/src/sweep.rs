@@ -117,7 +117,7 @@ fn type_kind(t: &ParamType) -> &'static str {
         ParamType::Count { .. } | ParamType::OptCount { .. } => "count",
         ParamType::Duration { .. } => "duration",
         ParamType::DurationDist => "distribution",
-        ParamType::Float { .. } => "number",
+        ParamType::Float { .. } | ParamType::FloatAbove { .. } => "number",
         ParamType::Bool => "boolean",
         ParamType::Enum { .. } => "choice",
     }

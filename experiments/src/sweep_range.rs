@@ -30,7 +30,9 @@ pub(crate) fn expand(
         ParamType::Duration { .. } => {
             ParamType::Duration { min: SimDuration(0), max: SimDuration(u64::MAX) }
         }
-        ParamType::Float { .. } => ParamType::Float { min: 0.0, max: f64::MAX },
+        ParamType::Float { .. } | ParamType::FloatAbove { .. } => {
+            ParamType::Float { min: 0.0, max: f64::MAX }
+        }
         ParamType::DurationDist | ParamType::Bool | ParamType::Enum { .. } => {
             return Err(src.error_at(
                 &format!("{field}.path"),

@@ -50,7 +50,7 @@ pub struct AppSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,
     /// Identical instances (1 ..= 1024).
-    #[serde(default = "D::instances", deserialize_with = "instances")]
+    #[serde(default = "D::instances", deserialize_with = "R::instances")]
     pub instances: u64,
     #[serde(default = "round_robin")]
     pub balancer: Balancer,
@@ -98,6 +98,8 @@ pub struct AppSpec {
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<AppSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<AppSpec>;
 fn yes() -> bool {
     true
 }
@@ -106,14 +108,6 @@ fn round_robin() -> Balancer {
 }
 fn default_backlog() -> u64 {
     100
-}
-fn instances<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    use serde::de::Error as _;
-    let n = u64::deserialize(d)?;
-    if !(1..=1024).contains(&n) {
-        return Err(D::Error::custom(format!("expected 1 to 1024 instances, found {n}")));
-    }
-    Ok(n)
 }
 
 impl AppSpec {
@@ -296,6 +290,6 @@ mod tests {
     #[test]
     fn instances_range_is_checked_while_parsing() {
         let r: Result<super::AppSpec, _> = ron::from_str(r#"(name: "x", instances: 0)"#);
-        assert!(r.unwrap_err().to_string().contains("expected 1 to 1024 instances, found 0"));
+        assert!(r.unwrap_err().to_string().contains("expected an integer in [1, 1024], found 0"));
     }
 }

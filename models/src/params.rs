@@ -33,6 +33,9 @@ pub enum ParamType {
     DurationDist,
     /// A real number in `[min, max]`.
     Float { min: f64, max: f64 },
+    /// A real number in `(above, max]`: a lower bound the value must exceed (a percentage
+    /// in (0, 100], a rate > 0), which a closed `[min, max]` can only approximate.
+    FloatAbove { above: f64, max: f64 },
     /// `true` or `false`.
     Bool,
     /// One of a fixed set of named choices, written bare as in the scenario
@@ -99,6 +102,7 @@ impl ParamType {
                 "a distribution of durations, e.g. Exponential(mean: \"100ms\")".into()
             }
             ParamType::Float { min, max } => format!("a number in [{min}, {max}]"),
+            ParamType::FloatAbove { above, max } => format!("a number in ({above}, {max}]"),
             ParamType::Bool => "true or false".into(),
             ParamType::Enum { choices } => format!("one of {}", choices.join(", ")),
         }
@@ -155,6 +159,13 @@ impl ParamType {
                 }
                 ParamValue::Float(x)
             }
+            ParamType::FloatAbove { above, max } => {
+                let x = f64::deserialize(d)?;
+                if !(x > *above && x <= *max) {
+                    return Err(out_of_range(x.to_string()));
+                }
+                ParamValue::Float(x)
+            }
             ParamType::Bool => ParamValue::Bool(bool::deserialize(d)?),
             ParamType::Enum { choices } => {
                 let c = d.deserialize_enum("", choices, ChoiceVisitor)?;
@@ -176,6 +187,7 @@ impl ParamType {
             (ParamType::Duration { min, max }, ParamValue::Duration(d)) => d >= min && d <= max,
             (ParamType::DurationDist, ParamValue::DurationDist(_)) => true,
             (ParamType::Float { min, max }, ParamValue::Float(x)) => x >= min && x <= max,
+            (ParamType::FloatAbove { above, max }, ParamValue::Float(x)) => x > above && x <= max,
             (ParamType::Bool, ParamValue::Bool(_)) => true,
             (ParamType::Enum { choices }, ParamValue::Enum(c)) => choices.contains(&c.as_str()),
             _ => false,
@@ -333,6 +345,12 @@ pub struct Defaults<T>(std::marker::PhantomData<T>);
 /// from the format layer.
 pub struct Ranged<T>(std::marker::PhantomData<T>);
 
+/// [`Ranged`] for a field that is an `Option` written without `Some(…)` (present means
+/// `Some`, as `crate::validate::present` reads it): `#[serde(default, deserialize_with =
+/// "RangedSome::<FooSpec>::max_attempts")]` parses the value with the row's type and range
+/// (a class's override of a kind's parameter, an optional cap).
+pub struct RangedSome<T>(std::marker::PhantomData<T>);
+
 /// Parses a field's value with its row's type ([`ParamType::deserialize_value`]).
 pub fn deserialize_ranged<'de, D: Deserializer<'de>, T: ParamField>(
     ty: ParamType,
@@ -342,6 +360,48 @@ pub fn deserialize_ranged<'de, D: Deserializer<'de>, T: ParamField>(
     let found = v.to_string();
     T::from_value(v)
         .ok_or_else(|| D::Error::custom(format!("expected {}, found {found}", ty.describe())))
+}
+
+/// Parses a present value (a field written without `Some(…)`) with its row's type: an
+/// `OptCount` row's value as a `Count` of the same range ([`RangedSome`]).
+pub fn deserialize_ranged_some<'de, D: Deserializer<'de>, T: ParamField>(
+    ty: ParamType,
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    let ty = match ty {
+        ParamType::OptCount { min, max } => ParamType::Count { min, max },
+        ty => ty,
+    };
+    deserialize_ranged(ty, d).map(Some)
+}
+
+/// [`Ranged`] for an `Option` field written `None` or `Some(…)` whose row is the value's
+/// own type (a queue-wait timeout, registered only where one is set): the value inside
+/// `Some` is parsed with the row's type and range.
+pub struct RangedOpt<T>(std::marker::PhantomData<T>);
+
+/// Parses `None` or `Some(v)`, `v` with the row's type ([`RangedOpt`]).
+pub fn deserialize_ranged_opt<'de, D: Deserializer<'de>, T: ParamField>(
+    ty: ParamType,
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    struct V<T>(ParamType, std::marker::PhantomData<T>);
+    impl<'de, T: ParamField> serde::de::Visitor<'de> for V<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "None or Some(v) with v {}", self.0.describe())
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Option<T>, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Option<T>, D2::Error> {
+            deserialize_ranged(self.0, d).map(Some)
+        }
+    }
+    d.deserialize_option(V(ty, std::marker::PhantomData))
 }
 
 /// Implemented by every component spec: list, read and write parameters by name.
@@ -497,6 +557,20 @@ param_field!(Dist<SimDuration>, DurationDist);
 param_field!(f64, Float);
 param_field!(bool, Bool);
 
+/// A `u32` field (Sentinel's `coldFactor`) is a [`ParamType::Count`] whose row's range fits
+/// in 32 bits.
+impl ParamField for u32 {
+    fn to_value(&self) -> ParamValue {
+        ParamValue::Count(u64::from(*self))
+    }
+    fn from_value(v: ParamValue) -> Option<Self> {
+        match v {
+            ParamValue::Count(n) => u32::try_from(n).ok(),
+            _ => None,
+        }
+    }
+}
+
 /// A Rust enum whose value is a parameter ([`ParamType::Enum`]): its choices by the names
 /// the scenario writes. Implemented by [`param_choices!`], which declares the enum.
 pub trait ParamChoice: Sized + Copy + 'static {
@@ -506,236 +580,8 @@ pub trait ParamChoice: Sized + Copy + 'static {
     fn from_choice(name: &str) -> Option<Self>;
 }
 
-/// Declares an enum whose value can be a parameter, each variant's scenario name written
-/// once: the enum with its serde names (`#[serde(rename = …)]`), [`ParamChoice`], an
-/// inherent `CHOICES` (for `Enum { choices: Foo::CHOICES }` in a [`declare_params!`] row)
-/// and [`ParamField`].
-///
-/// ```text
-/// param_choices! {
-///     /// `transitionToStateAfterWaitDuration`.
-///     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-///     pub enum StateAfterMaxWait { Open = "OPEN", Closed = "CLOSED" }
-/// }
-/// ```
-macro_rules! param_choices {
-    (
-        $(#[$m:meta])*
-        $vis:vis enum $name:ident {
-            $( $(#[$vm:meta])* $variant:ident = $text:literal ),+ $(,)?
-        }
-    ) => {
-        $(#[$m])*
-        $vis enum $name {
-            $( $(#[$vm])* #[serde(rename = $text)] $variant, )+
-        }
-        impl $name {
-            /// The scenario names of the choices, in declaration order.
-            pub const CHOICES: &'static [&'static str] = &[$($text),+];
-        }
-        impl $crate::params::ParamChoice for $name {
-            const CHOICES: &'static [&'static str] = &[$($text),+];
-            fn choice(&self) -> &'static str {
-                match self {
-                    $( $name::$variant => $text, )+
-                }
-            }
-            fn from_choice(name: &str) -> Option<Self> {
-                match name {
-                    $( $text => Some($name::$variant), )+
-                    _ => None,
-                }
-            }
-        }
-        impl $crate::params::ParamField for $name {
-            fn to_value(&self) -> $crate::params::ParamValue {
-                $crate::params::ParamValue::Enum(
-                    $crate::params::ParamChoice::choice(self).to_string(),
-                )
-            }
-            fn from_value(v: $crate::params::ParamValue) -> Option<Self> {
-                match v {
-                    $crate::params::ParamValue::Enum(c) => {
-                        $crate::params::ParamChoice::from_choice(&c)
-                    }
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-pub(crate) use param_choices;
-
-/// One declaration per parameter: a component's [`Params`] implementation (its kind, its
-/// declarations, `get` and `set`) generated from one table, a row per parameter stating its
-/// name, type and range, unit, run-time flag and doc once, next to how it is read and
-/// written. The registry, validation, sweeps, the timeline, `explain`, the GUI's knobs and
-/// the generated reference tables all read these rows.
-///
-/// ```text
-/// declare_params! {
-///     AimdLimitSpec: "aimd_limit", name = |s| s.name;
-///     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
-///         "the limit before the first sample (initialLimit)";
-///     // A parameter held elsewhere than a field of the same name:
-///     wait_duration: Duration { .. }, "ns", fixed, "the (first) backoff interval",
-///         get = |s| s.backoff.wait_duration(), set = |s, d| s.backoff.set_wait_duration(d);
-/// }
-/// ```
-/// Rows are `name: <ParamType variant>, unit, runtime | fixed, doc` and optionally
-/// `default = <value>` (the `ParamValue` variant's content, a choice's name for an enum:
-/// the field's serde default through [`Defaults`], and the reference table's default),
-/// `get = |s| <value>` (a [`ParamField`]; `opt_get` for an `Option` of one, the parameter
-/// then absent from instances that return `None`) and `set = |s, v| <statement>`; without
-/// them the field of the same name is read and written. `field_of = <fn>` after the kind
-/// overrides [`Params::field_of`]; `check = <fn(&Spec) -> Result<(), String>>` after it
-/// checks the whole spec after each `set` (a cross-field rule), which is undone if refused.
-/// An enum parameter's row is `Enum { choices: Foo::CHOICES }` with `Foo` declared by
-/// [`param_choices!`].
-///
-/// `declare_params! { rows FlowRule: "flow rule"; <rows> }` declares the rows of a part that
-/// has no path of its own ([`ParamRows`]): its component lists them under indexed names
-/// (`flow.<name>.rule<i>.count`, [`indexed_decls`], [`split_indexed`]).
-macro_rules! declare_params {
-    // A part declared with its own rows (a flow rule of `flow.<name>`): [`ParamRows`],
-    // listed by its component under indexed names ([`indexed_decls`]).
-    (rows $spec:ty : $label:literal; $($rows:tt)*) => {
-        $crate::params::declare_params!(@rows $spec, $label; $($rows)*);
-    };
-    (@rows $spec:ty, $label:literal;
-        $(
-            $param:ident : $variant:ident $({ $($range:tt)* })?, $unit:literal, $rt:ident, $doc:literal
-            $(, default = $default:expr)?
-            $(, get = |$gs:ident| $get:expr)?
-            $(, opt_get = |$os:ident| $opt_get:expr)?
-            $(, set = |$ss:ident, $sv:ident| $set:expr)?
-        );* $(;)?
-    ) => {
-        #[allow(dead_code)]
-        impl $crate::params::Defaults<$spec> {
-            $($(
-                /// The declared default (its `declare_params!` row).
-                pub fn $param<T: $crate::params::ParamField>() -> T {
-                    T::from_value($crate::params::declare_params!(@value $variant, $default))
-                        .expect("a declared default has its field's type")
-                }
-            )?)*
-        }
-        #[allow(dead_code)]
-        impl $crate::params::Ranged<$spec> {
-            $(
-                /// Parses the field with its row's type and range (`declare_params!`).
-                pub fn $param<'de, De: serde::Deserializer<'de>, T: $crate::params::ParamField>(
-                    d: De,
-                ) -> Result<T, De::Error> {
-                    $crate::params::deserialize_ranged(
-                        $crate::params::ParamType::$variant $({ $($range)* })?,
-                        d,
-                    )
-                }
-            )*
-        }
-        impl $crate::params::ParamRows for $spec {
-            fn row_decls() -> Vec<$crate::params::ParamDecl> {
-                vec![$($crate::params::ParamDecl {
-                    name: stringify!($param),
-                    ty: $crate::params::ParamType::$variant $({ $($range)* })?,
-                    unit: $unit,
-                    runtime: $crate::params::declare_params!(@runtime $rt),
-                    doc: $doc,
-                    default: $crate::params::declare_params!(@default $variant $(, $default)?),
-                }),*]
-            }
-            #[allow(unused_variables)]
-            fn row_get(&self, p: &str) -> Option<$crate::params::ParamValue> {
-                use $crate::params::ParamField as _;
-                match p {
-                    $(stringify!($param) => $crate::params::declare_params!(
-                        @get self, $param $(, |$gs| $get)? $(, opt |$os| $opt_get)?
-                    ),)*
-                    _ => None,
-                }
-            }
-            #[allow(unused_variables)]
-            fn row_set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
-                use $crate::params::ParamField;
-                let wrong = |p: &str, v: &$crate::params::ParamValue| {
-                    format!("{} has no parameter `{p}` of type {v:?}", $label)
-                };
-                match p {
-                    $(stringify!($param) => {
-                        let Some(x) = ParamField::from_value(v.clone()) else {
-                            return Err(wrong(p, &v));
-                        };
-                        $crate::params::declare_params!(
-                            @set self, x, $param $(, |$ss, $sv| $set)?
-                        );
-                    })*
-                    _ => return Err(wrong(p, &v)),
-                }
-                Ok(())
-            }
-        }
-    };
-    (@default $variant:ident) => { None };
-    (@default $variant:ident, $d:expr) => {
-        Some($crate::params::declare_params!(@value $variant, $d))
-    };
-    (@value Enum, $d:expr) => { $crate::params::ParamValue::Enum(String::from($d)) };
-    (@value $variant:ident, $d:expr) => { $crate::params::ParamValue::$variant($d) };
-    (@runtime runtime) => { true };
-    (@runtime fixed) => { false };
-    (@get $self:ident, $param:ident) => { Some($self.$param.to_value()) };
-    (@get $self:ident, $param:ident, |$gs:ident| $get:expr) => {{
-        let $gs = $self;
-        Some(($get).to_value())
-    }};
-    (@get $self:ident, $param:ident, opt |$os:ident| $get:expr) => {{
-        let $os = $self;
-        ($get).map(|x| x.to_value())
-    }};
-    (@set $self:ident, $x:ident, $param:ident) => { $self.$param = $x };
-    (@set $self:ident, $x:ident, $param:ident, |$ss:ident, $sv:ident| $set:expr) => {{
-        let ($ss, $sv) = ($self, $x);
-        $set;
-    }};
-    // A component kind: its rows ([`ParamRows`]) and [`Params`] over them.
-    (
-        $spec:ty : $kind:literal, name = |$ns:ident| $name:expr
-        $(, field_of = $field_of:expr)?
-        $(, check = $check:expr)? ;
-        $($rows:tt)*
-    ) => {
-        $crate::params::declare_params!(@rows $spec, $kind; $($rows)*);
-        impl $crate::params::Params for $spec {
-            const KIND: &'static str = $kind;
-            fn instance_name(&self) -> &str {
-                let $ns = self;
-                &$name
-            }
-            fn decls() -> Vec<$crate::params::ParamDecl> {
-                <$spec as $crate::params::ParamRows>::row_decls()
-            }
-            $(fn field_of(param: &str) -> String {
-                ($field_of)(param)
-            })?
-            fn get(&self, p: &str) -> Option<$crate::params::ParamValue> {
-                $crate::params::ParamRows::row_get(self, p)
-            }
-            fn set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
-                $(let (before, check) = (self.clone(), $check);)?
-                $crate::params::ParamRows::row_set(self, p, v)?;
-                $(if let Err(e) = check(&*self) {
-                    let _ = stringify!($check);
-                    *self = before;
-                    return Err(e);
-                })?
-                Ok(())
-            }
-        }
-    };
-}
-pub(crate) use declare_params;
+mod declare;
+pub(crate) use declare::{declare_params, param_choices};
 
 /// Splits `kind.name.param` (the instance name may not contain dots).
 pub fn split_path(path: &str) -> Option<(&str, &str, &str)> {

@@ -72,16 +72,13 @@ pub struct QuotaSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Requests per minute (`None`: unlimited).
-    #[serde(default = "D::rpm", deserialize_with = "crate::validate::opt_at_least_one")]
+    #[serde(default = "D::rpm", deserialize_with = "R::rpm")]
     pub rpm: Option<u64>,
     /// Tokens per minute, counting prompt + max_tokens at admission (`None`: unlimited).
-    #[serde(default = "D::tpm", deserialize_with = "crate::validate::opt_at_least_one")]
+    #[serde(default = "D::tpm", deserialize_with = "R::tpm")]
     pub tpm: Option<u64>,
     /// Concurrent requests in progress at the provider (`None`: unlimited).
-    #[serde(
-        default = "D::max_concurrency",
-        deserialize_with = "crate::validate::opt_at_least_one"
-    )]
+    #[serde(default = "D::max_concurrency", deserialize_with = "R::max_concurrency")]
     pub max_concurrency: Option<u64>,
     #[serde(default)]
     pub window: QuotaWindow,
@@ -413,6 +410,8 @@ fn set_limit(slot: &mut Option<Limit>, v: Option<u64>) {
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<QuotaSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<QuotaSpec>;
 
 /// Rounds up to whole seconds, as a Retry-After header carries them.
 pub fn whole_seconds_up(d: SimDuration) -> SimDuration {

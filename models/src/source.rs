@@ -45,7 +45,7 @@ pub struct SourceSpec {
     /// Stop generating after this many requests (default: no limit). With a finite limit
     /// a zero gap is allowed: `interarrival: Constant("0s"), limit: Some(20000)` is a batch
     /// flood of 20,000 requests at `start`; `Constant("5ms")` spreads them.
-    #[serde(default, deserialize_with = "validate::opt_at_least_one")]
+    #[serde(default, deserialize_with = "R::limit")]
     pub limit: Option<u64>,
     /// The class of its requests (default: the scenario's first class).
     #[serde(
@@ -149,7 +149,7 @@ pub struct SourceSpec {
     /// changeable, applied exactly to the pending arrival). In [0.001, 1000].
     #[serde(
         default = "D::rate_multiplier",
-        deserialize_with = "validate::multiplier",
+        deserialize_with = "R::rate_multiplier",
         skip_serializing_if = "is_one"
     )]
     pub rate_multiplier: f64,
@@ -157,6 +157,8 @@ pub struct SourceSpec {
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<SourceSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<SourceSpec>;
 fn is_one(x: &f64) -> bool {
     *x == 1.0
 }

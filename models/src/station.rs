@@ -35,7 +35,7 @@ pub struct StationSpec {
     pub service: Dist<SimDuration>,
     /// Probability that a call fails with a 5xx after its service time (failure injection;
     /// an outage is a timeline setting it to 1.0 and back).
-    #[serde(default, deserialize_with = "validate::probability")]
+    #[serde(default, deserialize_with = "R::error_rate")]
     pub error_rate: f64,
     /// Does the station drop the work of a call its client abandoned (timed out)? Without
     /// cancellation (the default, like most LLM APIs) the abandoned call keeps its place in
@@ -43,7 +43,7 @@ pub struct StationSpec {
     #[serde(default)]
     pub cancellation: bool,
     /// Factor on every service time started from now on (a provider slowdown).
-    #[serde(default = "D::latency_multiplier", deserialize_with = "validate::multiplier")]
+    #[serde(default = "D::latency_multiplier", deserialize_with = "R::latency_multiplier")]
     pub latency_multiplier: f64,
     /// The load curve: each call in service when a service starts adds this much to it
     /// (latency = base + load_slope × in-flight), so an overloaded provider slows down.
@@ -57,7 +57,7 @@ pub struct StationSpec {
     pub per_output_token: SimDuration,
     /// Probability that a call fails with a business error (bad prompt, content filter):
     /// not the upstream's fault, never retried, never counted by breakers by default.
-    #[serde(default, deserialize_with = "validate::probability")]
+    #[serde(default, deserialize_with = "R::business_error_rate")]
     pub business_error_rate: f64,
     /// Price per 1000 prompt tokens (any currency; summed into `station.<name>.cost`), in
     /// [0, 1e6].
@@ -96,19 +96,21 @@ pub struct StationSpec {
     pub chunk_tokens: u64,
     /// Probability that a streamed response stalls once (failure injection; a keyed draw
     /// per call). Needs `streaming`.
-    #[serde(default, deserialize_with = "validate::probability")]
+    #[serde(default, deserialize_with = "R::stall_rate")]
     pub stall_rate: f64,
     /// How long a stall lasts.
     #[serde(default = "D::stall_duration")]
     pub stall_duration: Dist<SimDuration>,
     /// Where the stall comes, as a fraction of the stream's chunks (0 = right after the
     /// first chunk, 1 = before the last).
-    #[serde(default = "D::stall_after", deserialize_with = "validate::probability")]
+    #[serde(default = "D::stall_after", deserialize_with = "R::stall_after")]
     pub stall_after: f64,
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<StationSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<StationSpec>;
 
 const MAX_SERVERS: u64 = 1_000_000;
 

@@ -39,7 +39,7 @@ use crate::governor::{CallDecision, CallInfo, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
 use crate::params::ParamValue;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -56,7 +56,7 @@ pub struct TimeLimiterSpec {
     pub name: String,
     /// The longest a call may take from passing the limiter to its outcome (> 0; default
     /// 1 s, Resilience4j's `timeoutDuration`).
-    #[serde(default = "D::timeout_duration", deserialize_with = "positive")]
+    #[serde(default = "D::timeout_duration", deserialize_with = "R::timeout_duration")]
     pub timeout_duration: SimDuration,
     /// Cancel the upstream work of a timed-out call (default true, Resilience4j's
     /// `cancelRunningFuture`); false: it runs on as abandoned work.
@@ -66,14 +66,8 @@ pub struct TimeLimiterSpec {
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<TimeLimiterSpec>;
-
-fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
-    let v = SimDuration::deserialize(d)?;
-    if v == SimDuration::ZERO {
-        return Err(serde::de::Error::custom("timeout_duration must be > 0"));
-    }
-    Ok(v)
-}
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<TimeLimiterSpec>;
 
 /// What the limiter did, over the run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -226,7 +220,7 @@ mod tests {
         assert_eq!(s.timeout_duration, SimDuration::from_secs(1));
         assert!(s.cancel_running_future);
         let e = ron::from_str::<TimeLimiterSpec>("(name: \"t\", timeout_duration: \"0s\")");
-        assert!(e.unwrap_err().to_string().contains("must be > 0"));
+        assert!(e.unwrap_err().to_string().contains("in [\"1ns\", "));
     }
 
     /// timeout 500 ms. Script: call 1 at 0 (deadline 500), call 2 at 100 (600), call 3 at

@@ -70,12 +70,3 @@ pub fn price<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     }
     Ok(x)
 }
-
-/// A factor in [0.001, 1000].
-pub fn multiplier<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(1e-3..=1e3).contains(&x) {
-        return Err(D::Error::custom(format!("expected a factor in [0.001, 1000], found {x}")));
-    }
-    Ok(x)
-}

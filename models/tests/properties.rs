@@ -320,6 +320,11 @@ fn value_of(ty: &ParamType, pick: u64) -> ParamValue {
             let u = (pick % 1001) as f64 / 1000.0;
             ParamValue::Float((min + (max.min(min + 4.0) - min) * u).clamp(*min, *max))
         }
+        // u in (0, 1]: never the excluded bound itself.
+        ParamType::FloatAbove { above, max } => {
+            let u = (pick % 1000 + 1) as f64 / 1000.0;
+            ParamValue::Float((above + (max.min(above + 4.0) - above) * u).min(*max))
+        }
         ParamType::Bool => ParamValue::Bool(pick.is_multiple_of(2)),
         ParamType::Enum { choices } => {
             ParamValue::Enum(choices[pick as usize % choices.len()].to_string())

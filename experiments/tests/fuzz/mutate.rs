@@ -161,11 +161,14 @@ pub fn typed_value(rng: &mut Rng, ty: &ParamType) -> V {
             _ => format!("\"{}\"", rng.pick(EDGE_DURATIONS).unwrap()),
         },
         ParamType::DurationDist => rng.pick(EDGE_DISTS).unwrap().to_string(),
-        ParamType::Float { min, max } => match rng.below(3) {
-            0 => format!("{min:?}"),
-            1 => format!("{max:?}"),
-            _ => rng.pick(EDGE_NUMBERS).unwrap().to_string(),
-        },
+        // The bound itself: in range for a closed one, just out of it for an open one.
+        ParamType::Float { min, max } | ParamType::FloatAbove { above: min, max } => {
+            match rng.below(3) {
+                0 => format!("{min:?}"),
+                1 => format!("{max:?}"),
+                _ => rng.pick(EDGE_NUMBERS).unwrap().to_string(),
+            }
+        }
         ParamType::Bool => if rng.chance(2) { "true" } else { "false" }.into(),
         // A choice, or now and then a name that is none of them.
         ParamType::Enum { choices } => match rng.below(4) {

@@ -260,24 +260,6 @@ pub fn classify(record: &[OutcomePattern], ignore: &[OutcomePattern], o: Outcome
     }
 }
 
-/// A percentage in (0, 100] (Resilience4j's rate thresholds).
-pub(crate) fn percent<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(x > 0.0 && x <= 100.0) {
-        return Err(D::Error::custom(format!("expected a percentage in (0, 100], found {x}")));
-    }
-    Ok(x)
-}
-
-/// A finite number ≥ 0.
-pub(crate) fn non_negative<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(x.is_finite() && x >= 0.0) {
-        return Err(D::Error::custom(format!("expected a finite number ≥ 0, found {x}")));
-    }
-    Ok(x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

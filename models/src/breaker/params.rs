@@ -19,9 +19,9 @@ const DAY: SimDuration = SimDuration::from_secs(86_400);
 
 crate::params::declare_params! {
     CircuitBreakerSpec: "circuit_breaker", name = |s| s.name;
-    failure_rate_threshold: Float { min: 1e-9, max: 100.0 }, "%", runtime,
+    failure_rate_threshold: FloatAbove { above: 0.0, max: 100.0 }, "%", runtime,
         "open when the failure rate is ≥ this", default = 50.0;
-    slow_call_rate_threshold: Float { min: 1e-9, max: 100.0 }, "%", runtime,
+    slow_call_rate_threshold: FloatAbove { above: 0.0, max: 100.0 }, "%", runtime,
         "open when the slow-call rate is ≥ this", default = 100.0;
     slow_call_duration_threshold: Duration { min: SimDuration(1), max: DAY }, "ns", runtime,
         "slow when strictly longer", default = SimDuration::from_secs(60);
@@ -59,15 +59,15 @@ crate::params::declare_params! {
         };
     // Registered for SLOW_REQUEST_RATIO rules only.
     slow_ratio_threshold: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
-        "slow-call ratio above which the rule opens",
+        "slow-call ratio above which the rule opens", default = 1.0,
         opt_get = |s| {
             (s.grade == CircuitBreakerStrategy::SlowRequestRatio).then_some(s.slow_ratio_threshold)
         };
     time_window: Count { min: 1, max: 86_400 }, "s", runtime,
         "OPEN duration before a probe (next opening)";
     min_request_amount: Count { min: 1, max: 10_000_000 }, "calls", runtime,
-        "completions before a verdict";
-    stat_interval_ms: Count { min: 1, max: 86_400_000 }, "ms", fixed, "statistics bucket length";
+        "completions before a verdict", default = 5;
+    stat_interval_ms: Count { min: 1, max: 86_400_000 }, "ms", fixed, "statistics bucket length", default = 1000;
 }
 
 impl super::CircuitBreaker {

@@ -52,18 +52,24 @@ pub struct HalfOpenWaitSpec {
 pub struct CircuitBreakerSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
-    /// Percent in (0, 100]; open when the failure rate is ≥ this.
-    #[serde(default = "D::failure_rate_threshold", deserialize_with = "super::percent")]
+    /// Open when the failure rate (percent) is ≥ this.
+    #[serde(default = "D::failure_rate_threshold", deserialize_with = "R::failure_rate_threshold")]
     pub failure_rate_threshold: f64,
-    /// Percent in (0, 100]; open when the slow-call rate is ≥ this.
-    #[serde(default = "D::slow_call_rate_threshold", deserialize_with = "super::percent")]
+    /// Open when the slow-call rate (percent) is ≥ this.
+    #[serde(
+        default = "D::slow_call_rate_threshold",
+        deserialize_with = "R::slow_call_rate_threshold"
+    )]
     pub slow_call_rate_threshold: f64,
-    /// A call is slow when its duration is strictly greater than this (≥ 1 ns).
-    #[serde(default = "D::slow_call_duration_threshold", deserialize_with = "positive_duration")]
+    /// A call is slow when its duration is strictly greater than this.
+    #[serde(
+        default = "D::slow_call_duration_threshold",
+        deserialize_with = "R::slow_call_duration_threshold"
+    )]
     pub slow_call_duration_threshold: SimDuration,
     #[serde(
         default = "D::permitted_number_of_calls_in_half_open_state",
-        deserialize_with = "crate::validate::at_least_one"
+        deserialize_with = "R::permitted_number_of_calls_in_half_open_state"
     )]
     pub permitted_number_of_calls_in_half_open_state: u64,
     /// `"0s"` = unlimited.
@@ -73,19 +79,18 @@ pub struct CircuitBreakerSpec {
     pub transition_to_state_after_wait_duration: StateAfterMaxWait,
     #[serde(default = "D::sliding_window_type")]
     pub sliding_window_type: SlidingWindowType,
-    /// Results (COUNT_BASED) or seconds (TIME_BASED), in [1, 1 000 000].
-    #[serde(
-        default = "D::sliding_window_size",
-        deserialize_with = "crate::params::Ranged::<CircuitBreakerSpec>::sliding_window_size"
-    )]
+    /// Results (COUNT_BASED) or seconds (TIME_BASED).
+    #[serde(default = "D::sliding_window_size", deserialize_with = "R::sliding_window_size")]
     pub sliding_window_size: u64,
     #[serde(
         default = "D::minimum_number_of_calls",
-        deserialize_with = "crate::validate::at_least_one"
+        deserialize_with = "R::minimum_number_of_calls"
     )]
     pub minimum_number_of_calls: u64,
-    /// ≥ 1 ms.
-    #[serde(default = "D::wait_duration_in_open_state", deserialize_with = "at_least_1ms")]
+    #[serde(
+        default = "D::wait_duration_in_open_state",
+        deserialize_with = "R::wait_duration_in_open_state"
+    )]
     pub wait_duration_in_open_state: SimDuration,
     /// Spring's `enableExponentialBackoff`: the open wait grows per re-open.
     #[serde(default)]
@@ -136,14 +141,9 @@ fn d_mult() -> f64 {
 
 /// The defaults declared in the parameter rows (`super::params`).
 type D = crate::params::Defaults<CircuitBreakerSpec>;
+/// The fields parsed with their rows' types and ranges (`super::params`).
+type R = crate::params::Ranged<CircuitBreakerSpec>;
 
-fn positive_duration<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
-    let x = SimDuration::deserialize(d)?;
-    if x == SimDuration::ZERO {
-        return Err(D::Error::custom("expected a duration > 0"));
-    }
-    Ok(x)
-}
 fn at_least_1ms<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
     let x = SimDuration::deserialize(d)?;
     if x.0 < NS_PER_MS {

@@ -428,14 +428,20 @@ fn spec_defaults_and_validation() {
     let round: CircuitBreakerSpec = ron::from_str(&ron::to_string(&s).unwrap()).unwrap();
     assert_eq!(round, s);
     for (bad, msg) in [
-        (r#"CircuitBreaker(name: "b", failure_rate_threshold: 0)"#, "percentage"),
-        (r#"CircuitBreaker(name: "b", slow_call_rate_threshold: 100.5)"#, "percentage"),
+        (
+            r#"CircuitBreaker(name: "b", failure_rate_threshold: 0)"#,
+            "expected a number in (0, 100], found 0",
+        ),
+        (
+            r#"CircuitBreaker(name: "b", slow_call_rate_threshold: 100.5)"#,
+            "in (0, 100], found 100.5",
+        ),
         (
             r#"CircuitBreaker(name: "b", sliding_window_size: 0)"#,
             "an integer in [1, 1000000], found 0",
         ),
-        (r#"CircuitBreaker(name: "b", wait_duration_in_open_state: "0s")"#, "1ms"),
-        (r#"CircuitBreaker(name: "b", minimum_number_of_calls: 0)"#, "≥ 1"),
+        (r#"CircuitBreaker(name: "b", wait_duration_in_open_state: "0s")"#, "[\"1ms\", "),
+        (r#"CircuitBreaker(name: "b", minimum_number_of_calls: 0)"#, "in [1, 10000000], found 0"),
         (r#"CircuitBreaker(name: "b", exponential_backoff_multiplier: 0.5)"#, "multiplier"),
         (r#"CircuitBreaker(name: "b", record_exceptions: ["failed:oops"])"#, "unknown reason"),
         (r#"CircuitBreaker(name: "b", sliding_window_type: SLIDING)"#, "variant"),

@@ -65,16 +65,16 @@ pub struct DegradeRuleSpec {
     pub name: String,
     pub grade: CircuitBreakerStrategy,
     /// Max RT in ms (SLOW_REQUEST_RATIO), ratio in [0, 1] (ERROR_RATIO) or error count.
-    #[serde(deserialize_with = "super::non_negative")]
+    #[serde(deserialize_with = "R::count")]
     pub count: f64,
-    /// Seconds the breaker stays OPEN before a probe (≥ 1).
-    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    /// Seconds the breaker stays OPEN before a probe.
+    #[serde(deserialize_with = "R::time_window")]
     pub time_window: u64,
-    #[serde(default = "d_min", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::min_request_amount", deserialize_with = "R::min_request_amount")]
     pub min_request_amount: u64,
-    #[serde(default = "d_stat", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::stat_interval_ms", deserialize_with = "R::stat_interval_ms")]
     pub stat_interval_ms: u64,
-    #[serde(default = "d_ratio", deserialize_with = "crate::validate::probability")]
+    #[serde(default = "D::slow_ratio_threshold", deserialize_with = "R::slow_ratio_threshold")]
     pub slow_ratio_threshold: f64,
     #[serde(default = "super::default_record_exceptions", deserialize_with = "super::patterns")]
     pub record_exceptions: Vec<OutcomePattern>,
@@ -82,15 +82,9 @@ pub struct DegradeRuleSpec {
     pub ignore_exceptions: Vec<OutcomePattern>,
 }
 
-fn d_min() -> u64 {
-    5
-}
-fn d_stat() -> u64 {
-    1000
-}
-fn d_ratio() -> f64 {
-    1.0
-}
+/// The defaults and ranges declared in the parameter rows (`super::params`).
+type D = crate::params::Defaults<DegradeRuleSpec>;
+type R = crate::params::Ranged<DegradeRuleSpec>;
 
 impl DegradeRuleSpec {
     /// A rule with Sentinel's defaults for the optional fields.
@@ -100,9 +94,9 @@ impl DegradeRuleSpec {
             grade,
             count,
             time_window,
-            min_request_amount: 5,
-            stat_interval_ms: 1000,
-            slow_ratio_threshold: 1.0,
+            min_request_amount: D::min_request_amount(),
+            stat_interval_ms: D::stat_interval_ms(),
+            slow_ratio_threshold: D::slow_ratio_threshold(),
             record_exceptions: super::default_record_exceptions(),
             ignore_exceptions: super::default_ignore_exceptions(),
         }

@@ -229,12 +229,18 @@ fn spec_defaults_and_validation() {
             .unwrap();
     assert!(r.check().unwrap_err().contains("[0, 1]"));
     for (bad, msg) in [
-        (r#"DegradeRule(name: "r", grade: ERROR_COUNT, count: -1, time_window: 1)"#, "≥ 0"),
-        (r#"DegradeRule(name: "r", grade: ERROR_COUNT, count: 1, time_window: 0)"#, "≥ 1"),
+        (
+            r#"DegradeRule(name: "r", grade: ERROR_COUNT, count: -1, time_window: 1)"#,
+            "in [0, 1000000000000], found -1",
+        ),
+        (
+            r#"DegradeRule(name: "r", grade: ERROR_COUNT, count: 1, time_window: 0)"#,
+            "in [1, 86400], found 0",
+        ),
         (
             r#"DegradeRule(name: "r", grade: SLOW_REQUEST_RATIO, count: 1, time_window: 1,
                slow_ratio_threshold: 1.5)"#,
-            "probability",
+            "expected a number in [0, 1], found 1.5",
         ),
         (r#"DegradeRule(name: "r", grade: RT, count: 1, time_window: 1)"#, "variant"),
     ] {

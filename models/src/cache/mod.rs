@@ -75,7 +75,7 @@ pub struct CacheSpec {
     #[serde(default = "D::ttl")]
     pub ttl: SimDuration,
     /// Probability that a lookup finding an entry matches (semantic caches < 1).
-    #[serde(default = "D::hit_probability", deserialize_with = "crate::validate::probability")]
+    #[serde(default = "D::hit_probability", deserialize_with = "R::hit_probability")]
     pub hit_probability: f64,
     /// Answer failures from a live entry, as `Degraded(reason)`.
     #[serde(default = "D::serve_stale_on_error")]
@@ -90,6 +90,8 @@ pub struct CacheSpec {
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<CacheSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<CacheSpec>;
 
 fn default_max_stale() -> SimDuration {
     SimDuration::from_secs(600)

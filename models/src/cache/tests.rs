@@ -282,7 +282,7 @@ fn specs_ron_round_trip() {
     assert_eq!(s.max_wait, Some(SimDuration::from_secs(2)));
     assert_eq!(ron::from_str::<SingleFlightSpec>(&ron::to_string(&s).unwrap()).unwrap(), s);
     let e = ron::from_str::<CacheSpec>(r#"Cache(name: "c", hit_probability: 1.5)"#).unwrap_err();
-    assert!(e.to_string().contains("probability in [0, 1]"), "{e}");
+    assert!(e.to_string().contains("expected a number in [0, 1], found 1.5"), "{e}");
 }
 
 /// A stack [cache, single_flight, retry] driven as the call site does (`callsite::ascend`:

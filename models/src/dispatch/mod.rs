@@ -37,7 +37,6 @@ mod spec;
 mod tests;
 
 use crate::ids::ClassId;
-pub(crate) use expiry::opt_positive as opt_positive_duration;
 use polling::Poller;
 use sim_core::{SimDuration, SimTime};
 pub use spec::*;

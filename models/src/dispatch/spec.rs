@@ -36,7 +36,7 @@ pub struct ClassQueueSpec {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::dispatch::opt_positive_duration"
+        deserialize_with = "crate::params::RangedOpt::<crate::timeouts::DispatcherQueue>::max_queue_wait"
     )]
     pub max_queue_wait: Option<SimDuration>,
 }
@@ -82,7 +82,7 @@ pub enum DispatchPolicy {
     Aging {
         #[serde(default)]
         aging_step: SimDuration,
-        #[serde(deserialize_with = "positive_duration")]
+        #[serde(deserialize_with = "R::max_wait")]
         max_wait: SimDuration,
     },
 }
@@ -131,20 +131,15 @@ pub struct DeferSpec {
     /// Bound on deferred tasks; beyond it a deferral is refused (`RejectedDeferFull`).
     #[serde(default = "D::defer_capacity")]
     pub capacity: u64,
-    /// Replay rate while healthy (tasks per second, > 0).
-    #[serde(default = "D::drain_rate_per_s", deserialize_with = "positive_rate")]
+    /// Replay rate while healthy (tasks per second).
+    #[serde(default = "D::drain_rate_per_s", deserialize_with = "R::drain_rate_per_s")]
     pub drain_rate_per_s: f64,
 }
 
 /// The defaults declared in the dispatcher's parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<DispatcherSpec>;
-fn positive_rate<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(x > 0.0 && x <= 1e9) {
-        return Err(D::Error::custom(format!("expected a rate in (0, 1e9] per second, found {x}")));
-    }
-    Ok(x)
-}
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<DispatcherSpec>;
 
 impl Default for DeferSpec {
     fn default() -> Self {

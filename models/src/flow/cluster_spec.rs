@@ -7,8 +7,7 @@
 //!
 //! API boundary: data only; [`super::cluster::ClusterFlow::new`] builds the governor.
 
-use super::count;
-use serde::{Deserialize, Deserializer, Serialize, de::Error};
+use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
 
 /// `thresholdType` of Sentinel's `ClusterFlowConfig`.
@@ -33,7 +32,7 @@ pub struct ClusterFlowRuleSpec {
     pub name: String,
     /// The threshold in QPS, in [0, 1e9]: cluster-wide (`GLOBAL`) or per client
     /// (`AVG_LOCAL`); also the local fallback rule's threshold on each instance.
-    #[serde(deserialize_with = "count")]
+    #[serde(deserialize_with = "R::count")]
     pub count: f64,
     #[serde(default)]
     pub threshold_type: ThresholdType,
@@ -42,18 +41,18 @@ pub struct ClusterFlowRuleSpec {
     #[serde(default = "D::fallback_to_local_when_fail")]
     pub fallback_to_local_when_fail: bool,
     /// Buckets of the server's sliding window (Sentinel default 10).
-    #[serde(default = "D::sample_count", deserialize_with = "sample_count")]
+    #[serde(default = "D::sample_count", deserialize_with = "R::sample_count")]
     pub sample_count: u64,
     /// Length of the server's sliding window in ms (Sentinel default 1000); a multiple of
     /// `sample_count`.
-    #[serde(default = "D::window_interval_ms", deserialize_with = "window_ms")]
+    #[serde(default = "D::window_interval_ms", deserialize_with = "R::window_interval_ms")]
     pub window_interval_ms: u64,
     /// The server's `exceedCount` (`ServerFlowConfig`, default 1.0): thresholds × this.
-    #[serde(default = "D::exceed_count", deserialize_with = "exceed")]
+    #[serde(default = "D::exceed_count", deserialize_with = "R::exceed_count")]
     pub exceed_count: f64,
     /// The server's `maxAllowedQps` (default 30 000): requests beyond it in a rolling
     /// second are answered `TOO_MANY_REQUEST` (the client falls back).
-    #[serde(default = "D::max_allowed_qps", deserialize_with = "count")]
+    #[serde(default = "D::max_allowed_qps", deserialize_with = "R::max_allowed_qps")]
     pub max_allowed_qps: f64,
     /// The token server is reachable (simulation knob; `false` = an outage: every request
     /// fails and the clients fall back). Run-time changeable.
@@ -67,50 +66,14 @@ pub struct ClusterFlowRuleSpec {
     /// The client's `requestTimeout` (`ClusterClientConfig`, default 20 ms): an answer
     /// slower than this is a FAIL — the call falls back when the timeout fires (the server
     /// has counted the token all the same).
-    #[serde(default = "D::request_timeout_ms", deserialize_with = "request_timeout")]
+    #[serde(default = "D::request_timeout_ms", deserialize_with = "R::request_timeout_ms")]
     pub request_timeout_ms: u64,
 }
 
 /// The defaults declared in the parameter rows (`flow/cluster_params.rs`).
 type D = crate::params::Defaults<ClusterFlowRuleSpec>;
-
-fn request_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    let x = u64::deserialize(d)?;
-    if !(1..=3_600_000).contains(&x) {
-        return Err(D::Error::custom(format!(
-            "expected a timeout in ms in [1, 3600000], found {x}"
-        )));
-    }
-    Ok(x)
-}
-
-fn sample_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    let x = u64::deserialize(d)?;
-    if !(1..=1000).contains(&x) {
-        return Err(D::Error::custom(format!("expected a sample count in [1, 1000], found {x}")));
-    }
-    Ok(x)
-}
-
-fn window_ms<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    let x = u64::deserialize(d)?;
-    if !(1..=3_600_000).contains(&x) {
-        return Err(D::Error::custom(format!(
-            "expected a window in ms in [1, 3600000], found {x}"
-        )));
-    }
-    Ok(x)
-}
-
-pub(crate) fn exceed<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(x.is_finite() && (0.01..=100.0).contains(&x)) {
-        return Err(D::Error::custom(format!(
-            "expected an exceed count in [0.01, 100], found {x}"
-        )));
-    }
-    Ok(x)
-}
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<ClusterFlowRuleSpec>;
 
 impl ClusterFlowRuleSpec {
     /// Cross-field rule (Sentinel's `ClusterMetric` asserts it): the window divides evenly.

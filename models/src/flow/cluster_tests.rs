@@ -228,7 +228,7 @@ fn spec_validation() {
     let bad = |s: &str| ron::from_str::<ClusterFlowRuleSpec>(s).unwrap_err().to_string();
     assert!(bad("(name: \"c\", count: 1, threshold_type: LOCAL)").contains("AVG_LOCAL"));
     assert!(bad("(name: \"c\", count: 1, sample_count: 0)").contains("[1, 1000]"));
-    assert!(bad("(name: \"c\", count: 1, exceed_count: 0)").contains("exceed count"));
+    assert!(bad("(name: \"c\", count: 1, exceed_count: 0)").contains("in [0.01, 100], found 0"));
     let s: ClusterFlowRuleSpec =
         ron::from_str("(name: \"c\", count: 1, sample_count: 3)").expect("parses");
     assert!(s.check().unwrap_err().contains("multiple of sample_count"));

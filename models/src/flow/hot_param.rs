@@ -27,7 +27,7 @@
 //!
 //! API boundary: a governor that never parks; run-time `set_count`, `reset`.
 
-use super::{count, now_ms, seconds};
+use super::now_ms;
 use crate::governor::{CallDecision, CallInfo, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
@@ -81,10 +81,10 @@ pub struct ParamFlowRuleSpec {
     pub name: String,
     pub param: HotParam,
     /// Threshold per value per `duration_in_sec` (truncated to an integer, as Sentinel).
-    #[serde(deserialize_with = "count")]
+    #[serde(deserialize_with = "R::count")]
     pub count: f64,
     /// The statistics window (Sentinel default 1).
-    #[serde(default = "D::duration_in_sec", deserialize_with = "seconds")]
+    #[serde(default = "D::duration_in_sec", deserialize_with = "R::duration_in_sec")]
     pub duration_in_sec: u64,
     /// Extra tokens a value may burst (Sentinel default 0).
     #[serde(default = "D::burst_count")]
@@ -105,6 +105,8 @@ pub struct ParamFlowRuleSpec {
 
 /// The defaults declared in the parameter rows (`flow/params.rs`).
 type D = crate::params::Defaults<ParamFlowRuleSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<ParamFlowRuleSpec>;
 
 #[derive(Clone, Copy, Debug)]
 struct Bucket {

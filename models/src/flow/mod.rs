@@ -74,42 +74,6 @@ pub enum Verdict {
     Block,
 }
 
-/// A rule threshold (`count`): a finite real number in [0, 1e9].
-pub(crate) fn count<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(x.is_finite() && (0.0..=1e9).contains(&x)) {
-        return Err(D::Error::custom(format!("expected a count in [0, 1e9], found {x}")));
-    }
-    Ok(x)
-}
-
-/// Sentinel's `coldFactor`: an integer > 1 (its constructor throws otherwise), ≤ 100.
-pub(crate) fn cold_factor<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    let x = u32::deserialize(d)?;
-    if !(2..=100).contains(&x) {
-        return Err(D::Error::custom(format!("expected a cold factor in [2, 100], found {x}")));
-    }
-    Ok(x)
-}
-
-/// A whole number in [1, 86 400] (seconds).
-pub(crate) fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    let x = u64::deserialize(d)?;
-    if !(1..=86_400).contains(&x) {
-        return Err(D::Error::custom(format!("expected seconds in [1, 86400], found {x}")));
-    }
-    Ok(x)
-}
-
-/// A whole number of milliseconds in [0, 3 600 000].
-pub(crate) fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    let x = u64::deserialize(d)?;
-    if x > 3_600_000 {
-        return Err(D::Error::custom(format!("expected milliseconds in [0, 3600000], found {x}")));
-    }
-    Ok(x)
-}
-
 /// `None` or `Some(n)` with n ≥ 1 (written without `Some`).
 pub(crate) fn opt_cap<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let n = u64::deserialize(d)?;

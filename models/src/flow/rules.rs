@@ -27,10 +27,10 @@
 //! [`FlowRules::set_count`] and friends (window and token state kept) or
 //! [`FlowRules::reset`] (a rule reload: controllers new, resource statistics kept).
 
+use super::Verdict;
 use super::qps::{NodeStats, qps_can_pass, thread_can_pass};
 use super::throttle::Throttle;
 use super::warmup::{WarmUp, WarmUpPacing};
-use super::{Verdict, cold_factor, count, millis, opt_cap, seconds};
 use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
@@ -71,24 +71,24 @@ pub struct FlowRule {
     #[serde(default)]
     pub grade: FlowGrade,
     /// The threshold (QPS or concurrent calls), in [0, 1e9].
-    #[serde(deserialize_with = "count")]
+    #[serde(deserialize_with = "R::count")]
     pub count: f64,
     #[serde(default)]
     pub control_behavior: ControlBehavior,
     /// Pacing: the longest wait before a call is rejected (Sentinel default 500).
-    #[serde(default = "D::max_queueing_time_ms", deserialize_with = "millis")]
+    #[serde(default = "D::max_queueing_time_ms", deserialize_with = "R::max_queueing_time_ms")]
     pub max_queueing_time_ms: u64,
     /// Warm-up: seconds from cold to `count` (Sentinel default 10).
-    #[serde(default = "D::warm_up_period_sec", deserialize_with = "seconds")]
+    #[serde(default = "D::warm_up_period_sec", deserialize_with = "R::warm_up_period_sec")]
     pub warm_up_period_sec: u64,
     /// Warm-up: the cold rate is count / cold_factor (Sentinel default 3, must be > 1).
-    #[serde(default = "default_cold_factor", deserialize_with = "cold_factor")]
+    #[serde(default = "default_cold_factor", deserialize_with = "R::cold_factor")]
     pub cold_factor: u32,
     /// Pacing: at most this many calls parked at this rule (the sources' cap; Sentinel has
     /// none). Absent: bounded by the queueing time only.
     #[serde(
         default,
-        deserialize_with = "opt_cap",
+        deserialize_with = "crate::params::RangedSome::<FlowRule>::max_queue_length",
         serialize_with = "crate::validate::ser_present",
         skip_serializing_if = "Option::is_none"
     )]
@@ -97,6 +97,8 @@ pub struct FlowRule {
 
 /// The defaults declared in the rule's parameter rows (`flow/params.rs`).
 type D = crate::params::Defaults<FlowRule>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<FlowRule>;
 /// The declared default cold factor, as the rule holds it (`u32`).
 fn default_cold_factor() -> u32 {
     super::params::cold_factor(D::cold_factor())

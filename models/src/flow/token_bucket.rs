@@ -40,10 +40,10 @@ pub struct TokenBucketSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Bucket size in tokens (≥ 1); the bucket starts full.
-    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    #[serde(deserialize_with = "R::capacity")]
     pub capacity: u64,
     /// Refill rate (tokens per minute, ≥ 1).
-    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    #[serde(deserialize_with = "R::refill_tokens_per_minute")]
     pub refill_tokens_per_minute: u64,
     /// Longest wait for tokens; `"0s"` (default) rejects at once.
     #[serde(default = "D::max_wait")]
@@ -55,6 +55,8 @@ pub struct TokenBucketSpec {
 
 /// The defaults declared in the parameter rows (`super::params`).
 type D = crate::params::Defaults<TokenBucketSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<TokenBucketSpec>;
 
 /// Run-time state of a token bucket.
 #[derive(Clone, Debug)]

@@ -50,6 +50,14 @@ fn typed_parsing_keeps_enum_names_and_checks_ranges() {
             Err("expected a duration string in [\"0s\", \"1m\"], found \"2m\""),
         ),
         (ParamType::Float { min: 0.0, max: 1.0 }, "0.5", Ok("0.5")),
+        // An open lower bound: the bound itself is refused, anything above it is in range.
+        (ParamType::FloatAbove { above: 0.0, max: 100.0 }, "1e-300", Ok("0.000")),
+        (
+            ParamType::FloatAbove { above: 0.0, max: 100.0 },
+            "0",
+            Err("expected a number in (0, 100], found 0"),
+        ),
+        (ParamType::FloatAbove { above: 0.0, max: 100.0 }, "100.5", Err("found 100.5")),
         // Whole numbers are read as written, never up to the decimal point.
         (
             ParamType::Count { min: 1, max: 100 },
@@ -86,9 +94,56 @@ fn typed_parsing_keeps_enum_names_and_checks_ranges() {
         let mut de = ron::Deserializer::from_str(text).unwrap();
         let got = ty.deserialize_value(&mut de).map(|v| v.to_string()).map_err(|e| e.to_string());
         match (want, got) {
-            (Ok(w), Ok(g)) => assert_eq!(*w, g),
+            (Ok(w), Ok(g)) => assert!(g.starts_with(w), "{text}: {g}"),
             (Err(w), Err(g)) => assert!(g.contains(w), "{text}: {g}"),
             (w, g) => panic!("{text}: wanted {w:?}, got {g:?}"),
         }
     }
+}
+
+/// A struct's fields read through their rows: `Ranged` (the row's type and range),
+/// `RangedSome` (present means `Some`, an `OptCount` row read as its count) and
+/// `RangedOpt` (`None` or `Some(v)`); each error is the row's, and `check` agrees with it.
+#[test]
+fn fields_parse_with_their_rows() {
+    #[derive(Clone, Debug, PartialEq, Deserialize)]
+    struct Spec {
+        name: String,
+        #[serde(default = "D::rate", deserialize_with = "R::rate")]
+        rate: f64,
+        #[serde(default, deserialize_with = "RangedSome::<Spec>::cap")]
+        cap: Option<u64>,
+        #[serde(default, deserialize_with = "RangedOpt::<Spec>::wait")]
+        wait: Option<SimDuration>,
+    }
+    type D = Defaults<Spec>;
+    type R = Ranged<Spec>;
+    declare_params! {
+        Spec: "spec", name = |s| s.name;
+        rate: FloatAbove { above: 0.0, max: 100.0 }, "%", runtime, "a rate", default = 50.0;
+        cap: OptCount { min: 1, max: 10 }, "calls", fixed, "a cap";
+        wait: Duration { min: SimDuration(1), max: SimDuration::from_secs(60) }, "ns", fixed,
+            "a wait", opt_get = |s| s.wait, set = |s, d| s.wait = Some(d);
+    }
+    let parse = |s: &str| ron::from_str::<Spec>(s).map_err(|e| e.to_string());
+    let s = parse(r#"(name: "a", cap: 3, wait: Some("2s"))"#).unwrap();
+    assert_eq!((s.rate, s.cap, s.wait), (50.0, Some(3), Some(SimDuration::from_secs(2))));
+    assert_eq!(parse(r#"(name: "a", wait: None)"#).unwrap().wait, None);
+    for (text, err) in [
+        (r#"(name: "a", rate: 0)"#, "1:19-1:20: expected a number in (0, 100], found 0"),
+        (r#"(name: "a", cap: 0)"#, "expected an integer in [1, 10], found 0"),
+        (
+            r#"(name: "a", wait: Some("0s"))"#,
+            "expected a duration string in [\"1ns\", \"1m\"], found \"0s\"",
+        ),
+    ] {
+        let e = parse(text).unwrap_err();
+        assert!(e.contains(err), "{text}: {e}");
+    }
+    for d in <Spec as Params>::decls() {
+        if let Some(v) = d.default {
+            d.ty.check(&v).unwrap();
+        }
+    }
+    assert!(<Spec as Params>::decls()[0].ty.check(&ParamValue::Float(0.0)).is_err());
 }

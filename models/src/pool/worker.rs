@@ -47,7 +47,7 @@ pub struct ThreadPoolSpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     pub core_pool_size: u64,
-    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    #[serde(deserialize_with = "R::maximum_pool_size")]
     pub maximum_pool_size: u64,
     #[serde(default = "D::keep_alive_time")]
     pub keep_alive_time: SimDuration,
@@ -66,13 +66,15 @@ pub struct ThreadPoolSpec {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::dispatch::opt_positive_duration"
+        deserialize_with = "crate::params::RangedOpt::<crate::timeouts::PoolQueue>::max_queue_wait"
     )]
     pub max_queue_wait: Option<SimDuration>,
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<ThreadPoolSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<ThreadPoolSpec>;
 fn default_rejection() -> RejectionPolicy {
     RejectionPolicy::Abort
 }

@@ -48,7 +48,7 @@ pub enum Backoff {
         #[serde(
             default = "D::backoff_multiplier",
             alias = "multiplier",
-            deserialize_with = "multiplier_at_least_one"
+            deserialize_with = "R::backoff_multiplier"
         )]
         exponential_backoff_multiplier: f64,
         /// Upper bound on the interval; absent = unbounded.
@@ -71,17 +71,7 @@ impl Default for Backoff {
 }
 
 /// The defaults declared in the retry's parameter rows (`retry/spec.rs`).
-use super::spec::D;
-
-fn multiplier_at_least_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(1.0..=100.0).contains(&x) {
-        return Err(serde::de::Error::custom(format!(
-            "expected a backoff multiplier in [1, 100], found {x}"
-        )));
-    }
-    Ok(x)
-}
+use super::spec::{D, R};
 
 /// How the interval is spread (DESIGN §3).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -99,7 +89,7 @@ pub enum Jitter {
     Randomized {
         #[serde(
             default = "D::randomized_wait_factor",
-            deserialize_with = "crate::validate::probability"
+            deserialize_with = "R::randomized_wait_factor"
         )]
         randomized_wait_factor: f64,
     },
@@ -325,7 +315,7 @@ mod tests {
         assert_eq!(b, expo(1000, 1.5, None));
         let e = ron::from_str::<Backoff>(r#"Exponential(wait_duration: "1s", multiplier: 0.5)"#)
             .unwrap_err();
-        assert!(e.to_string().contains("multiplier in [1, 100]"), "{e}");
+        assert!(e.to_string().contains("expected a number in [1, 100], found 0.5"), "{e}");
         let j: Jitter = ron::from_str(r#"Decorrelated(cap: "20s")"#).unwrap();
         assert_eq!(j, Jitter::Decorrelated { cap: SimDuration::from_secs(20) });
     }

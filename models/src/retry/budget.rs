@@ -40,22 +40,19 @@ pub enum RetryBudgetSpec {
     #[default]
     Unlimited,
     Ratio {
-        #[serde(
-            default = "D::budget_max_ratio",
-            deserialize_with = "crate::validate::probability"
-        )]
+        #[serde(default = "D::budget_max_ratio", deserialize_with = "R::budget_max_ratio")]
         max_ratio: f64,
-        #[serde(default = "D::budget_window", deserialize_with = "window_at_least_10ns")]
+        #[serde(default = "D::budget_window", deserialize_with = "R::budget_window")]
         window: SimDuration,
     },
     GrpcTokenBucket {
-        #[serde(default = "D::budget_max_tokens", deserialize_with = "max_tokens_range")]
+        #[serde(default = "D::budget_max_tokens", deserialize_with = "R::budget_max_tokens")]
         max_tokens: f64,
-        #[serde(default = "D::budget_token_ratio", deserialize_with = "token_ratio_range")]
+        #[serde(default = "D::budget_token_ratio", deserialize_with = "R::budget_token_ratio")]
         token_ratio: f64,
     },
     EnvoyBudget {
-        #[serde(default = "D::budget_percent", deserialize_with = "percent_range")]
+        #[serde(default = "D::budget_percent", deserialize_with = "R::budget_percent")]
         budget_percent: f64,
         #[serde(default = "D::budget_min_retry_concurrency")]
         min_retry_concurrency: u64,
@@ -63,46 +60,7 @@ pub enum RetryBudgetSpec {
 }
 
 /// The defaults declared in the retry's parameter rows (`budget_*`, `retry/spec.rs`).
-use super::spec::D;
-
-fn range<'de, D: serde::Deserializer<'de>>(
-    d: D,
-    lo: f64,
-    hi: f64,
-    what: &str,
-) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(x > lo && x <= hi) {
-        return Err(serde::de::Error::custom(format!(
-            "expected {what} in ({lo}, {hi}], found {x}"
-        )));
-    }
-    Ok(x)
-}
-fn max_tokens_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    range(d, 0.0, 1000.0, "max_tokens")
-}
-fn token_ratio_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    range(d, 0.0, 1.0, "token_ratio")
-}
-fn percent_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(0.0..=100.0).contains(&x) {
-        return Err(serde::de::Error::custom(format!(
-            "expected budget_percent in [0, 100], found {x}"
-        )));
-    }
-    Ok(x)
-}
-fn window_at_least_10ns<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
-    let w = SimDuration::deserialize(d)?;
-    if w.0 < RATIO_BUCKETS as u64 {
-        return Err(serde::de::Error::custom(format!(
-            "expected a window of at least 10ns, found {w}"
-        )));
-    }
-    Ok(w)
-}
+use super::spec::{D, R};
 
 /// The budget's settings as registry parameters (`retry.<n>.budget_<param>`): each is
 /// registered only for the variant that has it (`None` otherwise).
@@ -444,6 +402,6 @@ mod tests {
             RetryBudgetSpec::Ratio { max_ratio: 0.1, window: SimDuration::from_secs(10) }
         );
         let e = ron::from_str::<RetryBudgetSpec>("GrpcTokenBucket(token_ratio: 0)").unwrap_err();
-        assert!(e.to_string().contains("token_ratio in (0, 1]"), "{e}");
+        assert!(e.to_string().contains("expected a number in (0, 1], found 0"), "{e}");
     }
 }

@@ -19,7 +19,7 @@ pub struct RetrySpec {
     #[serde(deserialize_with = "crate::validate::name")]
     pub name: String,
     /// Attempts including the first call (Resilience4j `maxAttempts`, default 3), 1..=100.
-    #[serde(default = "D::max_attempts", deserialize_with = "max_attempts_range")]
+    #[serde(default = "D::max_attempts", deserialize_with = "R::max_attempts")]
     pub max_attempts: u64,
     /// Reasons (stable names) whose failures/rejections are retried.
     #[serde(default = "default_retry_on", with = "reason_list")]
@@ -55,7 +55,7 @@ pub struct ClassRetryPolicy {
     pub class: String,
     #[serde(
         default,
-        deserialize_with = "opt_max_attempts",
+        deserialize_with = "crate::params::RangedSome::<RetrySpec>::max_attempts",
         skip_serializing_if = "Option::is_none",
         serialize_with = "crate::validate::ser_present"
     )]
@@ -138,6 +138,8 @@ impl RetrySpec {
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
 pub(super) type D = crate::params::Defaults<RetrySpec>;
+/// The fields parsed with their rows' types and ranges (`budget_*` rows for the budget's).
+pub(super) type R = crate::params::Ranged<RetrySpec>;
 
 fn default_max_tracked() -> u64 {
     1_000_000
@@ -155,18 +157,6 @@ pub fn default_retry_on() -> Vec<Reason> {
     ]
 }
 
-fn check_max_attempts<E: serde::de::Error>(n: u64) -> Result<u64, E> {
-    if !(1..=100).contains(&n) {
-        return Err(E::custom(format!("expected max_attempts in [1, 100], found {n}")));
-    }
-    Ok(n)
-}
-fn max_attempts_range<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    check_max_attempts(u64::deserialize(d)?)
-}
-fn opt_max_attempts<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    check_max_attempts(u64::deserialize(d)?).map(Some)
-}
 fn opt_reason_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Reason>>, D::Error> {
     reason_list::deserialize(d).map(Some)
 }
@@ -232,12 +222,12 @@ crate::params::declare_params! {
         default = SimDuration::from_secs(10),
         opt_get = |s| s.budget.window(),
         set = |s, d| s.budget.set_window(d);
-    budget_max_tokens: Float { min: 1e-9, max: 1000.0 }, "tokens", fixed,
-        "gRPC retry throttling's bucket size, in (0, 1000] (GrpcTokenBucket only)", default = 10.0,
+    budget_max_tokens: FloatAbove { above: 0.0, max: 1000.0 }, "tokens", fixed,
+        "gRPC retry throttling's bucket size (GrpcTokenBucket only)", default = 10.0,
         opt_get = |s| s.budget.max_tokens(),
         set = |s, x| s.budget.set_float("max_tokens", x);
-    budget_token_ratio: Float { min: 1e-9, max: 1.0 }, "tokens", fixed,
-        "tokens a success gives back, in (0, 1] (GrpcTokenBucket only)", default = 0.1,
+    budget_token_ratio: FloatAbove { above: 0.0, max: 1.0 }, "tokens", fixed,
+        "tokens a success gives back (GrpcTokenBucket only)", default = 0.1,
         opt_get = |s| s.budget.token_ratio(),
         set = |s, x| s.budget.set_float("token_ratio", x);
     budget_percent: Float { min: 0.0, max: 100.0 }, "%", fixed,

@@ -98,7 +98,9 @@ fn a_retry_back_off_below_the_limiter_is_cut() {
 fn bad_timeout_points_at_the_value() {
     let text = RETRY_BELOW.replace("\"400ms\"", "\"0s\"");
     let e = ron::from_str::<ScenarioSpec<ParamValue>>(&text).unwrap_err();
-    assert!(e.to_string().contains("timeout_duration must be > 0"), "{e}");
+    // The row's range (`time_limiter.<name>.timeout_duration`), at the value's position.
+    let want = "4:52-4:55: expected a duration string in [\"1ns\", \"24h\"], found \"0s\"";
+    assert!(e.to_string().contains(want), "{e}");
 }
 
 /// A pooled call site: 4 connections (connect = 2 round trips of 20 ms … TLS), 50 req/s

@@ -151,6 +151,24 @@ fn done(r: &egui::Response) -> bool {
     r.drag_stopped() || (r.changed() && !r.dragged())
 }
 
+/// A number's knob over `[min, max]`: a slider for a short finite range, else a drag value.
+fn float_knob(
+    ui: &mut egui::Ui,
+    x: &mut f64,
+    min: f64,
+    max: f64,
+    unit: &str,
+    label: egui::Id,
+) -> bool {
+    let r = if max.is_finite() && min.is_finite() && max - min <= 1000.0 {
+        ui.add(egui::Slider::new(x, min..=max).suffix(unit))
+    } else {
+        ui.add(egui::DragValue::new(x).range(min..=max).speed(0.01).suffix(unit))
+    }
+    .labelled_by(label);
+    done(&r)
+}
+
 /// The editor of one value; returns true when an edit is to be applied.
 fn editor(
     ui: &mut egui::Ui,
@@ -192,13 +210,11 @@ fn editor(
             done(&r)
         }
         (ParamType::Float { min, max }, ParamValue::Float(x)) => {
-            let r = if max.is_finite() && min.is_finite() && max - min <= 1000.0 {
-                ui.add(egui::Slider::new(x, *min..=*max).suffix(unit))
-            } else {
-                ui.add(egui::DragValue::new(x).range(*min..=*max).speed(0.01).suffix(unit))
-            }
-            .labelled_by(label);
-            done(&r)
+            float_knob(ui, x, *min, *max, &unit, label)
+        }
+        // The excluded bound is never committed: the knob stops at the next number above it.
+        (ParamType::FloatAbove { above, max }, ParamValue::Float(x)) => {
+            float_knob(ui, x, above.next_up(), *max, &unit, label)
         }
         (ParamType::Bool, ParamValue::Bool(b)) => ui.checkbox(b, "").labelled_by(label).changed(),
         // An enum: its choices in a combo box, by the names the scenario writes.

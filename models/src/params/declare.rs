@@ -1,0 +1,263 @@
+//! The two table macros of the registry: `param_choices!` (an enum parameter's choices, declared
+//! once) and `declare_params!` (a kind's parameter rows, from which its `Params`, defaults,
+//! ranged parsers and run-time dispatch are generated).
+
+/// Declares an enum whose value can be a parameter, each variant's scenario name written
+/// once: the enum with its serde names (`#[serde(rename = …)]`), [`ParamChoice`](super::ParamChoice), an
+/// inherent `CHOICES` (for `Enum { choices: Foo::CHOICES }` in a [`declare_params!`] row)
+/// and [`ParamField`](super::ParamField).
+///
+/// ```text
+/// param_choices! {
+///     /// `transitionToStateAfterWaitDuration`.
+///     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///     pub enum StateAfterMaxWait { Open = "OPEN", Closed = "CLOSED" }
+/// }
+/// ```
+macro_rules! param_choices {
+    (
+        $(#[$m:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vm:meta])* $variant:ident = $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$m])*
+        $vis enum $name {
+            $( $(#[$vm])* #[serde(rename = $text)] $variant, )+
+        }
+        impl $name {
+            /// The scenario names of the choices, in declaration order.
+            pub const CHOICES: &'static [&'static str] = &[$($text),+];
+        }
+        impl $crate::params::ParamChoice for $name {
+            const CHOICES: &'static [&'static str] = &[$($text),+];
+            fn choice(&self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+            fn from_choice(name: &str) -> Option<Self> {
+                match name {
+                    $( $text => Some($name::$variant), )+
+                    _ => None,
+                }
+            }
+        }
+        impl $crate::params::ParamField for $name {
+            fn to_value(&self) -> $crate::params::ParamValue {
+                $crate::params::ParamValue::Enum(
+                    $crate::params::ParamChoice::choice(self).to_string(),
+                )
+            }
+            fn from_value(v: $crate::params::ParamValue) -> Option<Self> {
+                match v {
+                    $crate::params::ParamValue::Enum(c) => {
+                        $crate::params::ParamChoice::from_choice(&c)
+                    }
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use param_choices;
+
+/// One declaration per parameter: a component's [`Params`](super::Params) implementation (its kind, its
+/// declarations, `get` and `set`) generated from one table, a row per parameter stating its
+/// name, type and range, unit, run-time flag and doc once, next to how it is read and
+/// written. The registry, validation, sweeps, the timeline, `explain`, the GUI's knobs and
+/// the generated reference tables all read these rows.
+///
+/// ```text
+/// declare_params! {
+///     AimdLimitSpec: "aimd_limit", name = |s| s.name;
+///     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
+///         "the limit before the first sample (initialLimit)";
+///     // A parameter held elsewhere than a field of the same name:
+///     wait_duration: Duration { .. }, "ns", fixed, "the (first) backoff interval",
+///         get = |s| s.backoff.wait_duration(), set = |s, d| s.backoff.set_wait_duration(d);
+/// }
+/// ```
+/// Rows are `name: <ParamType variant>, unit, runtime | fixed, doc` and optionally
+/// `default = <value>` (the `ParamValue` variant's content, a choice's name for an enum:
+/// the field's serde default through [`Defaults`](super::Defaults), and the reference table's default),
+/// `get = |s| <value>` (a [`ParamField`](super::ParamField); `opt_get` for an `Option` of one, the parameter
+/// then absent from instances that return `None`) and `set = |s, v| <statement>`; without
+/// them the field of the same name is read and written. `field_of = <fn>` after the kind
+/// overrides [`Params::field_of`](super::Params::field_of); `check = <fn(&Spec) -> Result<(), String>>` after it
+/// checks the whole spec after each `set` (a cross-field rule), which is undone if refused.
+/// An enum parameter's row is `Enum { choices: Foo::CHOICES }` with `Foo` declared by
+/// [`param_choices!`].
+///
+/// `declare_params! { rows FlowRule: "flow rule"; <rows> }` declares the rows of a part that
+/// has no path of its own ([`ParamRows`](super::ParamRows)): its component lists them under indexed names
+/// (`flow.<name>.rule<i>.count`, [`indexed_decls`](super::indexed_decls), [`split_indexed`](super::split_indexed)).
+macro_rules! declare_params {
+    // A part declared with its own rows (a flow rule of `flow.<name>`): [`ParamRows`](super::ParamRows),
+    // listed by its component under indexed names ([`indexed_decls`](super::indexed_decls)).
+    (rows $spec:ty : $label:literal; $($rows:tt)*) => {
+        $crate::params::declare_params!(@rows $spec, $label; $($rows)*);
+    };
+    (@rows $spec:ty, $label:literal;
+        $(
+            $param:ident : $variant:ident $({ $($range:tt)* })?, $unit:literal, $rt:ident, $doc:literal
+            $(, default = $default:expr)?
+            $(, get = |$gs:ident| $get:expr)?
+            $(, opt_get = |$os:ident| $opt_get:expr)?
+            $(, set = |$ss:ident, $sv:ident| $set:expr)?
+        );* $(;)?
+    ) => {
+        #[allow(dead_code)]
+        impl $crate::params::Defaults<$spec> {
+            $($(
+                /// The declared default (its `declare_params!` row).
+                pub fn $param<T: $crate::params::ParamField>() -> T {
+                    T::from_value($crate::params::declare_params!(@value $variant, $default))
+                        .expect("a declared default has its field's type")
+                }
+            )?)*
+        }
+        #[allow(dead_code)]
+        impl $crate::params::Ranged<$spec> {
+            $(
+                /// Parses the field with its row's type and range (`declare_params!`).
+                pub fn $param<'de, De: serde::Deserializer<'de>, T: $crate::params::ParamField>(
+                    d: De,
+                ) -> Result<T, De::Error> {
+                    $crate::params::deserialize_ranged(
+                        $crate::params::ParamType::$variant $({ $($range)* })?,
+                        d,
+                    )
+                }
+            )*
+        }
+        #[allow(dead_code)]
+        impl $crate::params::RangedSome<$spec> {
+            $(
+                /// Parses a present value with its row's type and range (`declare_params!`).
+                pub fn $param<'de, De: serde::Deserializer<'de>, T: $crate::params::ParamField>(
+                    d: De,
+                ) -> Result<Option<T>, De::Error> {
+                    $crate::params::deserialize_ranged_some(
+                        $crate::params::ParamType::$variant $({ $($range)* })?,
+                        d,
+                    )
+                }
+            )*
+        }
+        #[allow(dead_code)]
+        impl $crate::params::RangedOpt<$spec> {
+            $(
+                /// Parses `None` or `Some(v)`, v with its row's type and range.
+                pub fn $param<'de, De: serde::Deserializer<'de>, T: $crate::params::ParamField>(
+                    d: De,
+                ) -> Result<Option<T>, De::Error> {
+                    $crate::params::deserialize_ranged_opt(
+                        $crate::params::ParamType::$variant $({ $($range)* })?,
+                        d,
+                    )
+                }
+            )*
+        }
+        impl $crate::params::ParamRows for $spec {
+            fn row_decls() -> Vec<$crate::params::ParamDecl> {
+                vec![$($crate::params::ParamDecl {
+                    name: stringify!($param),
+                    ty: $crate::params::ParamType::$variant $({ $($range)* })?,
+                    unit: $unit,
+                    runtime: $crate::params::declare_params!(@runtime $rt),
+                    doc: $doc,
+                    default: $crate::params::declare_params!(@default $variant $(, $default)?),
+                }),*]
+            }
+            #[allow(unused_variables)]
+            fn row_get(&self, p: &str) -> Option<$crate::params::ParamValue> {
+                use $crate::params::ParamField as _;
+                match p {
+                    $(stringify!($param) => $crate::params::declare_params!(
+                        @get self, $param $(, |$gs| $get)? $(, opt |$os| $opt_get)?
+                    ),)*
+                    _ => None,
+                }
+            }
+            #[allow(unused_variables)]
+            fn row_set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
+                use $crate::params::ParamField;
+                let wrong = |p: &str, v: &$crate::params::ParamValue| {
+                    format!("{} has no parameter `{p}` of type {v:?}", $label)
+                };
+                match p {
+                    $(stringify!($param) => {
+                        let Some(x) = ParamField::from_value(v.clone()) else {
+                            return Err(wrong(p, &v));
+                        };
+                        $crate::params::declare_params!(
+                            @set self, x, $param $(, |$ss, $sv| $set)?
+                        );
+                    })*
+                    _ => return Err(wrong(p, &v)),
+                }
+                Ok(())
+            }
+        }
+    };
+    (@default $variant:ident) => { None };
+    (@default $variant:ident, $d:expr) => {
+        Some($crate::params::declare_params!(@value $variant, $d))
+    };
+    (@value Enum, $d:expr) => { $crate::params::ParamValue::Enum(String::from($d)) };
+    (@value FloatAbove, $d:expr) => { $crate::params::ParamValue::Float($d) };
+    (@value $variant:ident, $d:expr) => { $crate::params::ParamValue::$variant($d) };
+    (@runtime runtime) => { true };
+    (@runtime fixed) => { false };
+    (@get $self:ident, $param:ident) => { Some($self.$param.to_value()) };
+    (@get $self:ident, $param:ident, |$gs:ident| $get:expr) => {{
+        let $gs = $self;
+        Some(($get).to_value())
+    }};
+    (@get $self:ident, $param:ident, opt |$os:ident| $get:expr) => {{
+        let $os = $self;
+        ($get).map(|x| x.to_value())
+    }};
+    (@set $self:ident, $x:ident, $param:ident) => { $self.$param = $x };
+    (@set $self:ident, $x:ident, $param:ident, |$ss:ident, $sv:ident| $set:expr) => {{
+        let ($ss, $sv) = ($self, $x);
+        $set;
+    }};
+    // A component kind: its rows ([`ParamRows`](super::ParamRows)) and [`Params`](super::Params) over them.
+    (
+        $spec:ty : $kind:literal, name = |$ns:ident| $name:expr
+        $(, field_of = $field_of:expr)?
+        $(, check = $check:expr)? ;
+        $($rows:tt)*
+    ) => {
+        $crate::params::declare_params!(@rows $spec, $kind; $($rows)*);
+        impl $crate::params::Params for $spec {
+            const KIND: &'static str = $kind;
+            fn instance_name(&self) -> &str {
+                let $ns = self;
+                &$name
+            }
+            fn decls() -> Vec<$crate::params::ParamDecl> {
+                <$spec as $crate::params::ParamRows>::row_decls()
+            }
+            $(fn field_of(param: &str) -> String {
+                ($field_of)(param)
+            })?
+            fn get(&self, p: &str) -> Option<$crate::params::ParamValue> {
+                $crate::params::ParamRows::row_get(self, p)
+            }
+            fn set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
+                $(let (before, check) = (self.clone(), $check);)?
+                $crate::params::ParamRows::row_set(self, p, v)?;
+                $(if let Err(e) = check(&*self) {
+                    let _ = stringify!($check);
+                    *self = before;
+                    return Err(e);
+                })?
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use declare_params;

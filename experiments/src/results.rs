@@ -26,7 +26,6 @@ use models::params::ParamValue;
 use models::summary::Value;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Fixed leading columns of `runs.parquet`, before the model's summary columns.
 pub const RUN_COLUMNS: [&str; 13] = [
@@ -112,9 +111,15 @@ pub fn write_run(
     part("runs", &mut runs_frame(exp, one)?)
 }
 
+/// Buffered: the parquet writer emits its page headers and metadata a few bytes at a time
+/// (≈ 48,000 `write` calls for one run's `runs` part, measured with `strace -c`), so an
+/// unbuffered file spent a quarter of a sweep's CPU in the kernel (bench/NOTES.md, (d)).
 fn write_parquet_file(path: &Path, df: &mut DataFrame) -> PolarsResult<()> {
-    let f = std::fs::File::create(path)?;
-    ParquetWriter::new(f).with_compression(ParquetCompression::Zstd(None)).finish(df)?;
+    use std::io::Write as _;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::create(path)?);
+    ParquetWriter::new(&mut w).with_compression(ParquetCompression::Zstd(None)).finish(df)?;
+    // Flushed here, not on drop, so that a write error is reported, never swallowed.
+    w.flush()?;
     Ok(())
 }
 
@@ -572,57 +577,91 @@ pub fn load_planned(dir: impl AsRef<Path>, exp: &Experiment) -> PolarsResult<Dat
     Ok(df)
 }
 
-/// Lazily scans one table of a results folder (`runs`, `timeseries`, `events`, `timings`,
-/// `requests`), all shards, with a `shard` column from the folder names.
+/// Reads one table of a results folder (`runs`, `timeseries`, `events`, `timings`,
+/// `requests`), all shards, as a `LazyFrame` over the rows in memory, with a hive-style
+/// `shard` column (Int64, last) from the folder names.
+///
+/// Parts may have different columns — runs of structural variants report different
+/// components, and parts written by an older version lack newer columns: the table has the
+/// union of the parts' columns, in first-seen order over the parts sorted by path, a column
+/// a part lacks read as nulls. Rows come part by part in that order.
+///
+/// The parts are read eagerly with `ParquetReader`, not with `LazyFrame::scan_parquet`:
+/// polars 0.55 runs every file scan through its streaming engine, which compiles the whole
+/// cloud stack (object_store, reqwest, hyper, rustls, tokio) into the CLI; a results table
+/// of a batch fits in memory (bench/NOTES.md, "Session 4, build lane").
 pub fn scan(dir: impl AsRef<Path>, table: &str) -> PolarsResult<LazyFrame> {
     let p = dir.as_ref().join(table);
     if !p.is_dir() {
         polars_bail!(ComputeError: "no table `{table}` in {} (expected a folder {})", dir.as_ref().display(), p.display());
     }
-    let path =
-        p.to_str().ok_or_else(|| polars_err!(ComputeError: "non-UTF-8 path {}", p.display()))?;
-    // Parts may have different columns — runs of structural variants report different
-    // components, and parts written by an older version lack newer columns: scan with the
-    // union of the parts' schemas, a column a part lacks read as nulls.
-    let args = ScanArgsParquet {
-        allow_missing_columns: true,
-        schema: union_schema(&p)?.map(Arc::new),
-        ..Default::default()
-    };
-    LazyFrame::scan_parquet(PlRefPath::new(format!("{path}/")), args)
+    let parts = table_parts(&p)?;
+    if parts.is_empty() {
+        polars_bail!(ComputeError: "table `{table}` in {} has no part (expected {}/shard=<i>/<run_id>.parquet)", dir.as_ref().display(), p.display());
+    }
+    let mut frames = Vec::with_capacity(parts.len());
+    let mut union = Schema::default();
+    for (shard, f) in &parts {
+        let df = ParquetReader::new(std::fs::File::open(f)?).finish()?;
+        for (name, dtype) in df.schema().iter() {
+            if !union.contains(name) {
+                union.with_column(name.clone(), dtype.clone());
+            }
+        }
+        frames.push((*shard, df));
+    }
+    let mut all: Option<DataFrame> = None;
+    for (shard, df) in frames {
+        let n = df.height();
+        let mut cols = Vec::with_capacity(union.len() + 1);
+        for (name, dtype) in union.iter() {
+            cols.push(match df.column(name) {
+                Ok(c) if c.dtype() == dtype => c.clone(),
+                Ok(c) => c.cast(dtype)?,
+                Err(_) => Column::full_null(name.clone(), n, dtype),
+            });
+        }
+        cols.push(Column::new("shard".into(), vec![shard; n]));
+        let df = DataFrame::new(n, cols)?;
+        match all.as_mut() {
+            None => all = Some(df),
+            Some(a) => {
+                a.vstack_mut(&df)?;
+            }
+        }
+    }
+    let mut all = all.expect("at least one part");
+    all.rechunk_mut();
+    Ok(all.lazy())
 }
 
-/// The union of the column schemas of a table's parts (`<table>/shard=<i>/*.parquet`), in
-/// first-seen order over the parts sorted by path; `None` when there is no part.
-fn union_schema(table: &Path) -> PolarsResult<Option<Schema>> {
-    let mut parts: Vec<PathBuf> = Vec::new();
+/// The parts of a table (`<table>/shard=<i>/*.parquet`, hidden files left out) sorted by
+/// path, each with its shard number.
+fn table_parts(table: &Path) -> PolarsResult<Vec<(i64, PathBuf)>> {
+    let mut parts: Vec<(i64, PathBuf)> = Vec::new();
     for shard in std::fs::read_dir(table)? {
         let shard = shard?.path();
         if !shard.is_dir() {
             continue;
         }
+        let name = shard.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with('.') {
+            continue;
+        }
+        let Some(i) = name.strip_prefix("shard=").and_then(|i| i.parse::<i64>().ok()) else {
+            polars_bail!(ComputeError: "unexpected folder {} in a results table (expected shard=<i>)", shard.display());
+        };
         for f in std::fs::read_dir(&shard)? {
             let f = f?.path();
             let visible =
                 f.file_name().and_then(|n| n.to_str()).is_some_and(|n| !n.starts_with('.'));
             if visible && f.extension().is_some_and(|e| e == "parquet") {
-                parts.push(f);
+                parts.push((i, f));
             }
         }
     }
-    parts.sort();
-    let mut union: Option<Schema> = None;
-    for f in parts {
-        let arrow = ParquetReader::new(std::fs::File::open(&f)?).schema()?;
-        let schema = Schema::from_arrow_schema(&arrow);
-        let u = union.get_or_insert_with(Schema::default);
-        for (name, dtype) in schema.iter() {
-            if !u.contains(name) {
-                u.with_column(name.clone(), dtype.clone());
-            }
-        }
-    }
-    Ok(union)
+    parts.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(parts)
 }
 
 /// Across-seed statistics of every summary metric, per variant × sweep point: `runs` (seeds

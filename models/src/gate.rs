@@ -146,6 +146,15 @@ impl Governor for Gate {
     fn waiting(&self) -> usize {
         self.waiters.len()
     }
+
+    /// No timer, no events, no series (its gauges are read after every step anyway).
+    fn take_changed(&mut self) -> bool {
+        false
+    }
+
+    fn has_released(&self) -> bool {
+        !self.woken.is_empty()
+    }
 }
 
 crate::params::declare_params! {

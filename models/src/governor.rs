@@ -131,6 +131,20 @@ pub trait Governor {
     fn batch_of(&self, _call: CallId) -> Option<u32> {
         None
     }
+    /// Whether anything the world re-reads after an interaction — [`Governor::wake_at`],
+    /// [`Governor::take_events`], a breaker's published window and state — may have
+    /// changed since the last call of this method, which clears the mark. The world skips
+    /// its hand-off for a governor that answers no (debug builds check that the hand-off
+    /// would have found nothing to do). Default: always yes, the full hand-off after every
+    /// interaction; a kind that overrides it marks every mutation of those.
+    fn take_changed(&mut self) -> bool {
+        true
+    }
+    /// Whether [`Governor::take_woken`] or [`Governor::take_answered`] would yield a call
+    /// (read from the lists themselves; default: yes, the call site drains them).
+    fn has_released(&self) -> bool {
+        true
+    }
 }
 
 /// What a governor's run-time state provides to the kind table (`kinds.rs`) beyond

@@ -116,8 +116,9 @@ impl<E: Copy> Calendar<E> {
     #[inline]
     pub fn schedule(&mut self, time: SimTime, phase: Phase, payload: E) {
         let key = self.key(time, phase);
-        self.heap.push(Entry { key, timer: NO_TIMER, payload });
-        self.sift_up(self.heap.len() - 1);
+        let entry = Entry { key, timer: NO_TIMER, payload };
+        self.heap.push(entry);
+        self.rise(self.heap.len() - 1, entry);
     }
 
     /// Schedules an event that may be cancelled with the returned handle.
@@ -138,8 +139,9 @@ impl<E: Copy> Calendar<E> {
                 (self.timers.len() - 1) as u32
             }
         };
-        self.heap.push(Entry { key, timer: slot, payload });
-        self.sift_up(pos as usize);
+        let entry = Entry { key, timer: slot, payload };
+        self.heap.push(entry);
+        self.rise(pos as usize, entry);
         TimerHandle { slot, generation: self.timers[slot as usize].generation }
     }
 
@@ -152,21 +154,21 @@ impl<E: Copy> Calendar<E> {
     /// Removes and returns the next event in `(time, phase, sequence)` order.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
-        if self.heap.is_empty() {
-            return None;
-        }
         // The root goes: the last entry takes its place, sinks to the bottom along the
         // smaller children (one comparison per level), then rises to its place — the
-        // cheaper order `std`'s binary heap uses (the last entry usually belongs low).
-        let last = self.heap.len() - 1;
-        self.heap.swap(0, last);
-        let e = self.heap.pop().expect("non-empty");
-        self.release(e.timer);
-        if !self.heap.is_empty() {
-            let pos = self.sink_to_bottom(0);
-            self.sift_up(pos);
-        }
-        Some((SimTime(e.key.time), e.payload))
+        // cheaper order `std`'s binary heap uses (the last entry usually belongs low). The
+        // last entry is held in hand throughout and written once, where it belongs.
+        let last = self.heap.pop()?;
+        let top = if self.heap.is_empty() {
+            last
+        } else {
+            let top = self.heap[0];
+            let pos = self.sink_hole_to_bottom(0);
+            self.rise(pos, last);
+            top
+        };
+        self.release(top.timer);
+        Some((SimTime(top.key.time), top.payload))
     }
 
     /// Cancels a pending timer. Returns its payload if it was still pending.
@@ -213,13 +215,12 @@ impl<E: Copy> Calendar<E> {
         }
     }
 
-    /// Moves the entry at `pos` down to a leaf along the smaller children, without
-    /// comparing it; returns the leaf position (the caller sifts it up from there). The
-    /// entry is held aside and each child moves up once (a hole, not swaps).
+    /// Moves the hole at `pos` down to a leaf along the smaller children (each child moves
+    /// up once, nothing is compared with the entry that will fill it); returns the leaf
+    /// position, where the caller's entry [`Self::rise`]s from.
     #[inline]
-    fn sink_to_bottom(&mut self, mut pos: usize) -> usize {
+    fn sink_hole_to_bottom(&mut self, mut pos: usize) -> usize {
         let n = self.heap.len();
-        let moving = self.heap[pos];
         let mut child = 2 * pos + 1;
         while child + 1 < n {
             if self.heap[child + 1].key < self.heap[child].key {
@@ -235,7 +236,6 @@ impl<E: Copy> Calendar<E> {
             self.place(pos);
             pos = child;
         }
-        self.heap[pos] = moving;
         pos
     }
 
@@ -248,9 +248,10 @@ impl<E: Copy> Calendar<E> {
         }
     }
 
-    #[inline]
-    fn sift_up(&mut self, mut pos: usize) {
-        let moving = self.heap[pos];
+    /// Puts `moving` in the hole at `pos` after moving it up past every parent it orders
+    /// before (each parent moves down once; `moving` is written once).
+    #[inline(always)]
+    fn rise(&mut self, mut pos: usize, moving: Entry<E>) {
         while pos > 0 {
             let parent = (pos - 1) / 2;
             if moving.key >= self.heap[parent].key {
@@ -261,7 +262,15 @@ impl<E: Copy> Calendar<E> {
             pos = parent;
         }
         self.heap[pos] = moving;
-        self.place(pos);
+        if moving.timer != NO_TIMER {
+            self.timers[moving.timer as usize].heap_pos = pos as u32;
+        }
+    }
+
+    #[inline]
+    fn sift_up(&mut self, pos: usize) {
+        let moving = self.heap[pos];
+        self.rise(pos, moving);
     }
 
     #[inline]

@@ -15,7 +15,6 @@
 //! has no accumulated rounding.
 
 use crate::time::{SimDuration, SimTime};
-use hdrhistogram::Histogram;
 
 /// Up to this many values a [`Quantiles`] keeps them all and reports exact order
 /// statistics; beyond, it switches to a histogram.
@@ -30,27 +29,66 @@ pub const QUANTILE_RELATIVE_ERROR: f64 = 1.0 / 1024.0;
 /// Largest trackable value: 10⁶ s in ns (larger values are clamped to it).
 const HISTOGRAM_MAX_NS: u64 = 1_000_000 * 1_000_000_000;
 
+/// The log-linear buckets beyond [`EXACT_QUANTILES_UP_TO`] values: HdrHistogram's layout
+/// for values in `[1, HISTOGRAM_MAX_NS]` at [`HISTOGRAM_SIGNIFICANT_DIGITS`] (unit magnitude
+/// 0, 2,048 sub-buckets, the upper half of each further bucket used), computed here from the
+/// value's bits so that a record is a handful of instructions. The counts per bucket are the
+/// ones an `hdrhistogram::Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, 3)` would hold
+/// (checked against it in the tests), so the quantiles are those of that histogram.
+mod buckets {
+    /// log2 of half the sub-bucket count (1,024).
+    const HALF_MAGNITUDE: u32 = 10;
+    const HALF: usize = 1 << HALF_MAGNITUDE;
+    /// Values below 2,048 share bucket 0 (unit width).
+    const SUB_BUCKET_MASK: u64 = (2 * HALF as u64) - 1;
+    /// 64 − unit magnitude (0) − log2(sub-bucket count) (11).
+    const LEADING_ZERO_BASE: u32 = 53;
+
+    /// The bucket (power of two) of `v` ≥ 1: its width is `1 << bucket`.
+    #[inline]
+    fn bucket_of(v: u64) -> u32 {
+        LEADING_ZERO_BASE - (v | SUB_BUCKET_MASK).leading_zeros()
+    }
+
+    /// The index of the count of `v` (≥ 1).
+    #[inline]
+    pub fn index_of(v: u64) -> usize {
+        let bucket = bucket_of(v);
+        (((bucket as usize) + 1) << HALF_MAGNITUDE) + (v >> bucket) as usize - HALF
+    }
+
+    /// The range `[low, high]` of the values counted at `index`.
+    pub fn range_of(index: usize) -> (u64, u64) {
+        let (bucket, sub) = match (index >> HALF_MAGNITUDE).checked_sub(1) {
+            Some(b) => (b as u32, (index & (HALF - 1)) + HALF),
+            None => (0, index),
+        };
+        let low = (sub as u64) << bucket;
+        (low, low + (1u64 << bucket) - 1)
+    }
+}
+
 /// Latency quantiles in nanoseconds: exact for small samples, within
 /// [`QUANTILE_RELATIVE_ERROR`] otherwise, and never outside [min, max] of what was recorded.
 ///
 /// The quantile `q` is the nearest-rank order statistic: the `k`-th smallest value with
 /// `k = max(1, ⌈q·n⌉)` (the smallest `x` with F(x) ≥ q). Up to [`EXACT_QUANTILES_UP_TO`]
-/// values it is exactly that value. Beyond, the values go into an HdrHistogram (log-linear
-/// buckets chosen from the value's bits: recording costs a few ns and no logarithm), whose
-/// counts per bucket are exact: the `k`-th value lies in the bucket where the running count
-/// reaches `k`, and the reported value is placed inside that bucket by its rank among the
-/// bucket's values (`low + (high − low)·(j − ½)/c` for the `j`-th of `c`, the bucket's
-/// range `[low, high]` narrowed to the observed `[min, max]`), so it is within one bucket
-/// width of the exact value, moves smoothly with the data instead of snapping to bucket
-/// edges, and never leaves `[min, max]`; the first and last order statistics are the exact
-/// minimum and maximum.
+/// values it is exactly that value. Beyond, the values are counted in HdrHistogram's
+/// log-linear buckets (chosen from the value's bits: recording costs a few instructions and
+/// no logarithm; `buckets` above), whose counts are exact: the `k`-th value lies in the
+/// bucket where the running count reaches `k`, and the reported value is placed inside that
+/// bucket by its rank among the bucket's values (`low + (high − low)·(j − ½)/c` for the
+/// `j`-th of `c`, the bucket's range `[low, high]` narrowed to the observed `[min, max]`),
+/// so it is within one bucket width of the exact value, moves smoothly with the data instead
+/// of snapping to bucket edges, and never leaves `[min, max]`; the first and last order
+/// statistics are the exact minimum and maximum.
 #[derive(Clone, Default)]
 pub struct Quantiles {
     /// Every value while there are at most [`EXACT_QUANTILES_UP_TO`] (empty afterwards).
     exact: Vec<u64>,
-    /// The histogram, allocated the first time there were more (kept across resets).
-    hist: Option<Box<Histogram<u64>>>,
-    /// The values are in `hist` (not in `exact`).
+    /// The bucket counts, allocated the first time there were more (kept across resets).
+    counts: Vec<u64>,
+    /// The values are in `counts` (not in `exact`).
     spilled: bool,
     count: u64,
     min: u64,
@@ -67,25 +105,21 @@ impl Quantiles {
         self.min = if self.count == 1 { ns } else { self.min.min(ns) };
         self.max = self.max.max(ns);
         if self.spilled {
-            let h = self.hist.as_mut().expect("a spilled sketch has its histogram");
-            h.saturating_record(ns.clamp(1, HISTOGRAM_MAX_NS));
+            self.counts[buckets::index_of(ns.clamp(1, HISTOGRAM_MAX_NS))] += 1;
         } else if self.exact.len() < EXACT_QUANTILES_UP_TO {
             self.exact.push(ns);
         } else {
             self.spill(ns);
         }
     }
-    /// Moves the exact values into the histogram (the first time there are too many).
+    /// Moves the exact values into the bucket counts (the first time there are too many).
     #[cold]
     fn spill(&mut self, ns: u64) {
-        let h = self.hist.get_or_insert_with(|| {
-            Box::new(
-                Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, HISTOGRAM_SIGNIFICANT_DIGITS)
-                    .expect("valid static histogram bounds"),
-            )
-        });
+        if self.counts.is_empty() {
+            self.counts = vec![0; buckets::index_of(HISTOGRAM_MAX_NS) + 1];
+        }
         for &x in self.exact.iter().chain([&ns]) {
-            h.saturating_record(x.clamp(1, HISTOGRAM_MAX_NS));
+            self.counts[buckets::index_of(x.clamp(1, HISTOGRAM_MAX_NS))] += 1;
         }
         self.exact.clear();
         self.spilled = true;
@@ -106,7 +140,7 @@ impl Quantiles {
     pub fn quantile(&self, q: f64) -> Option<f64> {
         self.quantiles(&[q]).map(|v| v[0])
     }
-    /// Several quantiles at once (one sort or one pass over the histogram), in the order
+    /// Several quantiles at once (one sort or one pass over the buckets), in the order
     /// asked; `None` when empty.
     pub fn quantiles(&self, qs: &[f64]) -> Option<Vec<f64>> {
         if self.count == 0 {
@@ -114,22 +148,18 @@ impl Quantiles {
         }
         let n = self.count;
         let rank = |q: f64| ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).clamp(1, n);
-        let h = match &self.hist {
-            Some(h) if self.spilled => h,
-            _ => {
-                let mut xs = self.exact.clone();
-                xs.sort_unstable();
-                return Some(qs.iter().map(|&q| xs[rank(q) as usize - 1] as f64).collect());
-            }
-        };
-        // Ranks ascending, answered in one pass over the recorded buckets.
+        if !self.spilled {
+            let mut xs = self.exact.clone();
+            xs.sort_unstable();
+            return Some(qs.iter().map(|&q| xs[rank(q) as usize - 1] as f64).collect());
+        }
+        // Ranks ascending, answered in one pass over the non-empty buckets.
         let mut order: Vec<usize> = (0..qs.len()).collect();
         order.sort_by_key(|&i| rank(qs[i]));
         let mut out = vec![self.max as f64; qs.len()];
         let mut next = order.iter().peekable();
         let mut below = 0u64;
-        for b in h.iter_recorded() {
-            let c = b.count_at_value();
+        for (index, &c) in self.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
             while let Some(&&i) = next.peek() {
                 let k = rank(qs[i]);
                 if k > below + c {
@@ -141,11 +171,11 @@ impl Quantiles {
                     next.next();
                     continue;
                 }
-                let v = b.value_iterated_to();
                 // The bucket's range, narrowed to what was observed (the lowest and
                 // highest buckets are often partly empty).
-                let low = h.lowest_equivalent(v).max(self.min) as f64;
-                let high = h.highest_equivalent(v).min(self.max) as f64;
+                let (low, high) = buckets::range_of(index);
+                let low = low.max(self.min) as f64;
+                let high = high.min(self.max) as f64;
                 let j = (k - below) as f64;
                 let x = low + (high - low).max(0.0) * (j - 0.5) / c as f64;
                 out[i] = x.clamp(self.min as f64, self.max as f64);
@@ -158,13 +188,13 @@ impl Quantiles {
         }
         Some(out)
     }
-    /// Forgets every value (a new time-series bucket); keeps the histogram's memory.
+    /// Forgets every value (a new time-series bucket); keeps the counts' memory.
     pub fn reset(&mut self) {
         self.exact.clear();
         if self.spilled {
-            // Back to exact values (the next bucket may be small); the histogram's memory
-            // is kept for the next spill.
-            self.hist.as_mut().expect("spilled").reset();
+            // Back to exact values (the next bucket may be small); the counts' memory is
+            // kept for the next spill.
+            self.counts.fill(0);
             self.spilled = false;
         }
         self.count = 0;
@@ -348,7 +378,7 @@ impl Metrics {
         self.gauges[id.0 as usize].value
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, id: HistId, value_ns: u64) {
         if let Some(s) = &mut self.hists[id.0 as usize].bucket {
             s.record(value_ns);
@@ -609,5 +639,92 @@ mod tests {
         let mut m = Metrics::new();
         m.counter("a.b");
         m.gauge("a.b");
+    }
+
+    /// The quantiles beyond the exact range are those of the HdrHistogram whose layout
+    /// `buckets` computes: the same counts per bucket and the same bucket ranges give the
+    /// same quantiles, bit for bit. Reference: the previous implementation over
+    /// `hdrhistogram::Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, 3)`.
+    #[test]
+    fn bucket_counts_match_hdrhistogram() {
+        use hdrhistogram::Histogram;
+        fn reference(values: &[u64], qs: &[f64]) -> Vec<f64> {
+            let mut h = Histogram::<u64>::new_with_bounds(1, HISTOGRAM_MAX_NS, 3).unwrap();
+            for &v in values {
+                h.saturating_record(v.clamp(1, HISTOGRAM_MAX_NS));
+            }
+            let (min, max) = (*values.iter().min().unwrap(), *values.iter().max().unwrap());
+            let n = values.len() as u64;
+            let rank = |q: f64| ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).clamp(1, n);
+            let mut order: Vec<usize> = (0..qs.len()).collect();
+            order.sort_by_key(|&i| rank(qs[i]));
+            let mut out = vec![max as f64; qs.len()];
+            let mut next = order.iter().peekable();
+            let mut below = 0u64;
+            for b in h.iter_recorded() {
+                let c = b.count_at_value();
+                while let Some(&&i) = next.peek() {
+                    let k = rank(qs[i]);
+                    if k > below + c {
+                        break;
+                    }
+                    if k == n || k == 1 {
+                        out[i] = if k == n { max } else { min } as f64;
+                        next.next();
+                        continue;
+                    }
+                    let v = b.value_iterated_to();
+                    let low = h.lowest_equivalent(v).max(min) as f64;
+                    let high = h.highest_equivalent(v).min(max) as f64;
+                    let j = (k - below) as f64;
+                    let x = low + (high - low).max(0.0) * (j - 0.5) / c as f64;
+                    out[i] = x.clamp(min as f64, max as f64);
+                    next.next();
+                }
+                below += c;
+                if next.peek().is_none() {
+                    break;
+                }
+            }
+            out
+        }
+        // Each bucket boundary of the layout and its neighbours, then random samples over
+        // many scales (0, unit buckets, every octave, beyond the largest trackable value).
+        let mut edges = Vec::new();
+        for b in 0..45u32 {
+            for base in [1024u64, 2047, 2048] {
+                let v = base << b;
+                edges.extend([v.saturating_sub(1), v, v.saturating_add(1)]);
+            }
+        }
+        edges.extend([0, 1, 2, HISTOGRAM_MAX_NS - 1, HISTOGRAM_MAX_NS, u64::MAX]);
+        for &v in &edges {
+            let v = v.clamp(1, HISTOGRAM_MAX_NS);
+            let h = Histogram::<u64>::new_with_bounds(1, HISTOGRAM_MAX_NS, 3).unwrap();
+            let (low, high) = buckets::range_of(buckets::index_of(v));
+            assert_eq!((low, high), (h.lowest_equivalent(v), h.highest_equivalent(v)), "{v}");
+        }
+        let qs = [0.0, 0.001, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (n, scale) in [(5_000, 12), (20_000, 20), (50_000, 35), (10_000, 50), (8_000, 63)] {
+            let values: Vec<u64> =
+                (0..n).map(|_| next() >> (64 - scale)).chain(edges.iter().copied()).collect();
+            let mut q = Quantiles::new();
+            for &v in &values {
+                q.record(v);
+            }
+            assert!(!q.is_exact());
+            let got = q.quantiles(&qs).unwrap();
+            let want = reference(&values, &qs);
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.to_bits(), w.to_bits(), "n {n} scale {scale}: {got:?} vs {want:?}");
+            }
+        }
     }
 }

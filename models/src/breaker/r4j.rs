@@ -101,6 +101,12 @@ pub struct CircuitBreaker {
     woken: Vec<CallId>,
     answered: Vec<(CallId, Outcome)>,
     events: Vec<GovEvent>,
+    /// Something the world's hand-off reads (state, window totals, refusals by state,
+    /// `wake_at`, events) may have changed since [`Governor::take_changed`]: set by
+    /// `transition`, `record` (when the totals move), `not_permitted` and the
+    /// automatic-transition switch, the only writers of
+    /// those (besides the window replacements, each followed by a transition).
+    changed: bool,
     pub counters: BreakerCounters,
 }
 
@@ -128,6 +134,8 @@ impl CircuitBreaker {
             woken: Vec::new(),
             answered: Vec::new(),
             events: Vec::new(),
+            // The first hand-off publishes the initial state (a special state is not 0).
+            changed: true,
             counters: BreakerCounters::default(),
         }
     }
@@ -205,6 +213,7 @@ impl CircuitBreaker {
     }
     pub fn set_automatic_transition(&mut self, on: bool) {
         self.spec.automatic_transition_from_open_to_half_open_enabled = on;
+        self.changed = true; // `wake_at` reads it
     }
     /// Switches the breaker off (FORCED_OPEN; waiters are answered `breaker_open`) or back
     /// on (CLOSED, fresh metrics, open-wait attempts reset).
@@ -295,6 +304,7 @@ impl CircuitBreaker {
         let from = self.state;
         assert_ne!(from, to);
         self.state = to;
+        self.changed = true;
         self.counters.state_changes += 1;
         self.events.push(state_event(now, from, to));
     }
@@ -358,7 +368,11 @@ impl CircuitBreaker {
         if matches!(self.state, BreakerState::ForcedOpen | BreakerState::Disabled) {
             return; // Resilience4j's ForcedOpenState and DisabledState record nothing
         }
+        let before = self.metrics.snapshot();
         let snap = self.metrics.record(failed, slow, now);
+        // A full window whose newest result equals the one it drops shows the same totals:
+        // nothing to republish.
+        self.changed |= snap != before;
         if matches!(self.state, BreakerState::Open | BreakerState::MetricsOnly) {
             return; // recorded (as Resilience4j does) but never checked
         }
@@ -402,6 +416,7 @@ fn closed_window(spec: &CircuitBreakerSpec) -> Window {
 impl CircuitBreaker {
     /// Counts a refusal, in total and by the current state.
     fn not_permitted(&mut self) {
+        self.changed = true;
         self.counters.not_permitted += 1;
         self.counters.not_permitted_in[self.state.gauge() as usize] += 1;
     }
@@ -533,5 +548,13 @@ impl Governor for CircuitBreaker {
 
     fn take_events(&mut self, out: &mut Vec<GovEvent>) {
         out.append(&mut self.events);
+    }
+
+    fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    fn has_released(&self) -> bool {
+        !self.woken.is_empty() || !self.answered.is_empty()
     }
 }

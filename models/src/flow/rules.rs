@@ -233,6 +233,10 @@ pub struct FlowRules {
     woken: Vec<CallId>,
     answered: Vec<(CallId, Outcome)>,
     events: Vec<GovEvent>,
+    /// `wake_at` (the first waiter) or the events may have changed since
+    /// [`Governor::take_changed`]: set where waiters come or go (`park`, `on_wake`,
+    /// `on_abandon`) and by a reload's event.
+    changed: bool,
     /// Held passes (a `SentinelResource`'s flow slot): a call
     /// that passes every rule is not yet counted; the owner calls [`Self::commit_pass`]
     /// once the later slots let it through (Sentinel's `StatisticSlot` counts a pass only
@@ -264,6 +268,7 @@ impl FlowRules {
             woken: Vec::new(),
             answered: Vec::new(),
             events: Vec::new(),
+            changed: true,
             hold: false,
             passed: 0,
             blocked: 0,
@@ -346,6 +351,7 @@ impl FlowRules {
     /// resource's statistics survive, and parked calls keep their pass times.
     pub fn reset(&mut self, now: SimTime) {
         self.reset_controllers();
+        self.changed = true;
         self.events.push(GovEvent {
             time: now,
             kind: "rule_reload",
@@ -399,6 +405,7 @@ impl FlowRules {
     fn park(&mut self, call: CallId, at: SimTime, rule: usize) {
         let key = (at, self.seq);
         self.seq += 1;
+        self.changed = true;
         self.rules[rule].parked += 1;
         self.waiters.insert(key, Waiter { call, rule });
         let prev = self.by_call.insert(call, key);
@@ -431,6 +438,7 @@ impl Governor for FlowRules {
     }
 
     fn on_abandon(&mut self, call: &CallInfo, _now: SimTime) {
+        self.changed = true;
         if let Some(key) = self.by_call.remove(&call.call) {
             let w = self.waiters.remove(&key).expect("indexed waiter");
             self.rules[w.rule].parked -= 1;
@@ -459,6 +467,7 @@ impl Governor for FlowRules {
     }
 
     fn on_wake(&mut self, now: SimTime) {
+        self.changed = true;
         while let Some(entry) = self.waiters.first_entry() {
             if entry.key().0 > now {
                 break;
@@ -482,5 +491,13 @@ impl Governor for FlowRules {
 
     fn take_events(&mut self, out: &mut Vec<GovEvent>) {
         out.append(&mut self.events);
+    }
+
+    fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    fn has_released(&self) -> bool {
+        !self.woken.is_empty() || !self.answered.is_empty()
     }
 }

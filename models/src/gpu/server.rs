@@ -33,28 +33,7 @@ pub use super::server_step_time::{StepCoefficients, StepTimeSpec};
 use super::step::StepBatch;
 use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Hashes a sequence id with the SplitMix64 finaliser: fixed (no random state), so the
-/// table behaves the same on every run. Nothing iterates the table (lookups, inserts,
-/// removals and `len` only), so its order can decide nothing.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        sim_core::rng::mix64(self.0)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
+use std::collections::VecDeque;
 
 /// Configuration of a GPU server, as written in scenarios (vLLM's parameter names).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,7 +125,9 @@ impl ServerSpec {
 /// One request to the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SeqRequest {
-    /// Unique over the server's life (the world's call id).
+    /// The caller's label, reported back in the sequence's events and used by
+    /// [`Server::cancel`] (the world numbers its sequences; the server never looks one up
+    /// on the step path).
     pub id: u64,
     pub prompt_tokens: u64,
     pub output_tokens: u64,
@@ -226,9 +207,11 @@ pub struct ServerStats {
     pub max_token_gap_ns: u64,
 }
 
-/// One sequence inside the server.
+/// One sequence inside the server, held inline in the waiting queue or the running list
+/// (no table by id: a step walks the running list in order, as a bare step loop does).
 #[derive(Clone, Debug)]
 pub(super) struct Seq {
+    pub(super) id: u64,
     pub(super) prompt_tokens: u64,
     pub(super) output_tokens: u64,
     pub(super) generated: u64,
@@ -237,12 +220,24 @@ pub(super) struct Seq {
     pub(super) prefilled: u64,
     /// KV tokens charged to it (0 while waiting).
     pub(super) kv_held: u64,
-    pub(super) last_token_at: Option<SimTime>,
+    /// Its latest token (meaningful once `generated > 0`; kept across preemptions).
+    pub(super) last_token_at: SimTime,
+    /// Its work in the step in flight (`Idle` between steps and while waiting).
+    pub(super) work: Work,
+}
+
+impl Seq {
+    /// Tokens it needs prefilled (and KV reserved) to be admitted: its prompt plus the
+    /// tokens it generated before a preemption.
+    pub(super) fn admission_target(&self) -> u64 {
+        self.prompt_tokens + self.generated
+    }
 }
 
 /// What a sequence does in the step in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Work {
+    Idle,
     Decode,
     Prefill { chunk: u64 },
 }
@@ -252,16 +247,16 @@ pub(super) enum Work {
 pub struct Server {
     pub(super) spec: ServerSpec,
     pub(super) emit_tokens: bool,
-    /// Every sequence waiting or running, by id (≤ max_queue + running). Touched for every
-    /// running sequence at every step: a hash table (O(1)), never iterated.
-    pub(super) seqs: HashMap<u64, Seq, BuildHasherDefault<IdHasher>>,
-    pub(super) waiting: VecDeque<u64>,
-    /// Admission order, oldest first: the newest is preempted first.
-    pub(super) running: Vec<u64>,
+    /// FCFS; a preempted sequence returns to the front.
+    pub(super) waiting: VecDeque<Seq>,
+    /// Admission order, oldest first: the newest is preempted first. The step in flight's
+    /// work is marked on these sequences.
+    pub(super) running: Vec<Seq>,
     pub(super) kv_used: u64,
-    /// The step in flight: its end and its work (reused between steps).
+    /// The end of the step in flight.
     pub(super) in_flight: Option<SimTime>,
-    pub(super) items: Vec<(u64, Work)>,
+    /// The step in flight has both decodes and prefill chunks (chunked prefill).
+    pub(super) step_mixed: bool,
     /// Events raised while forming a step (preemptions), reported with its end.
     pub(super) pending: Vec<SeqEvent>,
     pub stats: ServerStats,
@@ -290,12 +285,11 @@ impl Server {
         Server {
             spec: spec.clone(),
             emit_tokens: false,
-            seqs: HashMap::default(),
             waiting: VecDeque::new(),
             running: Vec::new(),
             kv_used: 0,
             in_flight: None,
-            items: Vec::new(),
+            step_mixed: false,
             pending: Vec::new(),
             stats: ServerStats::default(),
         }
@@ -324,18 +318,17 @@ impl Server {
             self.stats.rejected_queue_full += 1;
             SubmitRejection::QueueFull
         } else {
-            let fresh = Seq {
+            self.waiting.push_back(Seq {
+                id: seq.id,
                 prompt_tokens: seq.prompt_tokens,
                 output_tokens: seq.output_tokens,
                 generated: 0,
                 target: seq.prompt_tokens,
                 prefilled: 0,
                 kv_held: 0,
-                last_token_at: None,
-            };
-            let old = self.seqs.insert(seq.id, fresh);
-            assert!(old.is_none(), "sequence {} submitted twice", seq.id);
-            self.waiting.push_back(seq.id);
+                last_token_at: SimTime::ZERO,
+                work: Work::Idle,
+            });
             self.debug_check_invariants();
             return SubmitDecision::Queued;
         };
@@ -350,14 +343,15 @@ impl Server {
         if !self.spec.cancellation {
             return false;
         }
-        let Some(seq) = self.seqs.remove(&id) else { return false };
-        if let Some(pos) = self.running.iter().position(|r| *r == id) {
-            self.running.remove(pos);
+        if let Some(pos) = self.running.iter().position(|r| r.id == id) {
+            // Its work in the step in flight (if any) leaves with it.
+            let seq = self.running.remove(pos);
             self.kv_used -= seq.kv_held;
-        } else {
-            let pos = self.waiting.iter().position(|w| *w == id);
-            self.waiting.remove(pos.expect("a known sequence is running or waiting"));
+        } else if let Some(pos) = self.waiting.iter().position(|w| w.id == id) {
+            let seq = self.waiting.remove(pos).expect("a position in the queue");
             assert_eq!(seq.kv_held, 0, "a waiting sequence holds no KV");
+        } else {
+            return false;
         }
         self.stats.cancelled += 1;
         self.debug_check_invariants();
@@ -366,7 +360,7 @@ impl Server {
 
     /// Sequences waiting or running (something to step on).
     pub fn has_work(&self) -> bool {
-        !self.seqs.is_empty()
+        !(self.running.is_empty() && self.waiting.is_empty())
     }
     /// The end of the step in flight, if any.
     pub fn step_end(&self) -> Option<SimTime> {
@@ -381,9 +375,9 @@ impl Server {
     pub fn kv_used_tokens(&self) -> u64 {
         self.kv_used
     }
-    /// Is `id` in the server (waiting or running)?
+    /// Is `id` in the server (waiting or running)? A walk over both (for tests and checks).
     pub fn contains(&self, id: u64) -> bool {
-        self.seqs.contains_key(&id)
+        self.running.iter().chain(&self.waiting).any(|s| s.id == id)
     }
 
     /// Run-time change; lowering it never evicts a running sequence.
@@ -423,8 +417,7 @@ impl Server {
 
     pub fn check_invariants(&self) {
         assert!(self.kv_used <= self.spec.kv_cache_tokens, "KV over budget");
-        assert_eq!(self.seqs.len(), self.waiting.len() + self.running.len());
-        let held: u64 = self.running.iter().map(|id| self.seqs[id].kv_held).sum();
+        let held: u64 = self.running.iter().map(|s| s.kv_held).sum();
         assert_eq!(held, self.kv_used, "KV accounting");
         let stats = &self.stats;
         let ended = stats.rejected_queue_full
@@ -432,6 +425,7 @@ impl Server {
             + stats.rejected_empty
             + stats.finished
             + stats.cancelled;
-        assert_eq!(stats.submitted, ended + self.seqs.len() as u64, "conservation");
+        let held = (self.waiting.len() + self.running.len()) as u64;
+        assert_eq!(stats.submitted, ended + held, "conservation");
     }
 }

@@ -12,10 +12,13 @@
 //! Architecture invariant: admission is strictly FCFS (the head of the queue blocks the
 //! rest, as in vLLM); the KV for a decode is charged when its step starts, and when it does
 //! not fit the newest running sequence is preempted, possibly the decoding one itself.
+//! A step's work is marked on the running sequences themselves ([`Seq::work`]); its events
+//! are reported in the order the step was formed: decodes (oldest first), then prefills
+//! (oldest first).
 //!
 //! API boundary: [`Server::start_step`] and [`Server::finish_step`], called by the world.
 
-use super::server::{SeqEvent, Server, StepPlan, Work};
+use super::server::{Seq, SeqEvent, Server, StepPlan, Work};
 use super::step::StepBatch;
 use sim_core::SimTime;
 
@@ -24,60 +27,62 @@ impl Server {
     /// holds no sequence; otherwise the world calls [`Server::finish_step`] at `plan.end`.
     pub fn start_step(&mut self, now: SimTime) -> Option<StepPlan> {
         assert!(self.in_flight.is_none(), "a step is already in flight");
-        assert!(self.items.is_empty());
         let mut batch = StepBatch::EMPTY;
         let budget = self.spec.max_num_batched_tokens;
+        let mut prefills = 0u64;
         if self.spec.enable_chunked_prefill {
             let decodes = self.schedule_decodes(budget, now, &mut batch);
             let mut left = budget - decodes;
             // Prompts already being prefilled, oldest first.
-            for i in 0..self.running.len() {
+            for seq in &mut self.running {
                 if left == 0 {
                     break;
                 }
-                let id = self.running[i];
-                let seq = self.seqs.get_mut(&id).expect("running");
                 let rest = seq.target - seq.prefilled;
                 if rest > 0 {
                     let chunk = rest.min(left);
                     batch.add_prefill_chunk(chunk, seq.prefilled);
-                    self.items.push((id, Work::Prefill { chunk }));
+                    seq.work = Work::Prefill { chunk };
+                    prefills += 1;
                     left -= chunk;
                 }
             }
             while left > 0 {
-                let Some(target) = self.admit_head() else { break };
-                let chunk = target.min(left);
+                let Some(seq) = self.admit_head() else { break };
+                let chunk = seq.target.min(left);
                 batch.add_prefill_chunk(chunk, 0);
-                let id = *self.running.last().expect("just admitted");
-                self.items.push((id, Work::Prefill { chunk }));
+                seq.work = Work::Prefill { chunk };
+                prefills += 1;
                 left -= chunk;
             }
         } else {
             let mut tokens = 0u64;
-            while let Some(&head) = self.waiting.front() {
-                let need = self.admission_target(head);
+            while let Some(head) = self.waiting.front() {
+                let need = head.admission_target();
                 if tokens > 0 && tokens + need > budget {
                     break;
                 }
-                let Some(target) = self.admit_head() else { break };
-                batch.add_prefill_chunk(target, 0);
-                self.items.push((head, Work::Prefill { chunk: target }));
-                tokens += target;
+                let Some(seq) = self.admit_head() else { break };
+                let chunk = seq.target;
+                seq.work = Work::Prefill { chunk };
+                batch.add_prefill_chunk(chunk, 0);
+                prefills += 1;
+                tokens += chunk;
             }
-            if self.items.is_empty() {
+            if prefills == 0 {
                 self.schedule_decodes(u64::MAX, now, &mut batch);
             }
         }
-        if self.items.is_empty() {
-            assert!(self.seqs.is_empty(), "sequences held but nothing to run");
+        let seqs = batch.decode_seqs + prefills;
+        if seqs == 0 {
+            assert!(self.running.is_empty() && self.waiting.is_empty(), "nothing to run");
             assert!(self.pending.is_empty());
             return None;
         }
         let duration = self.spec.step_time.step_time(&batch);
         let end = now + duration;
         self.in_flight = Some(end);
-        let seqs = self.items.len() as u64;
+        self.step_mixed = batch.decode_seqs > 0 && prefills > 0;
         let stats = &mut self.stats;
         stats.steps += 1;
         stats.batch_seqs_sum += seqs;
@@ -93,82 +98,69 @@ impl Server {
             end,
             seqs,
             decode_seqs: batch.decode_seqs,
-            prefill_seqs: seqs - batch.decode_seqs,
+            prefill_seqs: prefills,
             batch,
         })
     }
 
     /// Completes the step in flight at `now` (its `end`): tokens, first tokens, finishes,
-    /// and the preemptions made when it started, appended to `out`.
+    /// and the preemptions made when it started, appended to `out`. One walk over the
+    /// running sequences (two for a mixed step: its decodes report first, as formed); a
+    /// sequence cancelled during the step left the running list, and its work with it.
     pub fn finish_step(&mut self, now: SimTime, out: &mut Vec<SeqEvent>) {
         let end = self.in_flight.take().expect("no step in flight");
         assert_eq!(now, end, "finish_step must be called at the step's end");
         out.append(&mut self.pending);
-        for (id, work) in std::mem::take(&mut self.items) {
-            // A sequence cancelled during the step is gone: its work is discarded (and if
-            // its id was submitted again meanwhile, that one waits and holds no KV).
-            let Some(seq) = self.seqs.get_mut(&id) else { continue };
-            if seq.kv_held == 0 {
-                continue;
-            }
-            if let Work::Prefill { chunk } = work {
-                seq.prefilled += chunk;
-                assert!(seq.prefilled <= seq.target);
-                if seq.prefilled < seq.target {
-                    continue;
-                }
-            }
-            seq.generated += 1;
-            self.stats.tokens_generated += 1;
-            if let Some(last) = seq.last_token_at {
-                let gap = (now - last).as_ns();
-                self.stats.token_gaps += 1;
-                self.stats.token_gap_sum_ns = self.stats.token_gap_sum_ns.saturating_add(gap);
-                self.stats.max_token_gap_ns = self.stats.max_token_gap_ns.max(gap);
-            }
-            seq.last_token_at = Some(now);
-            if seq.generated == 1 {
-                out.push(SeqEvent::FirstToken { id, at: now });
-            } else if self.emit_tokens {
-                out.push(SeqEvent::Token { id, at: now });
-            }
-            if seq.generated == seq.output_tokens {
-                self.kv_used -= seq.kv_held;
-                self.seqs.remove(&id);
-                self.stats.finished += 1;
-                out.push(SeqEvent::Finished { id, at: now });
+        let mut done = StepEnd {
+            now,
+            emit_tokens: self.emit_tokens,
+            kv_used: self.kv_used,
+            out,
+            tokens: 0,
+            finished: 0,
+            gaps: 0,
+            gap_sum_ns: 0,
+            max_gap_ns: 0,
+        };
+        if self.step_mixed {
+            for seq in self.running.iter_mut().filter(|s| s.work == Work::Decode) {
+                done.complete(seq);
             }
         }
-        let seqs = &self.seqs;
-        self.running.retain(|id| seqs.contains_key(id));
+        self.running.retain_mut(|seq| {
+            if seq.work != Work::Idle {
+                done.complete(seq);
+            }
+            seq.generated < seq.output_tokens
+        });
+        self.kv_used = done.kv_used;
+        let stats = &mut self.stats;
+        stats.tokens_generated += done.tokens;
+        stats.finished += done.finished;
+        stats.token_gaps += done.gaps;
+        // Saturating sums of non-negative gaps: the same as adding each gap saturating.
+        stats.token_gap_sum_ns = stats.token_gap_sum_ns.saturating_add(done.gap_sum_ns);
+        stats.max_token_gap_ns = stats.max_token_gap_ns.max(done.max_gap_ns);
         self.debug_check_invariants();
     }
 
-    /// Tokens the head of the queue needs prefilled (and KV reserved) to be admitted: its
-    /// prompt plus the tokens it generated before a preemption.
-    fn admission_target(&self, id: u64) -> u64 {
-        let seq = &self.seqs[&id];
-        seq.prompt_tokens + seq.generated
-    }
-
     /// Admits the head of the waiting queue if a slot and KV for its whole target are free;
-    /// returns its target. It becomes the newest running sequence.
-    fn admit_head(&mut self) -> Option<u64> {
-        let &id = self.waiting.front()?;
-        let target = self.admission_target(id);
+    /// it becomes the newest running sequence, returned.
+    fn admit_head(&mut self) -> Option<&mut Seq> {
+        let target = self.waiting.front()?.admission_target();
         if self.running.len() as u64 >= self.spec.max_num_seqs
             || self.kv_used + target > self.spec.kv_cache_tokens
         {
             return None;
         }
-        self.waiting.pop_front();
-        let seq = self.seqs.get_mut(&id).expect("waiting");
+        let mut seq = self.waiting.pop_front().expect("a head");
+        debug_assert_eq!(seq.kv_held, 0, "a waiting sequence holds no KV");
         seq.target = target;
         seq.prefilled = 0;
         seq.kv_held = target;
         self.kv_used += target;
-        self.running.push(id);
-        Some(target)
+        self.running.push(seq);
+        self.running.last_mut()
     }
 
     /// Schedules one decode for up to `limit` running sequences whose prompt is cached,
@@ -176,25 +168,38 @@ impl Server {
     /// the charge does not fit. Returns the decodes scheduled.
     fn schedule_decodes(&mut self, limit: u64, now: SimTime, batch: &mut StepBatch) -> u64 {
         let mut scheduled = 0;
+        if self.kv_used + self.running.len() as u64 <= self.spec.kv_cache_tokens {
+            // No preemption possible: before the k-th decode (k ≤ running) the KV used is
+            // at most `kv_used + k - 1 < kv_cache_tokens`. The same decodes, one plain walk.
+            for seq in &mut self.running {
+                if scheduled == limit {
+                    break;
+                }
+                if seq.prefilled < seq.target {
+                    continue;
+                }
+                batch.add_decode(seq.kv_held);
+                seq.kv_held += 1;
+                seq.work = Work::Decode;
+                scheduled += 1;
+            }
+            self.kv_used += scheduled;
+            return scheduled;
+        }
         let mut i = 0;
         while i < self.running.len() && scheduled < limit {
-            let id = self.running[i];
-            let seq = &self.seqs[&id];
-            if seq.prefilled < seq.target {
+            if self.running[i].prefilled < self.running[i].target {
                 i += 1;
                 continue;
             }
             while self.kv_used >= self.spec.kv_cache_tokens && i < self.running.len() {
                 self.preempt_newest(now);
             }
-            if i == self.running.len() {
-                break; // it preempted itself
-            }
-            let seq = self.seqs.get_mut(&id).expect("running");
+            let Some(seq) = self.running.get_mut(i) else { break }; // it preempted itself
             batch.add_decode(seq.kv_held);
             seq.kv_held += 1;
+            seq.work = Work::Decode;
             self.kv_used += 1;
-            self.items.push((id, Work::Decode));
             scheduled += 1;
             i += 1;
         }
@@ -204,14 +209,64 @@ impl Server {
     /// Recompute preemption of the newest running sequence: it frees its KV and goes back
     /// to the front of the queue; what it generated will be prefilled again.
     fn preempt_newest(&mut self, now: SimTime) {
-        let id = self.running.pop().expect("something to preempt");
-        let seq = self.seqs.get_mut(&id).expect("running");
+        let mut seq = self.running.pop().expect("something to preempt");
+        debug_assert_eq!(seq.work, Work::Idle, "only unscheduled sequences are preempted");
         self.kv_used -= seq.kv_held;
         seq.kv_held = 0;
         seq.prefilled = 0;
         self.stats.preemptions += 1;
         self.stats.recomputed_tokens += seq.generated;
-        self.waiting.push_front(id);
-        self.pending.push(SeqEvent::Preempted { id, at: now });
+        self.pending.push(SeqEvent::Preempted { id: seq.id, at: now });
+        self.waiting.push_front(seq);
+    }
+}
+
+/// What completing a sequence's work at a step's end touches (split from the running list
+/// so one walk can complete and drop sequences); the step's counts are summed here and
+/// added to [`ServerStats`](super::server::ServerStats) once.
+struct StepEnd<'a> {
+    now: SimTime,
+    emit_tokens: bool,
+    kv_used: u64,
+    out: &'a mut Vec<SeqEvent>,
+    tokens: u64,
+    finished: u64,
+    gaps: u64,
+    gap_sum_ns: u64,
+    max_gap_ns: u64,
+}
+
+impl StepEnd<'_> {
+    /// The step's work on `seq` is done: a prefill chunk (a token when it completes the
+    /// prompt) or a decode (a token); the sequence is finished when it has all its tokens.
+    fn complete(&mut self, seq: &mut Seq) {
+        let (id, now) = (seq.id, self.now);
+        if let Work::Prefill { chunk } = std::mem::replace(&mut seq.work, Work::Idle) {
+            seq.prefilled += chunk;
+            assert!(seq.prefilled <= seq.target);
+            if seq.prefilled < seq.target {
+                return;
+            }
+        }
+        seq.generated += 1;
+        self.tokens += 1;
+        if seq.generated > 1 {
+            // A sequence's earlier token was at `last_token_at` (kept across preemptions).
+            let gap = (now - seq.last_token_at).as_ns();
+            self.gaps += 1;
+            self.gap_sum_ns = self.gap_sum_ns.saturating_add(gap);
+            self.max_gap_ns = self.max_gap_ns.max(gap);
+        }
+        seq.last_token_at = now;
+        if seq.generated == 1 {
+            self.out.push(SeqEvent::FirstToken { id, at: now });
+        } else if self.emit_tokens {
+            self.out.push(SeqEvent::Token { id, at: now });
+        }
+        if seq.generated == seq.output_tokens {
+            self.kv_used -= seq.kv_held;
+            self.finished += 1;
+            self.out.push(SeqEvent::Finished { id, at: now });
+        }
     }
 }

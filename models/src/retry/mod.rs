@@ -313,6 +313,16 @@ impl Governor for Retry {
     fn waiting(&self) -> usize {
         0
     }
+
+    /// No timer, no events, no series: nothing for the world's hand-off, ever.
+    fn take_changed(&mut self) -> bool {
+        false
+    }
+
+    /// Never parks a call.
+    fn has_released(&self) -> bool {
+        false
+    }
 }
 
 impl crate::params::GovernorSpec for RetrySpec {

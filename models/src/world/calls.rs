@@ -32,6 +32,7 @@ impl QueueingWorld {
 
     /// The client's timeout on call `slot`'s upstream call: its site's `timeout`, or the
     /// override for its request's class (`class_timeouts`). Zero: none.
+    #[inline(always)]
     pub(super) fn call_timeout(&self, slot: u32) -> SimDuration {
         let c = self.call(slot);
         let site = &self.sites[c.site as usize];
@@ -481,10 +482,16 @@ impl QueueingWorld {
     }
 
     /// Resumes calls that governors woke (permits handed over) or answered, oldest first.
+    /// The common case, nothing to resume, is one inlined test at the call site.
+    #[inline]
     pub(super) fn resume_woken(&mut self, ctx: &mut Ctx<'_, Ev>) {
-        if self.govs.woken.is_empty() {
-            return; // the common case: nothing to resume, no bound to compute
+        if !self.govs.woken.is_empty() {
+            self.resume_queued(ctx);
         }
+    }
+
+    #[inline(never)]
+    fn resume_queued(&mut self, ctx: &mut Ctx<'_, Ev>) {
         // Bounded: each resumption consumes a wake-up, and a call is woken at most once
         // per level of its stack in one cascade (no request arrives meanwhile); the bound is
         // fixed on entry, since `live_calls` falls as woken calls end.
@@ -545,12 +552,31 @@ impl QueueingWorld {
         self.update_gate_gauges(ctx);
     }
 
-    /// After the governors of a site's stack acted: their timers and state changes.
+    /// After the governors of a site's stack acted: their timers and state changes, for
+    /// each governor whose mark says something may have changed (`Governor::take_changed`;
+    /// a level the step did not reach, or whose state it left alone, is skipped). Debug
+    /// builds check that the hand-off skipped would have done nothing.
     pub(super) fn after_stack(&mut self, site: usize, inst: u16, ctx: &mut Ctx<'_, Ev>) {
         for level in 0..self.sites[site].stack.len() {
             let g = self.sites[site].stack_for(inst)[level];
-            self.after_governor(g, ctx);
+            if self.govs.arena[g].take_changed() {
+                self.after_governor(g, ctx);
+            } else {
+                debug_assert!(
+                    self.hand_off_is_idle(g, ctx),
+                    "{} changed what the world reads without marking it",
+                    self.govs.names[g]
+                );
+            }
         }
+    }
+
+    /// Would [`Self::after_governor`] do nothing for `g` now: its timer in step, no event
+    /// waiting, its series as published? (Taking an empty event list changes nothing.)
+    fn hand_off_is_idle(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) -> bool {
+        let mut evs = Vec::new();
+        self.govs.arena[g].take_events(&mut evs);
+        self.govs.wake_in_step(g, ctx.now()) && evs.is_empty() && self.series_published(g, ctx)
     }
 
     pub(super) fn after_governor(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {

@@ -118,7 +118,23 @@ impl QueueingWorld {
 
     /// The call ended at its site with `o`: its final outcome, or `None` when it moved on
     /// to a fallback call site (it is live there now).
+    #[inline]
     pub(super) fn chain_step(
+        &mut self,
+        slot: u32,
+        o: Outcome,
+        off: bool,
+        ctx: &mut Ctx<'_, Ev>,
+    ) -> Option<Outcome> {
+        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        if c.degrade.is_none() && self.sites[c.site as usize].fallback.is_none() {
+            return Some(o); // the common case: no chain here
+        }
+        self.chain_step_on(slot, o, off, ctx)
+    }
+
+    #[inline(never)]
+    fn chain_step_on(
         &mut self,
         slot: u32,
         o: Outcome,
@@ -129,9 +145,6 @@ impl QueueingWorld {
         let site = c.site as usize;
         let first = c.degrade.map(|d| d.first);
         let on = self.sites[site].fallback.as_ref().map(|f| f.on);
-        if on.is_none() && first.is_none() {
-            return Some(o); // the common case: no chain here
-        }
         if self.reqs.slots[c.req as usize].as_ref().expect("live request").expired {
             return Some(o); // its budget ran out: nothing further is issued, not even a fallback
         }

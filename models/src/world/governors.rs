@@ -87,10 +87,20 @@ impl Governors {
         callsite::drain(g, &mut self.arena, &mut self.woken);
     }
 
+    /// The time governor `g`'s timer should be at, and the time it is at.
+    fn wake_want_have(&self, g: usize, now: SimTime) -> (Option<SimTime>, Option<SimTime>) {
+        (self.arena[g].wake_at().map(|t| t.max(now)), self.wake[g].map(|(t, _)| t))
+    }
+
+    /// Is governor `g`'s timer where it asks for it ([`Self::sync_wake`] would do nothing)?
+    pub fn wake_in_step(&self, g: usize, now: SimTime) -> bool {
+        let (want, have) = self.wake_want_have(g, now);
+        want == have
+    }
+
     /// Keeps governor `g`'s timer in step with what it asks for.
     pub fn sync_wake(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
-        let want = self.arena[g].wake_at().map(|t| t.max(ctx.now()));
-        let have = self.wake[g].map(|(t, _)| t);
+        let (want, have) = self.wake_want_have(g, ctx.now());
         if want == have {
             return;
         }

@@ -18,6 +18,10 @@ pub(super) struct GpuRt {
     /// Job at the server → its sequences not yet finished.
     jobs: BTreeMap<u64, Vec<u64>>,
     next_seq: u64,
+    /// Scratch of `on_gpu_step` (a step's events, the calls it completed), kept between
+    /// steps so a step allocates nothing.
+    events: Vec<SeqEvent>,
+    done: Vec<(u32, u64)>,
     running: GaugeId,
     waiting: GaugeId,
     kv_used: GaugeId,
@@ -37,6 +41,8 @@ impl GpuRt {
             seqs: BTreeMap::new(),
             jobs: BTreeMap::new(),
             next_seq: 0,
+            events: Vec::new(),
+            done: Vec::new(),
             running: ctx.metrics.gauge(&format!("{p}.running")),
             waiting: ctx.metrics.gauge(&format!("{p}.waiting")),
             kv_used: ctx.metrics.gauge(&format!("{p}.kv_used_tokens")),
@@ -133,10 +139,10 @@ impl QueueingWorld {
 
     pub(super) fn on_gpu_step(&mut self, g: u16, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let mut evs = Vec::new();
-        self.upstreams.gpus[g as usize].server.finish_step(now, &mut evs);
-        let mut done = Vec::new();
-        for e in evs {
+        let gpu = &mut self.upstreams.gpus[g as usize];
+        let (mut evs, mut done) = (std::mem::take(&mut gpu.events), std::mem::take(&mut gpu.done));
+        gpu.server.finish_step(now, &mut evs);
+        for e in evs.drain(..) {
             let gpu = &mut self.upstreams.gpus[g as usize];
             match e {
                 SeqEvent::FirstToken { id, at } => {
@@ -160,7 +166,7 @@ impl QueueingWorld {
             }
         }
         self.kick_gpu(g, ctx);
-        for (slot, job) in done {
+        for (slot, job) in done.drain(..) {
             let Some(c) = self.calls.slots[slot as usize].as_mut().filter(|c| c.awaits(job)) else {
                 self.upstreams.gpus[g as usize].abandoned_done += 1;
                 continue;
@@ -171,6 +177,8 @@ impl QueueingWorld {
             self.upstreams.gpus[g as usize].answered += 1;
             self.answer_with(slot, Outcome::Success, None, ctx);
         }
+        let gpu = &mut self.upstreams.gpus[g as usize];
+        (gpu.events, gpu.done) = (evs, done);
         self.resume_woken(ctx);
     }
 

@@ -117,7 +117,9 @@ pub(super) struct Requests {
 }
 
 impl Requests {
-    /// Puts `r` in a free slot (or a new one) and returns the slot.
+    /// Puts `r` in a free slot (or a new one) and returns the slot. Inlined, so the
+    /// record is written straight into its slot (no whole-record copy on the hot path).
+    #[inline(always)]
     pub fn insert(&mut self, r: Req) -> u32 {
         self.live += 1;
         match self.free.pop() {
@@ -132,12 +134,20 @@ impl Requests {
         }
     }
 
-    /// Takes the request out of `slot` (it ends once).
-    pub fn remove(&mut self, slot: u32) -> Req {
-        let r = self.slots[slot as usize].take().expect("ends once");
+    /// The request in `slot`, ending: the caller reads what it needs in place, then
+    /// [`Requests::release`]s the slot (no whole-record move).
+    #[inline]
+    pub fn ending(&mut self, slot: u32) -> &mut Req {
+        self.slots[slot as usize].as_mut().expect("ends once")
+    }
+
+    /// Frees `slot` (its request ended once), dropping the record in place.
+    #[inline]
+    pub fn release(&mut self, slot: u32) {
+        debug_assert!(self.slots[slot as usize].is_some(), "ends once");
+        self.slots[slot as usize] = None;
         self.free.push(slot);
         self.live -= 1;
-        r
     }
 }
 
@@ -157,33 +167,37 @@ pub(super) struct Calls {
 
 impl Calls {
     /// Puts `c` in a free slot (or a new one), stamps it with the slot's generation and
-    /// returns the slot.
-    pub fn insert(&mut self, c: Call) -> u32 {
+    /// returns the slot. Inlined, so the record is written straight into its slot.
+    #[inline(always)]
+    pub fn insert(&mut self, mut c: Call) -> u32 {
         self.issued += 1;
         self.live += 1;
         let slot = match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = Some(c);
-                s
-            }
+            Some(s) => s,
             None => {
-                self.slots.push(Some(c));
+                self.slots.push(None);
                 self.generations.push(0);
                 (self.slots.len() - 1) as u32
             }
         };
-        let generation = self.generations[slot as usize];
-        self.slots[slot as usize].as_mut().expect("just inserted").generation = generation;
+        c.generation = self.generations[slot as usize];
+        self.slots[slot as usize] = Some(c);
         slot
     }
 
-    /// Takes the call out of `slot` (it ends once); the slot's generation moves on.
-    pub fn remove(&mut self, slot: u32) -> Call {
-        let c = self.slots[slot as usize].take().expect("a call ends once");
+    /// Ends the call in `slot` (once): the slot's generation moves on and the record is
+    /// dropped in place; returns what its request needs to move on (its request's slot and
+    /// its pipeline step), not the whole record.
+    #[inline]
+    pub fn remove(&mut self, slot: u32) -> (u32, Issue) {
+        let c = self.slots[slot as usize].as_ref().expect("a call ends once");
+        debug_assert!(c.timer.is_none() && c.parked_at.is_none() && c.retry_level.is_none());
+        let ended = (c.req, c.issue);
+        self.slots[slot as usize] = None;
         self.generations[slot as usize] = self.generations[slot as usize].wrapping_add(1);
         self.free.push(slot);
         self.live -= 1;
         self.ended += 1;
-        c
+        ended
     }
 }

@@ -15,6 +15,8 @@ use crate::network::{NetworkSpec, is_zero};
 use std::collections::BTreeMap;
 
 pub(super) struct NetRt {
+    /// Some call site or route has a leg (else every hook below answers at once).
+    any: bool,
     /// Per call site: its legs (`None`: no network, or both legs zero).
     sites: Vec<Option<NetworkSpec>>,
     /// Per call site: its routes' legs by station, in place of the site's (`None`: zero).
@@ -47,7 +49,11 @@ impl NetRt {
                     .collect()
             })
             .collect();
-        NetRt { sites, routes, legs: BTreeMap::new() }
+        let sites: Vec<Option<NetworkSpec>> = sites;
+        let routes: Vec<Vec<(u16, Option<NetworkSpec>)>> = routes;
+        let any =
+            sites.iter().any(Option::is_some) || routes.iter().flatten().any(|(_, n)| n.is_some());
+        NetRt { any, sites, routes, legs: BTreeMap::new() }
     }
 
     /// The legs of calls from `site` to station `st`: its route's, else the site's.
@@ -68,7 +74,16 @@ impl NetRt {
 impl QueueingWorld {
     /// This leg's delay for call `slot`'s current attempt (`None`: no such leg). A keyed
     /// draw of (request, call path, attempt, backup) with the leg's own attribute.
+    #[inline]
     fn net_delay(&self, slot: u32, response: bool) -> Option<SimDuration> {
+        if !self.net.any {
+            return None;
+        }
+        self.leg_delay(slot, response)
+    }
+
+    #[inline(never)]
+    fn leg_delay(&self, slot: u32, response: bool) -> Option<SimDuration> {
         let c = self.calls.slots[slot as usize].as_ref().expect("live call");
         let Some(Upstream::Station(st)) = c.up else { return None };
         let spec = self.net.spec(c.site as usize, st)?;
@@ -89,7 +104,13 @@ impl QueueingWorld {
     /// The client sends call `slot`'s `job` to station `st`. On a site with a network the
     /// client's timeout starts now (it counts both legs); with a request leg the work is put
     /// on the wire and `true` returned (it reaches the station at `NetArrive`).
+    #[inline]
     pub(super) fn net_send(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) -> bool {
+        self.net.any && self.send_on_wire(st, job, ctx)
+    }
+
+    #[inline(never)]
+    fn send_on_wire(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) -> bool {
         let site = self.calls.slots[job.slot as usize].as_ref().expect("live call").site as usize;
         if self.net.spec(site, st).is_none() {
             return false;

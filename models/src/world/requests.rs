@@ -72,7 +72,8 @@ impl QueueingWorld {
             let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
             Progress::start(&pl.p, &mut draw)
         };
-        let r = Req {
+        // Built in the argument: the inlined insert writes it straight into its slot.
+        let slot = self.reqs.insert(Req {
             id,
             source,
             class: a.class,
@@ -90,8 +91,7 @@ impl QueueingWorld {
             entry: None,
             deadline: None,
             expired: false,
-        };
-        let slot = self.reqs.insert(r);
+        });
         self.arm_budget(slot, ctx);
         match app {
             Some(app) => self.entry_arrive(slot, app, advance, ctx),
@@ -122,8 +122,14 @@ impl QueueingWorld {
         let pl = &self.pipelines[r.pipeline as usize];
         let site = pl.sites[issue.stage as usize][issue.step as usize];
         let path = if pl.direct { 0 } else { issue.call_path() };
-        let c = Call {
-            id: self.calls.next_id,
+        // Its app instance's key + 1 (0: no app): which per-instance governors it meets.
+        let entry = r.entry.as_ref().map(|e| (e.app, e.inst));
+        let inst = entry.map_or(0, |(app, inst)| self.instance_key(app, inst) as u16 + 1);
+        let id = self.calls.next_id;
+        self.calls.next_id += 1;
+        // Built in the argument: the inlined insert writes it straight into its slot.
+        let slot = self.calls.insert(Call {
+            id,
             req,
             site,
             issue,
@@ -143,15 +149,9 @@ impl QueueingWorld {
             on_backup: false,
             stream: None,
             degrade: None,
-            inst: 0,
+            inst,
             generation: 0,
-        };
-        self.calls.next_id += 1;
-        let inst = match self.reqs.slots[req as usize].as_ref().expect("live request").entry {
-            Some(ref e) => self.instance_key(e.app, e.inst) as u16 + 1,
-            None => 0,
-        };
-        let slot = self.calls.insert(Call { inst, ..c });
+        });
         self.descend(slot, 0, ctx);
         self.resume_woken(ctx);
     }
@@ -165,78 +165,82 @@ impl QueueingWorld {
 
     /// A call is over: its request's pipeline moves on.
     pub(super) fn call_done(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls.remove(slot);
-        debug_assert!(c.timer.is_none() && c.parked_at.is_none() && c.retry_level.is_none());
-        let r = self.reqs.slots[c.req as usize].as_mut().expect("a call's request outlives it");
+        let (req, issue) = self.calls.remove(slot);
+        let r = self.reqs.slots[req as usize].as_mut().expect("a call's request outlives it");
         r.live_calls -= 1;
         if r.expired {
             // Its budget ran out: nothing more is issued; it ends with its last call.
             if r.live_calls == 0 {
-                self.end_request(c.req, Outcome::Failed(Reason::Timeout), ctx);
+                self.end_request(req, Outcome::Failed(Reason::Timeout), ctx);
             }
             return;
         }
         let pl = &self.pipelines[r.pipeline as usize];
         if pl.direct && r.entry.is_none() {
             // The one call of a direct request: its outcome is the request's.
-            self.end_request(c.req, outcome, ctx);
+            self.end_request(req, outcome, ctx);
             return;
         }
         let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
         let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
-        let advance = r.progress.call_ended(&pl.p, c.issue, outcome, &mut draw);
-        self.advance(c.req, advance, ctx);
+        let advance = r.progress.call_ended(&pl.p, issue, outcome, &mut draw);
+        self.advance(req, advance, ctx);
     }
 
     pub(super) fn end_request(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let r = self.reqs.remove(slot);
+        // Read in place, then the slot is freed (no whole-record move).
+        let r = self.reqs.ending(slot);
         assert_eq!(r.live_calls, 0, "a request ends after its last call");
-        if let Some(h) = r.deadline {
-            ctx.cancel(h);
-        }
+        let (id, source, class, arrival, client) = (r.id, r.source, r.class, r.arrival, r.client);
+        let (deadline, entry) = (r.deadline, r.entry.take());
         if let Some(recs) = &mut self.obs.records {
             recs.push(RequestRecord {
-                request_id: r.id.0,
-                source: r.source,
+                request_id: id.0,
+                source,
                 seq: r.seq,
-                arrival: r.arrival,
+                arrival,
                 start: r.start,
                 end: Some(now),
                 outcome: Some(outcome),
                 tokens: r.tokens,
-                class: r.class,
+                class,
                 user: r.user,
                 key: r.key,
             });
         }
-        let measured = r.arrival >= self.warmup;
-        let src = &mut self.traffic.sources[r.source as usize];
-        let latency = now - r.arrival;
+        self.reqs.release(slot);
+        if let Some(h) = deadline {
+            ctx.cancel(h);
+        }
+        let measured = arrival >= self.warmup;
+        let src = &mut self.traffic.sources[source as usize];
+        let latency = now - arrival;
         src.stats.record_end(outcome, latency, measured);
-        let class = &mut self.traffic.classes[r.class as usize];
-        class.stats.record_end(outcome, latency, measured);
+        let class_rt = &mut self.traffic.classes[class as usize];
+        class_rt.stats.record_end(outcome, latency, measured);
         if measured
-            && class.sla > SimDuration::ZERO
+            && class_rt.sla > SimDuration::ZERO
             && matches!(outcome, Outcome::Success | Outcome::Degraded(_))
-            && latency <= class.sla
+            && latency <= class_rt.sla
         {
-            class.within_sla += 1;
+            class_rt.within_sla += 1;
         }
         // The time series shows the warm-up too: its own time axis tells them apart.
         if matches!(outcome, Outcome::Success | Outcome::Degraded(_)) {
             ctx.metrics.record(src.latency, latency.0);
-            ctx.metrics.record(self.obs.class_latency[r.class as usize], latency.0);
+            ctx.metrics.record(self.obs.class_latency[class as usize], latency.0);
         }
-        if r.client != traffic::NO_CLIENT {
-            self.client_answered(r.source, r.client, r.id, outcome, ctx);
+        if client != traffic::NO_CLIENT {
+            self.client_answered(source, client, id, outcome, ctx);
         }
-        if let Some(e) = r.entry {
+        if let Some(e) = entry {
             self.entry_ended(e, ctx);
         }
     }
 
     /// The first service start of a request's calls: its wait is measured once.
+    #[inline(always)]
     pub(super) fn request_started(&mut self, req: u32, now: SimTime) {
         let r = self.reqs.slots[req as usize].as_mut().expect("live request");
         if r.start.is_some() {

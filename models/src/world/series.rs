@@ -131,15 +131,31 @@ impl BreakerSeries {
         }
     }
 
+    /// The gauges and totals of `v`, in publishing order.
+    fn values(v: &BreakerView) -> [i64; 6] {
+        let (calls, failed, slow) = (v.calls as i64, v.failed as i64, v.slow as i64);
+        [v.state.gauge() as i64, calls, failed, slow, bp(v.failure_pct), bp(v.slow_pct)]
+    }
+
+    /// Would [`Self::publish`] of `v` change nothing (every gauge at its value, no new
+    /// refusal)? Setting a gauge to the value it holds is no change (`Metrics::set`).
+    fn is_published(&self, m: &Metrics, v: &BreakerView) -> bool {
+        let ids = [self.state, self.buffered, self.failed, self.slow];
+        let ids = [ids[0], ids[1], ids[2], ids[3], self.failure_rate, self.slow_rate];
+        let gauges = ids.iter().zip(Self::values(v)).all(|(&id, x)| m.gauge_value(id) == x);
+        gauges && v.refused == self.seen
+    }
+
     /// Publishes one breaker's view at `now`: its state, window `(calls, failed, slow)`,
     /// rates in percent and refusal totals by state (adding what is new since last time).
     fn publish(&mut self, m: &mut Metrics, now: SimTime, v: BreakerView) {
-        m.set(self.state, now, v.state.gauge() as i64);
-        m.set(self.buffered, now, v.calls as i64);
-        m.set(self.failed, now, v.failed as i64);
-        m.set(self.slow, now, v.slow as i64);
-        m.set(self.failure_rate, now, bp(v.failure_pct));
-        m.set(self.slow_rate, now, bp(v.slow_pct));
+        let [state, calls, failed, slow, failure_rate, slow_rate] = Self::values(&v);
+        m.set(self.state, now, state);
+        m.set(self.buffered, now, calls);
+        m.set(self.failed, now, failed);
+        m.set(self.slow, now, slow);
+        m.set(self.failure_rate, now, failure_rate);
+        m.set(self.slow_rate, now, slow_rate);
         for (k, &n) in v.refused.iter().enumerate() {
             if n > self.seen[k] {
                 m.add(self.refused_in[k], n - self.seen[k]);
@@ -223,27 +239,44 @@ impl QueueingWorld {
             return;
         }
         let (now, m) = (ctx.now(), &mut *ctx.metrics);
-        match &self.govs.arena[g] {
-            GovernorKind::CircuitBreaker(cb) => {
-                let s = cb.snapshot();
-                let v = BreakerView {
-                    state: cb.state(),
-                    calls: s.calls,
-                    failed: s.failed,
-                    slow: s.slow,
-                    failure_pct: s.failure_rate() as f64,
-                    slow_pct: s.slow_rate() as f64,
-                    refused: cb.counters.not_permitted_in,
-                };
-                series[0].publish(m, now, v);
-            }
-            GovernorKind::DegradeRule(d) => series[0].publish(m, now, degrade_view(d)),
-            GovernorKind::SentinelResource(r) => {
-                for (b, d) in series.iter_mut().zip(r.degrade()) {
-                    b.publish(m, now, degrade_view(d));
-                }
-            }
-            _ => unreachable!("breaker series for a breaker"),
+        breaker_views(&self.govs.arena[g], |j, v| series[j].publish(m, now, v));
+    }
+
+    /// Would [`Self::series_governor`] change nothing for `g` now (debug checks)?
+    pub(super) fn series_published(&self, g: usize, ctx: &Ctx<'_, Ev>) -> bool {
+        let series = &self.obs.series.breakers[g];
+        let mut published = true;
+        if !series.is_empty() {
+            let m = &*ctx.metrics;
+            breaker_views(&self.govs.arena[g], |j, v| published &= series[j].is_published(m, &v));
         }
+        published
+    }
+}
+
+/// The view of each breaker series of governor `gov` (a breaker: one; a Sentinel resource:
+/// one per degrade rule), with its index.
+fn breaker_views(gov: &GovernorKind, mut each: impl FnMut(usize, BreakerView)) {
+    match gov {
+        GovernorKind::CircuitBreaker(cb) => {
+            let s = cb.snapshot();
+            let v = BreakerView {
+                state: cb.state(),
+                calls: s.calls,
+                failed: s.failed,
+                slow: s.slow,
+                failure_pct: s.failure_rate() as f64,
+                slow_pct: s.slow_rate() as f64,
+                refused: cb.counters.not_permitted_in,
+            };
+            each(0, v);
+        }
+        GovernorKind::DegradeRule(d) => each(0, degrade_view(d)),
+        GovernorKind::SentinelResource(r) => {
+            for (j, d) in r.degrade().iter().enumerate() {
+                each(j, degrade_view(d));
+            }
+        }
+        _ => unreachable!("breaker series for a breaker"),
     }
 }

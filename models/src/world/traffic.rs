@@ -109,6 +109,12 @@ impl TrafficRt {
         }
     }
 
+    /// Its requests come from a script's rows (which may answer their own calls).
+    #[inline]
+    pub(super) fn has_script(&self) -> bool {
+        self.script.is_some()
+    }
+
     /// A scripted row's own answer for its call's attempt `attempt` (`crate::scripted`).
     pub(super) fn row_answer(&self, seq: u64, attempt: u32) -> Option<crate::scripted::Answer> {
         self.script.as_ref()?.answer(seq, attempt)

@@ -149,6 +149,7 @@ impl StationRt {
     }
 
     /// Refreshes the station's time averages and gauges at `now`.
+    #[inline(always)]
     pub fn gauges(&mut self, now: SimTime, metrics: &mut sim_core::metrics::Metrics) {
         let (busy, q) = (self.st.busy() as i64, self.st.queue_len() as i64);
         self.in_system.set(now, busy + q);

@@ -27,6 +27,8 @@ bench_bin() { # bench name → the newest profiling executable of it
     ls -t "$target"/profiling/deps/"$1"-* | grep -v '\.d$' | head -1
 }
 out=$(mktemp /tmp/callgrind.XXXXXX)
+# Removed on any exit (a failing pipe under pipefail ended the script before a last-line rm).
+if [ "${KEEP:-0}" = 1 ]; then trap 'echo "kept $out" >&2' EXIT; else trap 'rm -f "$out" "$out.stdout"' EXIT; fi
 case "$what" in
     mm1 | mm8)
         n=${2:-200000}
@@ -112,4 +114,3 @@ for line in sys.stdin:
 for fn, ir in cost.most_common(top):
     print(f"{ir:>14,} {100 * ir / total:5.1f}%  {fn}")
 ' "$top"
-if [ "${KEEP:-0}" = 1 ]; then echo "kept $out"; else rm -f "$out" "$out.stdout"; fi

@@ -5,7 +5,7 @@
 
 use models::params::ParamValue;
 use models::run::simulation;
-use models::scenario::{ScenarioSpec, SetParam};
+use models::scenario::SetParam;
 use models::{RunConfig, Scenario};
 use sim_core::SimDuration;
 
@@ -86,10 +86,7 @@ const ALL: &str = r#"Scenario(
 )"#;
 
 fn load() -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(ALL).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
+    crate::support::load(ALL)
 }
 
 fn cfg(seed: u64, sample: Option<u64>) -> RunConfig {

@@ -4,7 +4,6 @@
 //! (timeline) without breaking an invariant.
 
 use models::params::ParamValue;
-use models::run::simulation;
 use models::scenario::SetParam;
 use models::{RunConfig, Scenario};
 use sim_core::SimDuration;
@@ -140,17 +139,7 @@ fn every_component_runs_clean_and_replays() {
 #[test]
 fn invariants_hold_after_every_event() {
     let sc = load();
-    let mut sim = simulation(&sc, &cfg(3, None));
-    let end = sim_core::SimTime::ZERO + SimDuration::from_secs(10);
-    let mut n = 0u64;
-    while sim.now() < end && n < 2_000_000 {
-        if !sim.step().expect("no engine error") {
-            break;
-        }
-        n += 1;
-        let v = sim.world().check_invariants();
-        assert!(v.is_empty(), "after event {n}: {v:?}");
-    }
+    let (_, n) = crate::support::try_stepped(&sc, &cfg(3, None)).unwrap_or_else(|e| panic!("{e}"));
     assert!(n > 5_000, "the run did something ({n} events)");
 }
 

@@ -27,7 +27,7 @@
 use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
-use crate::params::{GovernorSpec, ParamValue};
+use crate::params::{ApplyParam, GovernorSpec, ParamValue};
 use sim_core::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 
@@ -59,15 +59,14 @@ impl Sample {
     }
 }
 
-/// A `Limit` algorithm: its declaration and how a sample moves the limit.
-pub trait LimitAlgorithm: Clone + std::fmt::Debug {
+/// A `Limit` algorithm: its declaration and how a sample moves the limit. A run-time change
+/// of one of its parameters ([`ApplyParam`], from its rows) applies from the next sample.
+pub trait LimitAlgorithm: Clone + std::fmt::Debug + ApplyParam {
     type Spec: GovernorSpec;
     /// The algorithm's state and the limit before the first sample (`initialLimit`).
     fn new(spec: &Self::Spec) -> (Self, u64);
     /// `_update(startTime, rtt, inflight, didDrop)`: the limit after one sample.
     fn update(&mut self, limit: u64, s: &Sample) -> u64;
-    /// A run-time change of one of its parameters (applies from the next sample).
-    fn apply_param(&mut self, param: &str, v: ParamValue) -> Result<(), String>;
     /// Whether an outcome takes a sample (`Some(didDrop)`) or not (`None`): by default
     /// Netflix's `AbstractLimiter` listener ([`netflix_classify`]).
     fn classify(o: Outcome) -> Option<bool> {
@@ -229,13 +228,16 @@ impl<A: LimitAlgorithm> Governor for SimpleLimiter<A> {
     }
 }
 
+impl<A: LimitAlgorithm> ApplyParam for SimpleLimiter<A> {
+    fn apply_param(&mut self, param: &str, v: ParamValue, now: SimTime) -> Result<(), String> {
+        self.algo.apply_param(param, v, now)
+    }
+}
+
 impl<A: LimitAlgorithm> crate::governor::GovernorKindOps for SimpleLimiter<A> {
     type Spec = A::Spec;
     fn build(spec: &A::Spec, _: &crate::governor::BuildCtx<'_>) -> Self {
         SimpleLimiter::new(spec)
-    }
-    fn apply_param(&mut self, param: &str, v: ParamValue, _now: SimTime) -> Result<(), String> {
-        self.algo.apply_param(param, v)
     }
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {
         let mut c = vec![

@@ -37,7 +37,6 @@
 
 use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
 use crate::outcome::Outcome;
-use crate::params::ParamValue as V;
 use serde::{Deserialize, Serialize};
 use sim_core::rng::mix64;
 use sim_core::{SimDuration, SimTime};
@@ -355,24 +354,6 @@ impl LimitAlgorithm for GradientController {
         }
     }
 
-    fn apply_param(&mut self, param: &str, v: V) -> Result<(), String> {
-        match (param, v) {
-            ("sample_aggregate_percentile", V::Float(x)) => self.sample_aggregate_percentile = x,
-            ("max_concurrency_limit", V::Count(n)) => self.max_concurrency_limit = n,
-            ("concurrency_update_interval", V::Duration(d)) => {
-                self.update_interval_ms = whole_ms(d)
-            }
-            ("min_rtt_calc_interval", V::Duration(d)) => self.min_rtt_interval_ms = whole_ms(d),
-            ("request_count", V::Count(n)) => self.request_count = n,
-            ("jitter", V::Float(x)) => self.jitter = x,
-            ("buffer", V::Float(x)) => self.buffer = x,
-            (p, v) => {
-                return Err(format!("adaptive_concurrency.{p} = {v:?} is not run-time changeable"));
-            }
-        }
-        Ok(())
-    }
-
     fn gauges(&self) -> Vec<(&'static str, i64)> {
         vec![
             ("min_rtt_calculation_active", self.in_min_rtt_window() as i64),
@@ -390,22 +371,27 @@ const INTERVAL_MIN: SimDuration = SimDuration::from_ms(1);
 const INTERVAL_MAX: SimDuration = SimDuration::from_secs(86_400);
 
 crate::params::declare_params! {
-    AdaptiveConcurrencySpec: "adaptive_concurrency", name = |s| s.name;
-    sample_aggregate_percentile: Float { min: 0.0, max: 100.0 }, "percent", runtime,
+    AdaptiveConcurrencySpec: "adaptive_concurrency", name = |s| s.name, state = GradientController;
+    sample_aggregate_percentile: Float { min: 0.0, max: 100.0 }, "percent",
+        runtime(apply = |g, x| g.sample_aggregate_percentile = x),
         "the percentile summarising a window's samples (sample_aggregate_percentile)", default = 50.0;
-    max_concurrency_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
+    max_concurrency_limit: Count { min: 1, max: MAX_LIMIT }, "calls",
+        runtime(apply = |g, n| g.max_concurrency_limit = n),
         "the highest limit (concurrency_limit_params.max_concurrency_limit)", default = 1000;
-    concurrency_update_interval: Duration { min: INTERVAL_MIN, max: INTERVAL_MAX }, "ns", runtime,
+    concurrency_update_interval: Duration { min: INTERVAL_MIN, max: INTERVAL_MAX }, "ns",
+        runtime(apply = |g, d| g.update_interval_ms = whole_ms(d)),
         "the sample window, whole ms (concurrency_limit_params.concurrency_update_interval)";
-    min_rtt_calc_interval: Duration { min: INTERVAL_MIN, max: INTERVAL_MAX }, "ns", runtime,
+    min_rtt_calc_interval: Duration { min: INTERVAL_MIN, max: INTERVAL_MAX }, "ns",
+        runtime(apply = |g, d| g.min_rtt_interval_ms = whole_ms(d)),
         "time between minRTT windows, whole ms (min_rtt_calc_params.interval)";
-    request_count: Count { min: 1, max: 1_000_000 }, "samples", runtime,
+    request_count: Count { min: 1, max: 1_000_000 }, "samples",
+        runtime(apply = |g, n| g.request_count = n),
         "samples a minRTT window collects (min_rtt_calc_params.request_count)", default = 50;
-    jitter: Float { min: 0.0, max: 100.0 }, "percent", runtime,
+    jitter: Float { min: 0.0, max: 100.0 }, "percent", runtime(apply = |g, x| g.jitter = x),
         "random delay added to a minRTT window's start, of the interval (min_rtt_calc_params.jitter)", default = 15.0;
     min_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
         "the limit during a minRTT window and the lowest limit (min_rtt_calc_params.min_concurrency)", default = 3;
-    buffer: Float { min: 0.0, max: 100.0 }, "percent", runtime,
+    buffer: Float { min: 0.0, max: 100.0 }, "percent", runtime(apply = |g, x| g.buffer = x),
         "tolerance added to the minRTT (min_rtt_calc_params.buffer)", default = 25.0;
 }
 

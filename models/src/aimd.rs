@@ -12,7 +12,6 @@
 //! summary counters come from the limiter.
 
 use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
-use crate::params::ParamValue as V;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
 
@@ -92,29 +91,23 @@ impl LimitAlgorithm for Aimd {
         }
         l.max(self.min_limit).min(self.max_limit)
     }
-
-    fn apply_param(&mut self, param: &str, v: V) -> Result<(), String> {
-        match (param, v) {
-            ("min_limit", V::Count(n)) => self.min_limit = n,
-            ("max_limit", V::Count(n)) => self.max_limit = n,
-            ("backoff_ratio", V::Float(x)) => self.backoff_ratio = x,
-            ("timeout", V::Duration(d)) => self.timeout = d,
-            (p, v) => return Err(format!("aimd_limit.{p} = {v:?} is not run-time changeable")),
-        }
-        Ok(())
-    }
 }
 
 crate::params::declare_params! {
-    AimdLimitSpec: "aimd_limit", name = |s| s.name;
+    AimdLimitSpec: "aimd_limit", name = |s| s.name, state = Aimd;
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
         "the limit before the first sample (initialLimit)", default = 20;
-    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the lowest limit (minLimit)", default = 20;
-    max_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the highest limit (maxLimit)", default = 200;
-    backoff_ratio: Float { min: 0.5, max: 0.999_999 }, "ratio", runtime,
+    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls",
+        runtime(apply = |a, n| a.min_limit = n), "the lowest limit (minLimit)", default = 20;
+    max_limit: Count { min: 1, max: MAX_LIMIT }, "calls",
+        runtime(apply = |a, n| a.max_limit = n), "the highest limit (maxLimit)", default = 200;
+    backoff_ratio: Float { min: 0.5, max: 0.999_999 }, "ratio",
+        runtime(apply = |a, x| a.backoff_ratio = x),
         "factor applied to the limit on a drop, in [0.5, 1.0) (backoffRatio)", default = 0.9;
     timeout: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "a round trip longer than this counts as a drop (timeout)", default = SimDuration::from_secs(5);
+        "ns",
+        runtime(apply = |a, d| a.timeout = d),
+        "a round trip longer than this counts as a drop (timeout)", default = SimDuration::from_secs(5);
 }
 
 impl crate::params::GovernorSpec for AimdLimitSpec {}

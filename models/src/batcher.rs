@@ -255,10 +255,15 @@ impl Batcher {
 }
 
 crate::params::declare_params! {
-    BatcherSpec: "batcher", name = |s| s.name;
-    window: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) }, "ns", runtime,
+    BatcherSpec: "batcher", name = |s| s.name, state = governor::BatchGovernor;
+    window: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) }, "ns",
+        runtime(apply = |g, d| g.batcher.set_window(d)),
         "longest time a batch stays open, from its first call", default = SimDuration::from_ms(5);
-    max_batch: Count { min: 1, max: 1_000_000 }, "calls", runtime,
+    // A batch already that full goes at its next member or window end.
+    max_batch: Count { min: 1, max: 1_000_000 }, "calls",
+        runtime(apply = |g, n, now| if let Some(batch) = g.batcher.set_max_batch(n, now) {
+            g.flushed(batch)
+        }),
         "members at which a batch is sent at once", default = 8;
 }
 

@@ -153,31 +153,6 @@ pub struct ConnPool {
 }
 
 impl ConnPool {
-    /// Applies a run-time change of one of its parameters (checked against the registry);
-    /// the caller then syncs its gauges and resumes calls it woke.
-    pub fn apply_param(
-        &mut self,
-        param: &str,
-        v: crate::params::ParamValue,
-        now: SimTime,
-    ) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (param, v) {
-            ("max_total", V::Count(n)) => self.set_max_total(n, now),
-            ("max_per_route", V::Count(n)) => self.set_max_per_route(n, now),
-            ("keep_alive", V::Duration(d)) => self.set_keep_alive(d, now),
-            ("validate_after_inactivity", V::Duration(d)) => self.set_validate_after_inactivity(d),
-            ("connection_request_timeout", V::Duration(d)) => {
-                self.set_connection_request_timeout(d)
-            }
-            ("server_idle_timeout", V::Duration(d)) => self.set_server_idle_timeout(d),
-            ("tcp_rtt", V::Duration(d)) => self.set_tcp_rtt(d),
-            ("tls_round_trips", V::Count(n)) => self.set_tls_round_trips(n),
-            ("stale_failure_delay", V::Duration(d)) => self.set_stale_failure_delay(d),
-            (p, v) => return Err(format!("connpool.{p} = {v} is not run-time changeable")),
-        }
-        Ok(())
-    }
     pub fn new(spec: &ConnPoolSpec) -> ConnPool {
         assert!(spec.max_total >= 1 && spec.max_per_route >= 1, "validated: limits ≥ 1");
         ConnPool {

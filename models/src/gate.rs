@@ -158,11 +158,13 @@ impl Governor for Gate {
 }
 
 crate::params::declare_params! {
-    GateSpec: "gate", name = |s| s.name;
-    permits: Count { min: 1, max: 10_000_000 }, "permits", runtime,
-        "concurrent calls allowed past the gate";
+    GateSpec: "gate", name = |s| s.name, state = Gate;
+    permits: Count { min: 1, max: 10_000_000 }, "permits",
+        runtime(apply = |g, n| g.set_permits(n)), "concurrent calls allowed past the gate";
     acquire_timeout: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "how long a call waits for a permit (0 = fail fast)", default = SimDuration::ZERO;
+        "ns",
+        runtime(apply = |g, d| g.set_acquire_timeout(d)),
+        "how long a call waits for a permit (0 = fail fast)", default = SimDuration::ZERO;
     max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed,
         "bound on calls waiting for a permit", default = 100_000;
 }
@@ -173,20 +175,6 @@ impl crate::governor::GovernorKindOps for Gate {
     type Spec = GateSpec;
     fn build(spec: &GateSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
         Gate::new(spec)
-    }
-    fn apply_param(
-        &mut self,
-        param: &str,
-        v: crate::params::ParamValue,
-        _now: SimTime,
-    ) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (param, v) {
-            ("permits", V::Count(n)) => self.set_permits(n),
-            ("acquire_timeout", V::Duration(d)) => self.set_acquire_timeout(d),
-            (p, v) => return Err(format!("gate.{p} = {v:?} is not run-time changeable")),
-        }
-        Ok(())
     }
 }
 

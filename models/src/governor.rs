@@ -149,21 +149,15 @@ pub trait Governor {
 
 /// What a governor's run-time state provides to the kind table (`kinds.rs`) beyond
 /// [`Governor`]: how it is built from its declaration, how a run-time change reaches it,
-/// and its optional hooks. Every hook but the first two has a default.
-pub trait GovernorKindOps: Governor + Clone {
+/// and its optional hooks. Every hook but the first has a default.
+///
+/// A run-time change reaches the state through [`crate::params::ApplyParam`], generated
+/// from the kind's `declare_params!` rows (`runtime(apply = …)`).
+pub trait GovernorKindOps: Governor + Clone + crate::params::ApplyParam {
     /// The declaration this state is built from.
     type Spec: crate::params::GovernorSpec;
     /// Builds the state from its declaration (validated).
     fn build(spec: &Self::Spec, ctx: &BuildCtx<'_>) -> Self;
-    /// Applies a run-time change already checked against the registry (a run-time
-    /// parameter of this kind, of the right type and range). `Err`: the state refused it
-    /// (a cross-field rule); the value in force stays the old one.
-    fn apply_param(
-        &mut self,
-        param: &str,
-        v: crate::params::ParamValue,
-        now: SimTime,
-    ) -> Result<(), String>;
     /// Counters worth a summary column (`<kind>.<name>.<counter>`), in a stable order
     /// (result columns: never rename one, only add).
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {

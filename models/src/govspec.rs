@@ -48,7 +48,7 @@ macro_rules! governor_runtime {
             ) -> Result<(), String> {
                 match self {
                     $( GovernorKind::$variant(g) => {
-                        <$state as GovernorKindOps>::apply_param(g, param, v, now)
+                        <$state as crate::params::ApplyParam>::apply_param(g, param, v, now)
                     } )*
                     GovernorKind::Shadow(s) => s.inner_mut().apply_param(param, v, now),
                 }

@@ -17,7 +17,6 @@
 //! `queueSize` function of the limit (the fixed `queueSize(int)` form is).
 
 use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
-use crate::params::ParamValue as V;
 use serde::{Deserialize, Serialize};
 
 /// Configuration, named as `Gradient2Limit.Builder` names it.
@@ -146,36 +145,24 @@ impl LimitAlgorithm for Gradient2 {
         self.estimate = new.min(self.max_limit as f64).max(self.min_limit as f64);
         self.estimate as u64
     }
-
-    fn apply_param(&mut self, param: &str, v: V) -> Result<(), String> {
-        match (param, v) {
-            ("min_limit", V::Count(n)) => self.min_limit = n,
-            ("max_concurrency", V::Count(n)) => self.max_limit = n,
-            ("smoothing", V::Float(x)) => self.smoothing = x,
-            ("queue_size", V::Count(n)) => self.queue_size = n,
-            ("rtt_tolerance", V::Float(x)) => self.tolerance = x,
-            (p, v) => {
-                return Err(format!("gradient2_limit.{p} = {v:?} is not run-time changeable"));
-            }
-        }
-        Ok(())
-    }
 }
 
 crate::params::declare_params! {
-    Gradient2LimitSpec: "gradient2_limit", name = |s| s.name;
+    Gradient2LimitSpec: "gradient2_limit", name = |s| s.name, state = Gradient2;
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
         "the limit before the first sample (initialLimit)", default = 20;
-    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls", runtime, "the lowest limit (minLimit)", default = 20;
-    max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
+    min_limit: Count { min: 1, max: MAX_LIMIT }, "calls",
+        runtime(apply = |g, n| g.min_limit = n), "the lowest limit (minLimit)", default = 20;
+    max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls",
+        runtime(apply = |g, n| g.max_limit = n),
         "the highest limit (maxConcurrency)", default = 200;
-    smoothing: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
+    smoothing: Float { min: 0.0, max: 1.0 }, "ratio", runtime(apply = |g, x| g.smoothing = x),
         "weight of a new estimate (smoothing)", default = 0.2;
-    queue_size: Count { min: 0, max: MAX_LIMIT }, "calls", runtime,
+    queue_size: Count { min: 0, max: MAX_LIMIT }, "calls", runtime(apply = |g, n| g.queue_size = n),
         "growth allowed while latency stays low (queueSize)", default = 4;
     long_window: Count { min: 1, max: 1_000_000 }, "samples", fixed,
         "window of the long-term RTT average (longWindow)", default = 600;
-    rtt_tolerance: Float { min: 1.0, max: 100.0 }, "ratio", runtime,
+    rtt_tolerance: Float { min: 1.0, max: 100.0 }, "ratio", runtime(apply = |g, x| g.tolerance = x),
         "acceptable RTT growth over the long-term average (rttTolerance)", default = 1.5;
 }
 

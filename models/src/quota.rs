@@ -253,23 +253,6 @@ pub struct Quota {
 }
 
 impl Quota {
-    /// Applies a run-time change of one of its parameters (checked against the registry).
-    pub fn apply_param(
-        &mut self,
-        param: &str,
-        v: crate::params::ParamValue,
-        now: SimTime,
-    ) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (param, v) {
-            ("rpm", V::OptCount(n)) => self.set_rpm(n, now),
-            ("tpm", V::OptCount(n)) => self.set_tpm(n, now),
-            ("max_concurrency", V::OptCount(n)) => self.set_max_concurrency(n),
-            ("refund_unused", V::Bool(b)) => self.set_refund_unused(b),
-            (p, v) => return Err(format!("quota.{p} = {v} is not run-time changeable")),
-        }
-        Ok(())
-    }
     pub fn new(spec: &QuotaSpec) -> Quota {
         assert!(spec.rpm != Some(0) && spec.tpm != Some(0) && spec.max_concurrency != Some(0));
         Quota {
@@ -419,14 +402,19 @@ pub fn whole_seconds_up(d: SimDuration) -> SimDuration {
 }
 
 crate::params::declare_params! {
-    QuotaSpec: "quota", name = |s| s.name;
-    rpm: OptCount { min: 1, max: 1_000_000_000_000 }, "requests/min", runtime,
+    QuotaSpec: "quota", name = |s| s.name, state = Quota;
+    rpm: OptCount { min: 1, max: 1_000_000_000_000 }, "requests/min",
+        runtime(apply = |q, n, now| q.set_rpm(n, now)),
         "requests per minute (None = unlimited)", default = None;
-    tpm: OptCount { min: 1, max: 1_000_000_000_000 }, "tokens/min", runtime,
+    tpm: OptCount { min: 1, max: 1_000_000_000_000 }, "tokens/min",
+        runtime(apply = |q, n, now| q.set_tpm(n, now)),
         "tokens per minute, prompt + max_tokens (None = unlimited)", default = None;
-    max_concurrency: OptCount { min: 1, max: 1_000_000_000_000 }, "requests", runtime,
+    max_concurrency: OptCount { min: 1, max: 1_000_000_000_000 }, "requests",
+        runtime(apply = |q, n| q.set_max_concurrency(n)),
         "concurrent requests (None = unlimited)", default = None;
-    refund_unused: Bool, "", runtime, "give back unused reserved tokens at completion",
+    refund_unused: Bool, "",
+        runtime(apply = |q, on| q.set_refund_unused(on)),
+        "give back unused reserved tokens at completion",
         default = false;
 }
 

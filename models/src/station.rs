@@ -8,7 +8,6 @@
 //! servers finish their work); the queue never exceeds its capacity; a server is never idle
 //! while a request waits (work conservation).
 
-use crate::params::ParamValue;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, SimDuration, SimTime};
@@ -134,38 +133,49 @@ impl RejectAs {
 }
 
 crate::params::declare_params! {
-    StationSpec: "station", name = |s| s.name;
-    servers: Count { min: 1, max: MAX_SERVERS }, "servers", runtime,
+    StationSpec: "station", name = |s| s.name, state = Station<T>, generics = [T: Copy];
+    servers: Count { min: 1, max: MAX_SERVERS }, "servers", runtime(apply = |st, n| st.servers = n),
         "identical servers working in parallel";
     queue_capacity: OptCount { min: 0, max: u64::MAX }, "requests", fixed,
         "waiting places in front of the servers (None = unbounded, Some(0) = none)";
-    cancellation: Bool, "", runtime,
+    cancellation: Bool, "", runtime(apply = |st, on| st.cancellation = on),
         "drop the work of calls whose client timed out (false: it runs to the end)";
-    error_rate: Float { min: 0.0, max: 1.0 }, "probability", runtime,
+    error_rate: Float { min: 0.0, max: 1.0 }, "probability",
+        runtime(apply = |st, x| st.error_rate = x),
         "share of calls answered 5xx (failure injection; 1.0 = outage)";
-    latency_multiplier: Float { min: 1e-3, max: 1e3 }, "×", runtime,
+    latency_multiplier: Float { min: 1e-3, max: 1e3 }, "×",
+        runtime(apply = |st, x| st.latency_multiplier = x),
         "factor on service times started after a change (a slowdown)", default = 1.0;
-    service: DurationDist, "ns", runtime,
+    service: DurationDist, "ns", runtime(apply = |st, d| st.service = d),
         "service time of one request (applies to services started after a change)";
     load_slope: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(3600) }, "ns",
-        runtime, "extra service time per call in service when a service starts (load curve)";
+        runtime(apply = |st, d| st.load_slope = d),
+        "extra service time per call in service when a service starts (load curve)";
     per_output_token: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
-        "ns", runtime, "service time added per output token (token-based latency)";
+        "ns",
+        runtime(apply = |st, d| st.per_output_token = d),
+        "service time added per output token (token-based latency)";
     per_prompt_token: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(60) },
-        "ns", runtime, "service time added per prompt token";
-    business_error_rate: Float { min: 0.0, max: 1.0 }, "probability", runtime,
+        "ns",
+        runtime(apply = |st, d| st.per_prompt_token = d), "service time added per prompt token";
+    business_error_rate: Float { min: 0.0, max: 1.0 }, "probability",
+        runtime(apply = |st, x| st.business_error_rate = x),
         "share of calls answered with a business error (never retried)";
     // Stream settings exist (are registered) only on a streaming station.
-    chunk_tokens: Count { min: 1, max: crate::stream::MAX_CHUNK_TOKENS }, "tokens", runtime,
+    chunk_tokens: Count { min: 1, max: crate::stream::MAX_CHUNK_TOKENS }, "tokens",
+        runtime(apply = |st, n| st.stream.chunk_tokens = n),
         "output tokens per streamed chunk (streams started after a change)", default = 1,
         opt_get = |s| s.streaming.then_some(s.chunk_tokens);
-    stall_rate: Float { min: 0.0, max: 1.0 }, "probability", runtime,
+    stall_rate: Float { min: 0.0, max: 1.0 }, "probability",
+        runtime(apply = |st, x| st.stream.stall_rate = x),
         "share of streamed responses that stall once (failure injection)",
         opt_get = |s| s.streaming.then_some(s.stall_rate);
-    stall_duration: DurationDist, "ns", runtime, "length of a stream stall",
+    stall_duration: DurationDist, "ns",
+        runtime(apply = |st, d| st.stream.stall_duration = d), "length of a stream stall",
         default = Dist::constant(SimDuration::ZERO),
         opt_get = |s| s.streaming.then(|| s.stall_duration.clone());
-    stall_after: Float { min: 0.0, max: 1.0 }, "fraction", runtime,
+    stall_after: Float { min: 0.0, max: 1.0 }, "fraction",
+        runtime(apply = |st, x| st.stream.stall_after = x),
         "where a stall comes, as a fraction of the stream's chunks", default = 0.5,
         opt_get = |s| s.streaming.then_some(s.stall_after);
 }
@@ -203,29 +213,6 @@ pub struct Station<T> {
 }
 
 impl<T: Copy> Station<T> {
-    /// Applies a run-time change of one of its parameters (checked against the registry).
-    /// Raising `servers` frees servers: the caller starts queued work on them.
-    pub fn apply_param(&mut self, param: &str, v: ParamValue) -> Result<(), String> {
-        use ParamValue as V;
-        match (param, v) {
-            ("servers", V::Count(n)) => self.servers = n,
-            ("service", V::DurationDist(d)) => self.service = d,
-            ("cancellation", V::Bool(b)) => self.cancellation = b,
-            ("error_rate", V::Float(x)) => self.error_rate = x,
-            ("latency_multiplier", V::Float(x)) => self.latency_multiplier = x,
-            ("load_slope", V::Duration(d)) => self.load_slope = d,
-            ("per_output_token", V::Duration(d)) => self.per_output_token = d,
-            ("per_prompt_token", V::Duration(d)) => self.per_prompt_token = d,
-            ("business_error_rate", V::Float(x)) => self.business_error_rate = x,
-            (p, v) => {
-                return self
-                    .stream
-                    .set(p, v)
-                    .map_err(|v| format!("station.{p} = {v} is not run-time changeable"));
-            }
-        }
-        Ok(())
-    }
     pub fn new(spec: &StationSpec) -> Self {
         Station {
             servers: spec.servers,

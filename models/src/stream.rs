@@ -29,11 +29,10 @@
 //! never draw a random number themselves: the world hands in the stall (keyed draws
 //! `STREAM_STALL`, `STREAM_STALL_LENGTH`).
 //!
-//! API boundary: [`StreamSettings`] (a station's run-time stream settings, with the
-//! parameter declarations the station registers) and [`StreamTiming`] (pure arithmetic);
+//! API boundary: [`StreamSettings`] (a station's run-time stream settings, set through the
+//! station's parameter rows) and [`StreamTiming`] (pure arithmetic);
 //! the world (`world/streaming.rs`) plans streams, arms the close timer and records metrics.
 
-use crate::params::ParamValue;
 use sim_core::{Dist, SimDuration};
 
 /// The run-time streaming settings of a station (from `StationSpec`).
@@ -54,31 +53,6 @@ pub struct StreamSettings {
 
 /// Upper bound on `chunk_tokens`.
 pub const MAX_CHUNK_TOKENS: u64 = 1 << 20;
-
-impl StreamSettings {
-    pub fn get(&self, p: &str) -> Option<ParamValue> {
-        Some(match p {
-            "chunk_tokens" => ParamValue::Count(self.chunk_tokens),
-            "stall_rate" => ParamValue::Float(self.stall_rate),
-            "stall_duration" => ParamValue::DurationDist(self.stall_duration.clone()),
-            "stall_after" => ParamValue::Float(self.stall_after),
-            _ => return None,
-        })
-    }
-    /// Sets one of [`decls`]; `Err(v)` gives the value back when `p` is not one of them.
-    pub fn set(&mut self, p: &str, v: ParamValue) -> Result<(), ParamValue> {
-        match (p, v) {
-            ("chunk_tokens", ParamValue::Count(n)) => self.chunk_tokens = n,
-            ("stall_rate", ParamValue::Float(x)) => self.stall_rate = x,
-            ("stall_duration", ParamValue::DurationDist(d)) => self.stall_duration = d,
-            ("stall_after", ParamValue::Float(x)) => self.stall_after = x,
-            (_, v) => return Err(v),
-        }
-        assert!((1..=MAX_CHUNK_TOKENS).contains(&self.chunk_tokens));
-        assert!((0.0..=1.0).contains(&self.stall_rate) && (0.0..=1.0).contains(&self.stall_after));
-        Ok(())
-    }
-}
 
 /// One pause of a stream: `extra` before chunk `before` (1-based among the chunks after
 /// the first).
@@ -290,25 +264,11 @@ mod tests {
     }
 
     #[test]
-    fn mean_token_gap_and_settings() {
+    fn mean_token_gap() {
         // (36 s − 1 s) ÷ 500 tokens = 70 ms per token with a 30 s stall; 10 ms without.
         let base = StreamTiming::new(ms(6000), ms(10), 500, 1);
         assert_eq!(base.mean_token_gap(), Some(ms(10)));
         assert_eq!(base.with_stall(250, ms(30_000)).mean_token_gap(), Some(ms(70)));
         assert_eq!(StreamTiming::new(ms(6), ms(1), 0, 1).mean_token_gap(), None);
-        let mut st = StreamSettings {
-            streaming: true,
-            chunk_tokens: 1,
-            stall_rate: 0.0,
-            stall_duration: Dist::constant(SimDuration::ZERO),
-            stall_after: 0.5,
-        };
-        // The stream settings a streaming station declares (`station.rs`).
-        for name in ["chunk_tokens", "stall_rate", "stall_duration", "stall_after"] {
-            let v = st.get(name).expect("declared parameters can be read");
-            assert_eq!(st.set(name, v.clone()), Ok(()));
-            assert_eq!(st.get(name), Some(v));
-        }
-        assert_eq!(st.set("servers", ParamValue::Count(3)), Err(ParamValue::Count(3)));
     }
 }

@@ -38,7 +38,6 @@
 use crate::governor::{CallDecision, CallInfo, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
-use crate::params::ParamValue;
 use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
 use std::collections::{BTreeMap, BTreeSet};
@@ -110,16 +109,6 @@ impl TimeLimiter {
     pub fn in_flight(&self) -> usize {
         self.deadline_of.len()
     }
-    pub fn apply_param(&mut self, param: &str, v: ParamValue) -> Result<(), String> {
-        match (param, v) {
-            ("timeout_duration", ParamValue::Duration(d)) if d > SimDuration::ZERO => {
-                self.timeout = d
-            }
-            ("cancel_running_future", ParamValue::Bool(b)) => self.cancel = b,
-            (p, v) => return Err(format!("time_limiter.{p} = {v:?} is not run-time changeable")),
-        }
-        Ok(())
-    }
     fn forget(&mut self, call: CallId) -> bool {
         match self.deadline_of.remove(&call) {
             Some(t) => {
@@ -175,10 +164,13 @@ impl Governor for TimeLimiter {
 }
 
 crate::params::declare_params! {
-    TimeLimiterSpec: "time_limiter", name = |s| s.name;
+    TimeLimiterSpec: "time_limiter", name = |s| s.name, state = TimeLimiter;
     timeout_duration: Duration { min: SimDuration(1), max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "longest time from passing the limiter to the outcome", default = SimDuration::from_secs(1);
-    cancel_running_future: Bool, "", runtime, "cancel the upstream work of a timed-out call", default = true;
+        "ns", runtime(apply = |t, d| t.timeout = d),
+        "longest time from passing the limiter to the outcome", default = SimDuration::from_secs(1);
+    cancel_running_future: Bool, "",
+        runtime(apply = |t, on| t.cancel = on),
+        "cancel the upstream work of a timed-out call", default = true;
 }
 
 impl crate::params::GovernorSpec for TimeLimiterSpec {
@@ -192,9 +184,6 @@ impl crate::governor::GovernorKindOps for TimeLimiter {
     fn build(spec: &TimeLimiterSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
         TimeLimiter::new(spec)
     }
-    fn apply_param(&mut self, p: &str, v: ParamValue, _now: SimTime) -> Result<(), String> {
-        self.apply_param(p, v)
-    }
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {
         vec![("timeouts", self.counters.timeouts)]
     }
@@ -203,6 +192,7 @@ impl crate::governor::GovernorKindOps for TimeLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::{ApplyParam as _, ParamValue, Params as _};
 
     fn ms(x: u64) -> SimTime {
         SimTime(x * 1_000_000)
@@ -255,13 +245,14 @@ mod tests {
             limiter("(name: \"t\", timeout_duration: \"1s\", cancel_running_future: false)");
         assert!(!l.cancels_running_future());
         l.on_call(&c(1), ms(0)); // deadline 1000
-        l.apply_param("timeout_duration", ParamValue::Duration(SimDuration::from_ms(100))).unwrap();
+        let d = ParamValue::Duration(SimDuration::from_ms(100));
+        l.apply_param("timeout_duration", d, ms(0)).unwrap();
         l.on_call(&c(2), ms(10)); // deadline 110
         assert_eq!(l.wake_at(), Some(ms(110)));
         l.on_abandon(&c(2), ms(50));
         assert_eq!(l.wake_at(), Some(ms(1000)));
-        assert!(
-            l.apply_param("timeout_duration", ParamValue::Duration(SimDuration::ZERO)).is_err()
-        );
+        // A zero timeout never reaches the state: its row's range refuses it.
+        let row = TimeLimiterSpec::decls().into_iter().find(|d| d.name == "timeout_duration");
+        assert!(row.unwrap().ty.check(&ParamValue::Duration(SimDuration::ZERO)).is_err());
     }
 }

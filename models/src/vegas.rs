@@ -33,7 +33,6 @@
 //! `limit_decrease` events and the summary counters (`probes` besides the limiter's).
 
 use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
-use crate::params::ParamValue as V;
 use serde::{Deserialize, Serialize};
 use sim_core::rng::{bits_to_open01, mix64};
 
@@ -200,19 +199,6 @@ impl LimitAlgorithm for Vegas {
         self.update_estimate(rtt, s.inflight, s.did_drop)
     }
 
-    fn apply_param(&mut self, param: &str, v: V) -> Result<(), String> {
-        match (param, v) {
-            ("max_concurrency", V::Count(n)) => self.max_limit = n,
-            ("smoothing", V::Float(x)) => self.smoothing = x,
-            ("alpha", V::OptCount(n)) => self.alpha = n,
-            ("beta", V::OptCount(n)) => self.beta = n,
-            ("threshold", V::OptCount(n)) => self.threshold = n,
-            ("probe_multiplier", V::Count(n)) => self.probe_multiplier = n,
-            (p, v) => return Err(format!("vegas_limit.{p} = {v:?} is not run-time changeable")),
-        }
-        Ok(())
-    }
-
     fn gauges(&self) -> Vec<(&'static str, i64)> {
         vec![("rtt_noload_us", (self.rtt_noload / 1000) as i64)]
     }
@@ -223,20 +209,23 @@ impl LimitAlgorithm for Vegas {
 }
 
 crate::params::declare_params! {
-    VegasLimitSpec: "vegas_limit", name = |s| s.name;
+    VegasLimitSpec: "vegas_limit", name = |s| s.name, state = Vegas;
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
         "the limit before the first sample (initialLimit)", default = 20;
-    max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls", runtime,
+    max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls",
+        runtime(apply = |g, n| g.max_limit = n),
         "the highest limit (maxConcurrency)", default = 1000;
-    smoothing: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
+    smoothing: Float { min: 0.0, max: 1.0 }, "ratio", runtime(apply = |g, x| g.smoothing = x),
         "weight of a new estimate (smoothing; 1 = none)", default = 1.0;
-    alpha: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
+    alpha: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime(apply = |g, n| g.alpha = n),
         "queue below which the limit grows by log10(limit); None = 3 × log10(limit) (alpha)", default = None;
-    beta: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
+    beta: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime(apply = |g, n| g.beta = n),
         "queue above which the limit shrinks by log10(limit); None = 6 × log10(limit) (beta)", default = None;
-    threshold: OptCount { min: 0, max: MAX_LIMIT }, "calls", runtime,
+    threshold: OptCount { min: 0, max: MAX_LIMIT }, "calls",
+        runtime(apply = |g, n| g.threshold = n),
         "queue at or below which the limit grows by beta; None = log10(limit) (threshold)", default = None;
-    probe_multiplier: Count { min: 1, max: 1_000_000 }, "samples per call of limit", runtime,
+    probe_multiplier: Count { min: 1, max: 1_000_000 }, "samples per call of limit",
+        runtime(apply = |g, n| g.probe_multiplier = n),
         "a no-load RTT probe every jitter × probe_multiplier × limit samples (probeMultiplier)", default = 30;
 }
 

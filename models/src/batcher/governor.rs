@@ -124,25 +124,6 @@ impl crate::governor::GovernorKindOps for BatchGovernor {
     fn build(spec: &BatcherSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
         BatchGovernor::new(spec)
     }
-    fn apply_param(
-        &mut self,
-        param: &str,
-        v: crate::params::ParamValue,
-        now: SimTime,
-    ) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (param, v) {
-            ("window", V::Duration(d)) => self.batcher.set_window(d),
-            // A batch already that full goes at its next member or window end.
-            ("max_batch", V::Count(n)) => {
-                if let Some(batch) = self.batcher.set_max_batch(n, now) {
-                    self.flushed(batch);
-                }
-            }
-            (p, v) => return Err(format!("batcher.{p} = {v:?} is not run-time changeable")),
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

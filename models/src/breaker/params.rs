@@ -12,119 +12,84 @@ use super::{
     CircuitBreakerSpec, CircuitBreakerStrategy, DegradeRuleSpec, SlidingWindowType,
     StateAfterMaxWait,
 };
-use crate::params::{ParamChoice as _, ParamValue as V};
-use sim_core::{SimDuration, SimTime};
+use sim_core::SimDuration;
 
 const DAY: SimDuration = SimDuration::from_secs(86_400);
 
 crate::params::declare_params! {
-    CircuitBreakerSpec: "circuit_breaker", name = |s| s.name;
-    failure_rate_threshold: FloatAbove { above: 0.0, max: 100.0 }, "%", runtime,
+    CircuitBreakerSpec: "circuit_breaker", name = |s| s.name, state = super::CircuitBreaker;
+    failure_rate_threshold: FloatAbove { above: 0.0, max: 100.0 }, "%",
+        runtime(apply = |b, x| b.set_failure_rate_threshold(x)),
         "open when the failure rate is ≥ this", default = 50.0;
-    slow_call_rate_threshold: FloatAbove { above: 0.0, max: 100.0 }, "%", runtime,
+    slow_call_rate_threshold: FloatAbove { above: 0.0, max: 100.0 }, "%",
+        runtime(apply = |b, x| b.set_slow_call_rate_threshold(x)),
         "open when the slow-call rate is ≥ this", default = 100.0;
-    slow_call_duration_threshold: Duration { min: SimDuration(1), max: DAY }, "ns", runtime,
+    slow_call_duration_threshold: Duration { min: SimDuration(1), max: DAY }, "ns",
+        runtime(apply = |b, d| b.set_slow_call_duration_threshold(d)),
         "slow when strictly longer", default = SimDuration::from_secs(60);
-    minimum_number_of_calls: Count { min: 1, max: 10_000_000 }, "calls", runtime,
+    minimum_number_of_calls: Count { min: 1, max: 10_000_000 }, "calls",
+        runtime(apply = |b, n| b.set_minimum_number_of_calls(n)),
         "results before a verdict", default = 100;
     wait_duration_in_open_state: Duration { min: SimDuration::from_ms(1), max: DAY }, "ns",
-        runtime, "OPEN wait (next opening)", default = SimDuration::from_secs(60);
+        runtime(apply = |b, d| b.set_wait_duration_in_open_state(d)),
+        "OPEN wait (next opening)", default = SimDuration::from_secs(60);
     permitted_number_of_calls_in_half_open_state: Count { min: 1, max: 1_000_000 }, "calls",
-        runtime, "probe permits (next HALF_OPEN)", default = 10;
+        runtime(apply = |b, n| b.set_permitted_number_of_calls_in_half_open_state(n)),
+        "probe permits (next HALF_OPEN)", default = 10;
     max_wait_duration_in_half_open_state: Duration { min: SimDuration::ZERO, max: DAY }, "ns",
-        runtime, "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)", default = SimDuration::ZERO;
+        runtime(apply = |b, d| b.set_max_wait_duration_in_half_open_state(d)),
+        "forced transition after this long in HALF_OPEN (0 = never; next HALF_OPEN)", default = SimDuration::ZERO;
     transition_to_state_after_wait_duration: Enum { choices: StateAfterMaxWait::CHOICES }, "",
-        runtime, "the state HALF_OPEN is forced into after max_wait_duration_in_half_open_state", default = "OPEN";
-    automatic_transition_from_open_to_half_open_enabled: Bool, "", runtime,
+        runtime(apply = |b, s| b.set_transition_after_max_wait(s)),
+        "the state HALF_OPEN is forced into after max_wait_duration_in_half_open_state", default = "OPEN";
+    automatic_transition_from_open_to_half_open_enabled: Bool, "",
+        runtime(apply = |b, on| b.set_automatic_transition(on)),
         "OPEN → HALF_OPEN by timer instead of on the next call", default = false;
     sliding_window_type: Enum { choices: SlidingWindowType::CHOICES }, "", fixed,
         "COUNT_BASED: the last sliding_window_size calls; TIME_BASED: the last sliding_window_size seconds", default = "COUNT_BASED";
     sliding_window_size: Count { min: 1, max: 1_000_000 }, "calls or s", fixed, "window length", default = 100;
-    forced_open: Bool, "", runtime,
+    forced_open: Bool, "", runtime(apply = |b, on, now| b.set_forced_open(on, now)),
         "switched off: every call rejected (FORCED_OPEN); false → CLOSED", default = false;
-    disabled: Bool, "", runtime, "DISABLED: every call permitted, nothing recorded; false → CLOSED", default = false;
-    metrics_only: Bool, "", runtime,
+    disabled: Bool, "", runtime(apply = |b, on, now| b.set_disabled(on, now)),
+        "DISABLED: every call permitted, nothing recorded; false → CLOSED", default = false;
+    metrics_only: Bool, "", runtime(apply = |b, on, now| b.set_metrics_only(on, now)),
         "METRICS_ONLY: every call permitted and recorded, never opened; false → CLOSED", default = false;
 }
 
+/// An ERROR_RATIO rule's count is a ratio: the cross-field rule of a scenario's value and of
+/// a run-time change.
+fn error_ratio_count(grade: CircuitBreakerStrategy, x: f64) -> Result<(), String> {
+    if grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
+        return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
+    }
+    Ok(())
+}
+
 crate::params::declare_params! {
-    DegradeRuleSpec: "degrade_rule", name = |s| s.name;
-    count: Float { min: 0.0, max: 1e12 }, "ms | ratio | errors", runtime,
+    DegradeRuleSpec: "degrade_rule", name = |s| s.name, state = super::DegradeBreaker;
+    count: Float { min: 0.0, max: 1e12 }, "ms | ratio | errors",
+        runtime(apply = |b, x| {
+            error_ratio_count(b.spec().grade, x)?;
+            b.set_count(x)
+        }),
         "max RT (SLOW_REQUEST_RATIO), error ratio ≤ 1 (ERROR_RATIO) or error count",
         set = |s, x| {
-            if s.grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
-                return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
-            }
+            error_ratio_count(s.grade, x)?;
             s.count = x
         };
     // Registered for SLOW_REQUEST_RATIO rules only.
-    slow_ratio_threshold: Float { min: 0.0, max: 1.0 }, "ratio", runtime,
+    slow_ratio_threshold: Float { min: 0.0, max: 1.0 }, "ratio",
+        runtime(apply = |b, x| b.set_slow_ratio_threshold(x)),
         "slow-call ratio above which the rule opens", default = 1.0,
         opt_get = |s| {
             (s.grade == CircuitBreakerStrategy::SlowRequestRatio).then_some(s.slow_ratio_threshold)
         };
-    time_window: Count { min: 1, max: 86_400 }, "s", runtime,
+    time_window: Count { min: 1, max: 86_400 }, "s", runtime(apply = |b, n| b.set_time_window(n)),
         "OPEN duration before a probe (next opening)";
-    min_request_amount: Count { min: 1, max: 10_000_000 }, "calls", runtime,
+    min_request_amount: Count { min: 1, max: 10_000_000 }, "calls",
+        runtime(apply = |b, n| b.set_min_request_amount(n)),
         "completions before a verdict", default = 5;
     stat_interval_ms: Count { min: 1, max: 86_400_000 }, "ms", fixed, "statistics bucket length", default = 1000;
-}
-
-impl super::CircuitBreaker {
-    /// Applies a run-time change of a parameter declared `runtime` (the window is kept).
-    pub fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
-        match (p, v) {
-            ("failure_rate_threshold", V::Float(x)) => self.set_failure_rate_threshold(x),
-            ("slow_call_rate_threshold", V::Float(x)) => self.set_slow_call_rate_threshold(x),
-            ("slow_call_duration_threshold", V::Duration(d)) => {
-                self.set_slow_call_duration_threshold(d)
-            }
-            ("minimum_number_of_calls", V::Count(n)) => self.set_minimum_number_of_calls(n),
-            ("wait_duration_in_open_state", V::Duration(d)) => {
-                self.set_wait_duration_in_open_state(d)
-            }
-            ("permitted_number_of_calls_in_half_open_state", V::Count(n)) => {
-                self.set_permitted_number_of_calls_in_half_open_state(n)
-            }
-            ("max_wait_duration_in_half_open_state", V::Duration(d)) => {
-                self.set_max_wait_duration_in_half_open_state(d)
-            }
-            ("transition_to_state_after_wait_duration", V::Enum(c)) => {
-                let s = StateAfterMaxWait::from_choice(&c)
-                    .ok_or_else(|| format!("transition_to_state_after_wait_duration: no `{c}`"))?;
-                self.set_transition_after_max_wait(s)
-            }
-            ("automatic_transition_from_open_to_half_open_enabled", V::Bool(b)) => {
-                self.set_automatic_transition(b)
-            }
-            ("forced_open", V::Bool(b)) => self.set_forced_open(b, now),
-            ("disabled", V::Bool(b)) => self.set_disabled(b, now),
-            ("metrics_only", V::Bool(b)) => self.set_metrics_only(b, now),
-            (p, v) => {
-                return Err(format!("circuit_breaker: `{p}` = {v:?} cannot change at run time"));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl super::DegradeBreaker {
-    /// Applies a run-time change of a parameter declared `runtime` (the bucket is kept).
-    pub fn apply_param(&mut self, p: &str, v: V, _now: SimTime) -> Result<(), String> {
-        match (p, v) {
-            ("count", V::Float(x)) => {
-                if self.spec().grade == CircuitBreakerStrategy::ErrorRatio && x > 1.0 {
-                    return Err(format!("ERROR_RATIO count must be in [0, 1], found {x}"));
-                }
-                self.set_count(x)
-            }
-            ("slow_ratio_threshold", V::Float(x)) => self.set_slow_ratio_threshold(x),
-            ("time_window", V::Count(n)) => self.set_time_window(n),
-            ("min_request_amount", V::Count(n)) => self.set_min_request_amount(n),
-            (p, v) => return Err(format!("degrade_rule: `{p}` = {v:?} cannot change at run time")),
-        }
-        Ok(())
-    }
 }
 
 impl crate::params::GovernorSpec for CircuitBreakerSpec {}
@@ -134,9 +99,6 @@ impl crate::governor::GovernorKindOps for super::CircuitBreaker {
     type Spec = CircuitBreakerSpec;
     fn build(spec: &CircuitBreakerSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
         super::CircuitBreaker::new(spec)
-    }
-    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
-        self.apply_param(p, v, now)
     }
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {
         vec![
@@ -151,9 +113,6 @@ impl crate::governor::GovernorKindOps for super::DegradeBreaker {
     fn build(spec: &DegradeRuleSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
         super::DegradeBreaker::new(spec)
     }
-    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
-        self.apply_param(p, v, now)
-    }
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {
         vec![("state_changes", self.counters.state_changes), ("blocked", self.counters.blocked)]
     }
@@ -162,7 +121,8 @@ impl crate::governor::GovernorKindOps for super::DegradeBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::{Params, Registry};
+    use crate::params::{ApplyParam as _, ParamValue as V, Params, Registry};
+    use sim_core::SimTime;
 
     /// Every declared parameter is listed with a value of its type, writes back unchanged,
     /// and the run-time ones apply to the state.

@@ -359,14 +359,18 @@ impl Governor for Cache {
 }
 
 crate::params::declare_params! {
-    CacheSpec: "cache", name = |s| s.name;
-    capacity: Count { min: 1, max: 100_000_000 }, "entries", runtime,
+    CacheSpec: "cache", name = |s| s.name, state = Cache;
+    capacity: Count { min: 1, max: 100_000_000 }, "entries",
+        runtime(apply = |c, n| c.set_capacity(n)),
         "maximum entries (LRU eviction beyond)", default = 10_000;
-    ttl: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns", runtime,
+    ttl: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
+        runtime(apply = |c, d| c.set_ttl(d)),
         "time an entry stays fresh", default = SimDuration::from_secs(300);
-    hit_probability: Float { min: 0.0, max: 1.0 }, "", runtime,
+    hit_probability: Float { min: 0.0, max: 1.0 }, "",
+        runtime(apply = |c, x| c.set_hit_probability(x)),
         "probability that a lookup finding an entry matches it", default = 1.0;
-    serve_stale_on_error: Bool, "", runtime, "answer failures from a live entry as degraded", default = false;
+    serve_stale_on_error: Bool, "", runtime(apply = |c, on| c.set_serve_stale_on_error(on)),
+        "answer failures from a live entry as degraded", default = false;
 }
 
 impl crate::params::GovernorSpec for CacheSpec {}
@@ -375,22 +379,6 @@ impl crate::governor::GovernorKindOps for Cache {
     type Spec = CacheSpec;
     fn build(spec: &CacheSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
         Cache::new(spec)
-    }
-    fn apply_param(
-        &mut self,
-        param: &str,
-        v: crate::params::ParamValue,
-        _now: SimTime,
-    ) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (param, v) {
-            ("capacity", V::Count(n)) => self.set_capacity(n),
-            ("ttl", V::Duration(d)) => self.set_ttl(d),
-            ("hit_probability", V::Float(x)) => self.set_hit_probability(x),
-            ("serve_stale_on_error", V::Bool(b)) => self.set_serve_stale_on_error(b),
-            (p, v) => return Err(format!("cache.{p} = {v:?} is not run-time changeable")),
-        }
-        Ok(())
     }
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {
         vec![("hits", self.hits), ("misses", self.misses)]

@@ -241,8 +241,8 @@ impl Governor for SingleFlight {
 }
 
 crate::params::declare_params! {
-    SingleFlightSpec: "single_flight", name = |s| s.name;
-    share_errors: Bool, "", runtime,
+    SingleFlightSpec: "single_flight", name = |s| s.name, state = SingleFlight;
+    share_errors: Bool, "", runtime(apply = |f, on| f.set_share_errors(on)),
         "followers get the leader's failure (off: a follower takes over)", default = true;
     max_waiting: Count { min: 1, max: 100_000_000 }, "calls", fixed,
         "followers waiting over all keys", default = 100_000;
@@ -254,20 +254,6 @@ impl crate::governor::GovernorKindOps for SingleFlight {
     type Spec = SingleFlightSpec;
     fn build(spec: &SingleFlightSpec, _: &crate::governor::BuildCtx<'_>) -> Self {
         SingleFlight::new(spec)
-    }
-    fn apply_param(
-        &mut self,
-        param: &str,
-        v: crate::params::ParamValue,
-        _now: SimTime,
-    ) -> Result<(), String> {
-        match (param, v) {
-            ("share_errors", crate::params::ParamValue::Bool(b)) => self.set_share_errors(b),
-            (p, v) => {
-                return Err(format!("single_flight.{p} = {v:?} is not run-time changeable"));
-            }
-        }
-        Ok(())
     }
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {
         vec![("followers", self.followers), ("shared", self.shared)]

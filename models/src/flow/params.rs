@@ -6,25 +6,30 @@
 //! pacing and token state (Sentinel's reload resets controllers: that is
 //! [`FlowRules::reset`], not a parameter).
 //!
-//! Architecture invariant: every parameter declared `runtime: true` is handled by the
-//! matching `apply_param`; the others are read at construction only.
+//! Architecture invariant: every parameter declared `runtime` names its setter in its row
+//! (`runtime(apply = …)`, the state's generated `ApplyParam`); the others are read at
+//! construction only.
 //!
 //! API boundary: names and types only; range checks happen in the registry.
 
 use super::hot_param::{ParamFlow, ParamFlowRuleSpec};
-use super::rules::{ControlBehavior, FlowGrade, FlowRule, FlowRules, FlowRulesSpec};
+use super::rules::{ControlBehavior, FlowGrade, FlowRule, FlowRules, FlowRulesSpec, RuleState};
 use super::token_bucket::{TokenBucket, TokenBucketSpec};
-use crate::params::{ParamDecl, ParamRows, ParamValue as V, Params, indexed_decls, split_indexed};
+use crate::params::{
+    ApplyParam, ParamDecl, ParamRows, ParamValue as V, Params, indexed_decls, split_indexed,
+};
 use sim_core::{SimDuration, SimTime};
 use std::sync::OnceLock;
 
 crate::params::declare_params! {
-    rows FlowRule: "flow rule";
-    count: Float { min: 0.0, max: 1e9 }, "qps|threads", runtime,
+    rows FlowRule: "flow rule", state = RuleState;
+    count: Float { min: 0.0, max: 1e9 }, "qps|threads", runtime(apply = |r, x| r.set_count(x)),
         "the rule's threshold (QPS or concurrent calls)";
-    max_queueing_time_ms: Count { min: 0, max: 3_600_000 }, "ms", runtime,
+    max_queueing_time_ms: Count { min: 0, max: 3_600_000 }, "ms",
+        runtime(apply = |r, ms| r.set_max_queueing_time_ms(ms)),
         "pacing: longest wait before a call is rejected", default = 500;
-    max_queue_length: OptCount { min: 1, max: 100_000_000 }, "calls", runtime,
+    max_queue_length: OptCount { min: 1, max: 100_000_000 }, "calls",
+        runtime(apply = |r, cap| r.set_max_queue_length(cap)),
         "pacing: cap on calls parked at this rule";
     warm_up_period_sec: Count { min: 1, max: 86_400 }, "s", fixed,
         "warm-up: seconds from cold to count", default = 10;
@@ -42,6 +47,9 @@ pub(super) fn cold_factor(n: u64) -> u32 {
     u32::try_from(n).expect("declared ≤ 100")
 }
 
+/// The prefix of a rule's parameters: `rule<i>.<field>`.
+pub(crate) const RULE: &str = "rule";
+
 /// At most 16 rules per resource (the spec's bound): `rule0.*` ‥ `rule15.*`.
 const MAX_RULES: usize = 16;
 
@@ -52,55 +60,48 @@ impl Params for FlowRulesSpec {
     }
     fn decls() -> Vec<ParamDecl> {
         static NAMES: OnceLock<Vec<ParamDecl>> = OnceLock::new();
-        indexed_decls("rule", MAX_RULES, FlowRule::row_decls, &NAMES)
+        indexed_decls(RULE, MAX_RULES, FlowRule::row_decls, &NAMES)
     }
     fn field_of(param: &str) -> String {
-        match split_indexed("rule", param) {
+        match split_indexed(RULE, param) {
             Some((i, f)) => format!("rules[{i}].{f}"),
             None => param.to_string(),
         }
     }
     fn get(&self, p: &str) -> Option<V> {
-        let (i, f) = split_indexed("rule", p)?;
+        let (i, f) = split_indexed(RULE, p)?;
         self.rules.get(i)?.row_get(f)
     }
     fn set(&mut self, p: &str, v: V) -> Result<(), String> {
         let err = || format!("flow has no parameter `{p}`");
-        let (i, f) = split_indexed("rule", p).ok_or_else(err)?;
+        let (i, f) = split_indexed(RULE, p).ok_or_else(err)?;
         self.rules.get_mut(i).ok_or_else(err)?.row_set(f, v)
     }
 }
 
-impl FlowRules {
-    /// Applies a run-time change (`rule<i>.count`, `.max_queueing_time_ms`,
-    /// `.max_queue_length`). The caller drains `take_woken` afterwards (nothing is woken by
-    /// these changes today, but the contract is the gate's).
-    pub fn apply_param(&mut self, p: &str, v: V) -> Result<(), String> {
-        let err = || format!("flow.{p} is not run-time changeable with {v:?}");
-        let (i, f) = split_indexed("rule", p).ok_or_else(err)?;
-        if i >= self.rule_count() {
-            return Err(err());
-        }
-        match (f, &v) {
-            ("count", V::Float(x)) => self.set_count(i, *x),
-            ("max_queueing_time_ms", V::Count(n)) => self.set_max_queueing_time_ms(i, *n),
-            ("max_queue_length", V::OptCount(n)) => self.set_max_queue_length(i, *n),
-            _ => return Err(err()),
-        }
-        Ok(())
+impl ApplyParam for FlowRules {
+    /// A change of `rule<i>.<field>` goes to rule i (its rows' setters). The caller drains
+    /// `take_woken` afterwards (nothing is woken by these changes today, but the contract is
+    /// the gate's).
+    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
+        let (i, f) =
+            split_indexed(RULE, p).ok_or_else(|| format!("flow.{p} is not run-time changeable"))?;
+        let rule = self.rule_mut(i).ok_or_else(|| format!("flow.{p}: no rule {i}"))?;
+        rule.apply_param(f, v, now)
     }
 }
 
 crate::params::declare_params! {
     ParamFlowRuleSpec: "param_flow", name = |s| s.name,
-        field_of = |p: &str| if p == "vip_count" { "vip.count".into() } else { p.to_string() };
-    count: Float { min: 0.0, max: 1e9 }, "calls/duration", runtime,
+        field_of = |p: &str| if p == "vip_count" { "vip.count".into() } else { p.to_string() },
+        state = ParamFlow;
+    count: Float { min: 0.0, max: 1e9 }, "calls/duration", runtime(apply = |f, x| f.set_count(x)),
         "threshold per value per duration_in_sec";
-    burst_count: Count { min: 0, max: 1_000_000_000 }, "calls", runtime,
-        "extra tokens a value may burst", default = 0;
+    burst_count: Count { min: 0, max: 1_000_000_000 }, "calls",
+        runtime(apply = |f, n| f.set_burst_count(n)), "extra tokens a value may burst", default = 0;
     // Registered for rules with a `vip` list only.
-    vip_count: Count { min: 0, max: 1_000_000_000 }, "calls/duration", runtime,
-        "threshold per VIP value",
+    vip_count: Count { min: 0, max: 1_000_000_000 }, "calls/duration",
+        runtime(apply = |f, n| f.set_vip_count(n)), "threshold per VIP value",
         opt_get = |s| s.vip.as_ref().map(|v| v.count),
         set = |s, n| match s.vip.as_mut() {
             Some(vip) => vip.count = n,
@@ -110,41 +111,18 @@ crate::params::declare_params! {
         default = 1;
 }
 
-impl ParamFlow {
-    /// Applies a run-time change (`count`, `burst_count`, `vip_count`); buckets are kept.
-    pub fn apply_param(&mut self, p: &str, v: V) -> Result<(), String> {
-        match (p, v) {
-            ("count", V::Float(x)) => self.set_count(x),
-            ("burst_count", V::Count(n)) => self.set_burst_count(n),
-            ("vip_count", V::Count(n)) => self.set_vip_count(n),
-            (p, v) => return Err(format!("param_flow.{p} is not run-time changeable ({v:?})")),
-        }
-        Ok(())
-    }
-}
-
 crate::params::declare_params! {
-    TokenBucketSpec: "token_bucket", name = |s| s.name;
-    capacity: Count { min: 1, max: 1_000_000_000_000 }, "tokens", runtime, "bucket size";
-    refill_tokens_per_minute: Count { min: 1, max: 1_000_000_000_000 }, "tokens/min", runtime,
+    TokenBucketSpec: "token_bucket", name = |s| s.name, state = TokenBucket;
+    capacity: Count { min: 1, max: 1_000_000_000_000 }, "tokens",
+        runtime(apply = |b, n, now| b.set_capacity(n, now)), "bucket size";
+    refill_tokens_per_minute: Count { min: 1, max: 1_000_000_000_000 }, "tokens/min",
+        runtime(apply = |b, n, now| b.set_refill_tokens_per_minute(n, now)),
         "continuous refill rate";
     max_wait: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
-        runtime, "longest wait for tokens (0 = reject at once)", default = SimDuration::ZERO;
+        runtime(apply = |b, d| b.set_max_wait(d)),
+        "longest wait for tokens (0 = reject at once)", default = SimDuration::ZERO;
     max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed, "bound on parked calls",
         default = 100_000;
-}
-
-impl TokenBucket {
-    /// Applies a run-time change at `now` (the level is brought up to date first).
-    pub fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
-        match (p, v) {
-            ("capacity", V::Count(n)) => self.set_capacity(n, now),
-            ("refill_tokens_per_minute", V::Count(n)) => self.set_refill_tokens_per_minute(n, now),
-            ("max_wait", V::Duration(d)) => self.set_max_wait(d),
-            (p, v) => return Err(format!("token_bucket.{p} is not run-time changeable ({v:?})")),
-        }
-        Ok(())
-    }
 }
 
 use crate::governor::{BuildCtx, GovernorKindOps};
@@ -165,9 +143,6 @@ impl GovernorKindOps for FlowRules {
     fn build(spec: &FlowRulesSpec, _: &BuildCtx<'_>) -> Self {
         FlowRules::new(spec)
     }
-    fn apply_param(&mut self, p: &str, v: V, _now: SimTime) -> Result<(), String> {
-        self.apply_param(p, v)
-    }
     /// Warm-up cold again, pacing "long ago"; the resource statistics survive, as
     /// Sentinel's nodes do.
     fn reload(&mut self, _now: SimTime) {
@@ -180,9 +155,6 @@ impl GovernorKindOps for ParamFlow {
     fn build(spec: &ParamFlowRuleSpec, _: &BuildCtx<'_>) -> Self {
         ParamFlow::new(spec)
     }
-    fn apply_param(&mut self, p: &str, v: V, _now: SimTime) -> Result<(), String> {
-        self.apply_param(p, v)
-    }
     /// Every per-value bucket restarts.
     fn reload(&mut self, _now: SimTime) {
         self.reset()
@@ -193,9 +165,6 @@ impl GovernorKindOps for TokenBucket {
     type Spec = TokenBucketSpec;
     fn build(spec: &TokenBucketSpec, _: &BuildCtx<'_>) -> Self {
         TokenBucket::new(spec)
-    }
-    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
-        self.apply_param(p, v, now)
     }
     /// The bucket is full again.
     fn reload(&mut self, now: SimTime) {
@@ -232,9 +201,10 @@ mod tests {
         assert_eq!(s2.rules[1].control_behavior, ControlBehavior::WarmUp);
         assert!(s2.set("rule1.control_behavior", V::Enum("SLOW".into())).is_err());
         let mut g = FlowRules::new(&spec);
-        g.apply_param("rule1.count", V::Float(3.0)).expect("runtime");
+        let t = SimTime::ZERO;
+        g.apply_param("rule1.count", V::Float(3.0), t).expect("runtime");
         assert_eq!(g.rule(1).count, 3.0);
-        assert!(g.apply_param("rule1.cold_factor", V::Count(4)).is_err());
-        assert!(g.apply_param("rule7.count", V::Float(1.0)).is_err());
+        assert!(g.apply_param("rule1.cold_factor", V::Count(4), t).is_err());
+        assert!(g.apply_param("rule7.count", V::Float(1.0), t).is_err());
     }
 }

@@ -24,7 +24,8 @@
 //! its optional `max_queue_length`. Release order is (pass time, arrival sequence).
 //!
 //! API boundary: [`FlowRules`] implements [`Governor`]; run-time changes go through
-//! [`FlowRules::set_count`] and friends (window and token state kept) or
+//! its `ApplyParam` (`rule<i>.count` and the other run-time rows of `flow::params`: window
+//! and token state kept) or
 //! [`FlowRules::reset`] (a rule reload: controllers new, resource statistics kept).
 
 use super::Verdict;
@@ -199,12 +200,34 @@ impl Controller {
     }
 }
 
+/// One rule at run time: its `flow.<name>.rule<i>.*` rows' setters (`flow::params`).
 #[derive(Clone, Debug)]
-struct RuleState {
+pub(super) struct RuleState {
     rule: FlowRule,
     ctl: Controller,
     /// Calls parked at this rule.
     parked: u64,
+}
+
+impl RuleState {
+    /// Run-time change of the count; window, pacing and token state are kept.
+    pub(super) fn set_count(&mut self, count: f64) {
+        assert!(count.is_finite() && count >= 0.0);
+        self.rule.count = count;
+        let period = self.rule.warm_up_period_sec;
+        match &mut self.ctl {
+            Controller::WarmUp(w) => w.set_count(count, period),
+            Controller::WarmUpPacing(p) => p.warm.set_count(count, period),
+            _ => {}
+        }
+    }
+    pub(super) fn set_max_queueing_time_ms(&mut self, ms: u64) {
+        self.rule.max_queueing_time_ms = ms;
+    }
+    pub(super) fn set_max_queue_length(&mut self, cap: Option<u64>) {
+        assert!(cap != Some(0));
+        self.rule.max_queue_length = cap;
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -326,24 +349,9 @@ impl FlowRules {
         }
     }
 
-    /// Run-time change of rule `i`'s count; window, pacing and token state are kept.
-    pub fn set_count(&mut self, i: usize, count: f64) {
-        assert!(count.is_finite() && count >= 0.0);
-        let r = &mut self.rules[i];
-        r.rule.count = count;
-        let period = r.rule.warm_up_period_sec;
-        match &mut r.ctl {
-            Controller::WarmUp(w) => w.set_count(count, period),
-            Controller::WarmUpPacing(p) => p.warm.set_count(count, period),
-            _ => {}
-        }
-    }
-    pub fn set_max_queueing_time_ms(&mut self, i: usize, ms: u64) {
-        self.rules[i].rule.max_queueing_time_ms = ms;
-    }
-    pub fn set_max_queue_length(&mut self, i: usize, cap: Option<u64>) {
-        assert!(cap != Some(0));
-        self.rules[i].rule.max_queue_length = cap;
+    /// Rule `i`'s run-time state, for a change of its parameters (`None`: no such rule).
+    pub(super) fn rule_mut(&mut self, i: usize) -> Option<&mut RuleState> {
+        self.rules.get_mut(i)
     }
 
     /// A rule reload (Sentinel's `FlowRuleManager.loadRules`): every controller is new

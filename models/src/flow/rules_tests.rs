@@ -6,6 +6,7 @@ use super::rules::{ControlBehavior as B, FlowRule, FlowRules, FlowRulesSpec};
 use crate::governor::{CallDecision, CallInfo, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
+use crate::params::{ApplyParam as _, ParamValue as V};
 use sim_core::SimTime;
 
 const MS: u64 = 1_000_000;
@@ -294,7 +295,7 @@ fn set_count_and_reset() {
         assert_eq!(g.on_call(&c(t), ms(t)), CallDecision::Pass);
     }
     assert_eq!(g.on_call(&c(9), ms(310)), CallDecision::Reject(Reason::RateLimited)); // 4+1 > 4
-    g.set_count(0, 6.0); // window kept: 4 + 1 ≤ 6
+    g.apply_param("rule0.count", V::Float(6.0), ms(310)).unwrap(); // window kept: 4 + 1 ≤ 6
     assert!(matches!(g.on_call(&c(10), ms(320)), CallDecision::Wait { .. })); // paced to 400
     // Reload: pacing is "long ago" again, the window keeps its 4 passes (call 10 has not
     // passed yet): rule 0 4 + 1 ≤ 6 passes, rule 1 passes at once.

@@ -263,21 +263,6 @@ pub struct Server {
 }
 
 impl Server {
-    /// Applies a run-time change of one of its parameters (checked against the registry).
-    /// `Err`: refused by a cross-field rule (batched tokens ≥ sequences); nothing changed.
-    pub fn apply_param(&mut self, param: &str, v: crate::params::ParamValue) -> Result<(), String> {
-        use crate::params::ParamValue as V;
-        match (param, v) {
-            ("max_num_seqs", V::Count(n)) => self.set_max_num_seqs(n),
-            ("max_num_batched_tokens", V::Count(n)) => self.set_max_num_batched_tokens(n),
-            ("max_queue", V::Count(n)) => self.set_max_queue(n),
-            ("cancellation", V::Bool(b)) => {
-                self.set_cancellation(b);
-                Ok(())
-            }
-            (p, v) => Err(format!("gpu_server.{p} = {v:?} is not run-time changeable")),
-        }
-    }
     pub fn new(spec: &ServerSpec) -> Server {
         if let Err(e) = spec.check() {
             panic!("validated spec: {e}");

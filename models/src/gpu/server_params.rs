@@ -13,18 +13,21 @@
 use super::server::{MAX_NUM_SEQS, MAX_TOKENS, ServerSpec};
 
 crate::params::declare_params! {
-    ServerSpec: "gpu_server", name = |s| s.name, check = ServerSpec::check;
-    max_num_seqs: Count { min: 1, max: MAX_NUM_SEQS }, "sequences", runtime,
-        "running sequences at most", default = 256;
-    max_num_batched_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens", runtime,
+    ServerSpec: "gpu_server", name = |s| s.name, check = ServerSpec::check, state = super::server::Server;
+    max_num_seqs: Count { min: 1, max: MAX_NUM_SEQS }, "sequences",
+        runtime(apply = |g, n| g.set_max_num_seqs(n)), "running sequences at most", default = 256;
+    max_num_batched_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens",
+        runtime(apply = |g, n| g.set_max_num_batched_tokens(n)),
         "tokens per step (≥ max_num_seqs)", default = 8192;
     kv_cache_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens", fixed, "KV-cache budget",
         default = 870_000;
-    max_queue: Count { min: 1, max: MAX_TOKENS }, "sequences", runtime,
-        "bound on the waiting queue", default = 10_000;
+    max_queue: Count { min: 1, max: MAX_TOKENS }, "sequences",
+        runtime(apply = |g, n| g.set_max_queue(n)), "bound on the waiting queue", default = 10_000;
     enable_chunked_prefill: Bool, "", fixed, "prefill prompts in chunks mixed with decodes",
         default = false;
-    cancellation: Bool, "", runtime, "a client giving up frees its sequence's slot and KV",
+    cancellation: Bool, "",
+        runtime(apply = |g, on| g.set_cancellation(on)),
+        "a client giving up frees its sequence's slot and KV",
         default = false;
 }
 

@@ -1,6 +1,6 @@
 //! The two table macros of the registry: `param_choices!` (an enum parameter's choices, declared
 //! once) and `declare_params!` (a kind's parameter rows, from which its `Params`, defaults,
-//! ranged parsers and run-time dispatch are generated).
+//! ranged parsers and its run-time state's `ApplyParam` are generated).
 
 /// Declares an enum whose value can be a parameter, each variant's scenario name written
 /// once: the enum with its serde names (`#[serde(rename = …)]`), [`ParamChoice`](super::ParamChoice), an
@@ -70,15 +70,18 @@ pub(crate) use param_choices;
 ///
 /// ```text
 /// declare_params! {
-///     AimdLimitSpec: "aimd_limit", name = |s| s.name;
+///     AimdLimitSpec: "aimd_limit", name = |s| s.name, state = Aimd;
 ///     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
 ///         "the limit before the first sample (initialLimit)";
+///     // A run-time parameter names its setter on the state:
+///     min_limit: Count { min: 1, max: MAX_LIMIT }, "calls",
+///         runtime(apply = |a, n| a.min_limit = n), "the lowest limit (minLimit)";
 ///     // A parameter held elsewhere than a field of the same name:
 ///     wait_duration: Duration { .. }, "ns", fixed, "the (first) backoff interval",
 ///         get = |s| s.backoff.wait_duration(), set = |s, d| s.backoff.set_wait_duration(d);
 /// }
 /// ```
-/// Rows are `name: <ParamType variant>, unit, runtime | fixed, doc` and optionally
+/// Rows are `name: <ParamType variant>, unit, <run-time flag>, doc` and optionally
 /// `default = <value>` (the `ParamValue` variant's content, a choice's name for an enum:
 /// the field's serde default through [`Defaults`](super::Defaults), and the reference table's default),
 /// `get = |s| <value>` (a [`ParamField`](super::ParamField); `opt_get` for an `Option` of one, the parameter
@@ -89,24 +92,38 @@ pub(crate) use param_choices;
 /// An enum parameter's row is `Enum { choices: Foo::CHOICES }` with `Foo` declared by
 /// [`param_choices!`].
 ///
-/// `declare_params! { rows FlowRule: "flow rule"; <rows> }` declares the rows of a part that
+/// The run-time flag is `fixed` (read when the run starts), `runtime(apply = |st, x| …)` or
+/// `runtime(apply = |st, x, now| …)` (a change during the run: `st` the component's
+/// run-time state, `x` the value as the setter's argument type, `now` the instant; the
+/// setter returns `()` or `Result<(), String>`, an `Err` refusing the change, e.g. a
+/// cross-field rule), or a bare `runtime` (applied by the world itself: traffic and entry
+/// parameters). `state = <type>` after the kind (`, generics = [T: Copy]` for a generic
+/// one) names the state whose [`ApplyParam`](super::ApplyParam) the `apply` rows generate: the
+/// parameter's name is written once, in its row; `apply` on a `fixed` row does not compile.
+///
+/// `declare_params! { rows FlowRule: "flow rule", state = RuleState; <rows> }` declares the rows of a part that
 /// has no path of its own ([`ParamRows`](super::ParamRows)): its component lists them under indexed names
 /// (`flow.<name>.rule<i>.count`, [`indexed_decls`](super::indexed_decls), [`split_indexed`](super::split_indexed)).
 macro_rules! declare_params {
     // A part declared with its own rows (a flow rule of `flow.<name>`): [`ParamRows`](super::ParamRows),
     // listed by its component under indexed names ([`indexed_decls`](super::indexed_decls)).
-    (rows $spec:ty : $label:literal; $($rows:tt)*) => {
-        $crate::params::declare_params!(@rows $spec, $label; $($rows)*);
+    (rows $spec:ty : $label:literal $(, state = $state:ty)?; $($rows:tt)*) => {
+        $crate::params::declare_params!(@rows $spec, $label, [$($state)?]; $($rows)*);
     };
-    (@rows $spec:ty, $label:literal;
+    (@rows $spec:ty, $label:literal, [$($state:tt)*];
         $(
-            $param:ident : $variant:ident $({ $($range:tt)* })?, $unit:literal, $rt:ident, $doc:literal
+            $param:ident : $variant:ident $({ $($range:tt)* })?, $unit:literal,
+            $rt:ident $(( apply = |$as:ident, $av:ident $(: $avt:ty)? $(, $an:ident)?| $apply:expr ))?,
+            $doc:literal
             $(, default = $default:expr)?
             $(, get = |$gs:ident| $get:expr)?
             $(, opt_get = |$os:ident| $opt_get:expr)?
             $(, set = |$ss:ident, $sv:ident| $set:expr)?
         );* $(;)?
     ) => {
+        $crate::params::declare_params!(@state [$($state)*], $label;
+            $( ($param, $rt $(, |$as, $av $(: $avt)? $(, $an)?| $apply)?) )*
+        );
         #[allow(dead_code)]
         impl $crate::params::Defaults<$spec> {
             $($(
@@ -201,6 +218,41 @@ macro_rules! declare_params {
             }
         }
     };
+    // The run-time state's [`ApplyParam`](super::ApplyParam), from the rows that name a setter.
+    (@state [], $label:literal; $($rows:tt)*) => {};
+    (@state [$state:ty $(, [$($gen:tt)*])?], $label:literal;
+        $( ($param:ident, $rt:ident $(, |$as:ident, $av:ident $(: $avt:ty)? $(, $an:ident)?| $apply:expr)?) )*
+    ) => {
+        impl<$($($gen)*)?> $crate::params::ApplyParam for $state {
+            #[allow(unused_variables)]
+            fn apply_param(
+                &mut self,
+                p: &str,
+                v: $crate::params::ParamValue,
+                now: sim_core::SimTime,
+            ) -> Result<(), String> {
+                match p {
+                    $($(
+                        stringify!($param) => {
+                            $crate::params::declare_params!(@applied $rt);
+                            let Some(x) = $crate::params::ParamField::from_value(v.clone()) else {
+                                return Err(format!("{}.{p}: {v} is not of its type", $label));
+                            };
+                            let $as = &mut *self;
+                            let $av $(: $avt)? = x;
+                            $(let $an = now;)?
+                            $crate::params::Applied::applied($apply)
+                        }
+                    )?)*
+                    _ => Err(format!("{}.{p} = {v} is not run-time changeable", $label)),
+                }
+            }
+        }
+    };
+    (@applied runtime) => {};
+    (@applied fixed) => {
+        compile_error!("a `fixed` parameter has no run-time setter (`runtime(apply = …)`)")
+    };
     (@default $variant:ident) => { None };
     (@default $variant:ident, $d:expr) => {
         Some($crate::params::declare_params!(@value $variant, $d))
@@ -228,10 +280,13 @@ macro_rules! declare_params {
     (
         $spec:ty : $kind:literal, name = |$ns:ident| $name:expr
         $(, field_of = $field_of:expr)?
-        $(, check = $check:expr)? ;
+        $(, check = $check:expr)?
+        $(, state = $state:ty $(, generics = [$($gen:tt)*])?)? ;
         $($rows:tt)*
     ) => {
-        $crate::params::declare_params!(@rows $spec, $kind; $($rows)*);
+        $crate::params::declare_params!(
+            @rows $spec, $kind, [$($state $(, [$($gen)*])?)?]; $($rows)*
+        );
         impl $crate::params::Params for $spec {
             const KIND: &'static str = $kind;
             fn instance_name(&self) -> &str {

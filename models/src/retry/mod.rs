@@ -336,20 +336,6 @@ impl crate::governor::GovernorKindOps for Retry {
     fn build(spec: &RetrySpec, ctx: &crate::governor::BuildCtx<'_>) -> Self {
         Retry::new(spec, ctx.classes)
     }
-    fn apply_param(
-        &mut self,
-        param: &str,
-        v: crate::params::ParamValue,
-        _now: SimTime,
-    ) -> Result<(), String> {
-        match (param, v) {
-            ("max_attempts", crate::params::ParamValue::Count(n)) => {
-                self.set_max_attempts(n as u32)
-            }
-            (p, v) => return Err(format!("retry.{p} = {v:?} is not run-time changeable")),
-        }
-        Ok(())
-    }
     fn summary_counters(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("retries", self.retries),

@@ -190,8 +190,9 @@ mod reason_list {
 }
 
 crate::params::declare_params! {
-    RetrySpec: "retry", name = |s| s.name;
-    max_attempts: Count { min: 1, max: 100 }, "attempts", runtime,
+    RetrySpec: "retry", name = |s| s.name, state = super::Retry;
+    max_attempts: Count { min: 1, max: 100 }, "attempts",
+        runtime(apply = |r, n| r.set_max_attempts(n)),
         "attempts including the first call (classes without their own follow it)", default = 3;
     wait_duration: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
         "ns", fixed, "the (first) backoff interval",

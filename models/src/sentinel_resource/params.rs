@@ -14,10 +14,11 @@
 
 use super::{SentinelResource, SentinelResourceSpec};
 use crate::breaker::DegradeRuleSpec;
+use crate::flow::params::RULE;
 use crate::flow::rules::FlowRulesSpec;
 use crate::governor::{BuildCtx, GovernorKindOps};
 use crate::params::{
-    GovernorSpec, ParamDecl, ParamValue as V, Params, indexed_decls, split_indexed,
+    ApplyParam, GovernorSpec, ParamDecl, ParamValue as V, Params, indexed_decls, split_indexed,
 };
 use sim_core::SimTime;
 use std::sync::OnceLock;
@@ -84,22 +85,18 @@ impl GovernorSpec for SentinelResourceSpec {
     const RELOADABLE: bool = true;
 }
 
-impl SentinelResource {
-    /// Applies a run-time change (`rule<i>.*` of the i-th flow rule as written, or
-    /// `degrade<j>.*`); windows, pacing, buckets and breaker states are kept.
-    pub fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
+impl ApplyParam for SentinelResource {
+    /// A change of `rule<i>.*` (the i-th flow rule as written) or `degrade<j>.*`; windows,
+    /// pacing, buckets and breaker states are kept.
+    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
         if let Some((j, f)) = split_degrade(p) {
             let d = self.degrade.get_mut(j).ok_or_else(|| format!("no degrade rule {j}"))?;
             return d.apply_param(f, v, now);
         }
-        let (r, f) = p.split_once('.').ok_or_else(|| format!("unknown parameter `{p}`"))?;
-        let i: usize = r
-            .strip_prefix("rule")
-            .and_then(|n| n.parse().ok())
-            .filter(|&i| i < self.flow_pos.len())
-            .ok_or_else(|| format!("no flow rule `{r}`"))?;
-        let pos = self.flow_pos[i];
-        self.flow.as_mut().expect("it has flow rules").apply_param(&format!("rule{pos}.{f}"), v)
+        let (i, f) = split_indexed(RULE, p).ok_or_else(|| format!("unknown parameter `{p}`"))?;
+        let pos = *self.flow_pos.get(i).ok_or_else(|| format!("no flow rule {i}"))?;
+        let flow = self.flow.as_mut().expect("it has flow rules");
+        flow.apply_param(&format!("rule{pos}.{f}"), v, now)
     }
 }
 
@@ -107,9 +104,6 @@ impl GovernorKindOps for SentinelResource {
     type Spec = SentinelResourceSpec;
     fn build(spec: &SentinelResourceSpec, _: &BuildCtx<'_>) -> Self {
         SentinelResource::new(spec)
-    }
-    fn apply_param(&mut self, p: &str, v: V, now: SimTime) -> Result<(), String> {
-        self.apply_param(p, v, now)
     }
     /// A flow rule reload (`FlowRuleManager.loadRules`): every flow controller is new, the
     /// resource statistics survive; degrade rules keep their state (Sentinel's

@@ -5,6 +5,7 @@ use super::*;
 use crate::breaker::{BreakerState, CircuitBreakerStrategy as G, DegradeRuleSpec};
 use crate::flow::rules::ControlBehavior as B;
 use crate::governor::Governor;
+use crate::params::ApplyParam as _;
 
 const MS: u64 = 1_000_000;
 fn at(ms: u64) -> SimTime {

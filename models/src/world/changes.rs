@@ -11,6 +11,7 @@
 //! [`QueueingWorld::values_in_force`] are public (the live session API builds on them).
 
 use super::*;
+use crate::params::ApplyParam as _;
 use crate::scenario::{ChangeError, validate_change};
 
 impl QueueingWorld {
@@ -82,7 +83,7 @@ impl QueueingWorld {
                 Some(g) => {
                     // A cross-field rule (batched tokens ≥ sequences) may refuse it: recorded
                     // before the server is kicked.
-                    if let Err(e) = self.upstreams.gpus[g].server.apply_param(param, v) {
+                    if let Err(e) = self.upstreams.gpus[g].server.apply_param(param, v, now) {
                         self.refuse(&p.path, kind, name, param, old.clone(), e, now);
                     }
                     self.kick_gpu(g as u16, ctx);
@@ -156,7 +157,7 @@ impl QueueingWorld {
     ) -> Result<(), String> {
         let st = index_of(self.upstreams.stations.iter().map(|s| s.name.as_str()), name, "station")?
             as u16;
-        self.upstreams.stations[st as usize].st.apply_param(param, v)?;
+        self.upstreams.stations[st as usize].st.apply_param(param, v, ctx.now())?;
         if param == "servers" {
             // (The capacity's time average follows in `update_station_gauges`.)
             while let Some((job, _)) = self.upstreams.stations[st as usize].st.start_next() {

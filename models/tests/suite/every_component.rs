@@ -183,6 +183,10 @@ fn every_runtime_parameter_changes_mid_run() {
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let changes = r.state_events.iter().filter(|e| e.kind == "config_change").count();
     assert_eq!(changes, n);
+    // Each one reached a setter (a `runtime(apply = …)` row or the world's own arm): none
+    // was refused by the component.
+    let refused: Vec<_> = r.state_events.iter().filter(|e| e.kind == "config_rejected").collect();
+    assert!(refused.is_empty(), "{refused:?}");
     let reloads = r.state_events.iter().filter(|e| e.kind == "rule_reload").count();
     assert_eq!(reloads, models::scenario::reloadable_kinds().len());
 }

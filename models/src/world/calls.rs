@@ -557,17 +557,39 @@ impl QueueingWorld {
     /// a level the step did not reach, or whose state it left alone, is skipped). Debug
     /// builds check that the hand-off skipped would have done nothing.
     pub(super) fn after_stack(&mut self, site: usize, inst: u16, ctx: &mut Ctx<'_, Ev>) {
-        for level in 0..self.sites[site].stack.len() {
+        // The common case, no level marked: one pass over the stack, held once. From the
+        // first marked level (its mark taken by the pass) on, level by level as before.
+        let stack = self.sites[site].stack_for(inst);
+        let arena = &mut self.govs.arena;
+        let first = stack.iter().position(|&g| arena[g].take_changed());
+        let len = stack.len();
+        if cfg!(debug_assertions) {
+            for level in 0..first.unwrap_or(len) {
+                self.debug_check_idle(self.sites[site].stack_for(inst)[level], ctx);
+            }
+        }
+        let Some(first) = first else { return };
+        self.after_governor(self.sites[site].stack_for(inst)[first], ctx);
+        for level in first + 1..len {
             let g = self.sites[site].stack_for(inst)[level];
             if self.govs.arena[g].take_changed() {
                 self.after_governor(g, ctx);
             } else {
-                debug_assert!(
-                    self.hand_off_is_idle(g, ctx),
-                    "{} changed what the world reads without marking it",
-                    self.govs.names[g]
-                );
+                self.debug_check_idle(g, ctx);
             }
+        }
+    }
+
+    /// Debug builds: a governor whose mark was not set would have given the hand-off
+    /// nothing to do.
+    #[inline(always)]
+    fn debug_check_idle(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
+        if cfg!(debug_assertions) {
+            assert!(
+                self.hand_off_is_idle(g, ctx),
+                "{} changed what the world reads without marking it",
+                self.govs.names[g]
+            );
         }
     }
 

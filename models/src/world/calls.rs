@@ -186,7 +186,11 @@ impl QueueingWorld {
             && timeout > SimDuration::ZERO
             && self.call(slot).upstream_timer.is_none()
         {
-            let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
+            // One timer lane per call site: a site's timeouts are mostly one length, armed
+            // in expiry order, nearly always cancelled (`sim_core::calendar`'s lanes).
+            let lane = self.call(slot).site as usize;
+            let h =
+                ctx.lane_timer_at(lane, now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
             self.call_mut(slot).upstream_timer = Some(h);
         }
         match admitted {

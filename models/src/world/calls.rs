@@ -13,7 +13,11 @@ impl QueueingWorld {
     pub(super) fn info(&self, slot: u32) -> CallInfo {
         let c = self.call(slot);
         let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
-        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
+        debug_assert_eq!(
+            c.draw,
+            self.governor_draw(c.req, c.path),
+            "a call's bits follow its path"
+        );
         CallInfo {
             call: call_id(slot, c.generation),
             class: ClassId(r.class),
@@ -25,9 +29,18 @@ impl QueueingWorld {
                     Self::prompt_of(c, r).unwrap_or(0).saturating_add(r.tokens.output.unwrap_or(0))
                 }
             },
-            draw: key.with_call(c.path, 0).bits(attr::GOVERNOR_BITS),
+            draw: c.draw,
             retry_after: None,
         }
+    }
+
+    /// The governors' bits of request `req`'s call on `path` (a keyed draw: stable across
+    /// policies).
+    pub(super) fn governor_draw(&self, req: u32, path: u32) -> u64 {
+        let r = self.reqs.slots[req as usize].as_ref().expect("live request");
+        DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
+            .with_call(path, 0)
+            .bits(attr::GOVERNOR_BITS)
     }
 
     /// The client's timeout on call `slot`'s upstream call: its site's `timeout`, or the

@@ -223,8 +223,11 @@ mod tests {
                     // Mostly a fixed delay per lane (in order), sometimes shorter (out of
                     // order), often equal times (ties broken by sequence).
                     let lane = (r / 8 % 3) as usize;
-                    let delay =
-                        if r / 64 % 10 == 0 { r / 640 % 50 } else { 100 + 10 * lane as u64 };
+                    let delay = if (r / 64).is_multiple_of(10) {
+                        r / 640 % 50
+                    } else {
+                        100 + 10 * lane as u64
+                    };
                     let (t, ph) = (now + delay, phases[(r / 1024 % 3) as usize]);
                     let h = cal.schedule_lane_timer(lane, SimTime(t), ph, seq);
                     handles.push((h, (t, ph as u8, seq)));
@@ -233,7 +236,7 @@ mod tests {
                 }
                 3 => {
                     let (t, ph) = (now + r / 8 % 200, phases[(r / 4096 % 3) as usize]);
-                    if r / 2048 % 2 == 0 {
+                    if (r / 2048).is_multiple_of(2) {
                         cal.schedule(SimTime(t), ph, seq);
                     } else {
                         let h = cal.schedule_timer(SimTime(t), ph, seq);

@@ -15,8 +15,16 @@
 //! lazily-deleted heap would grow with every completed call. Handles carry a generation, so
 //! cancelling a timer that already fired (or was cancelled) is a no-op that reports `None`
 //! rather than cancelling an unrelated timer that reused the slot.
+//!
+//! A third way in, [`Calendar::schedule_lane_timer`] (`lanes.rs`), serves timers that are
+//! armed in order and almost always cancelled (a client's fixed timeout per call): a lane
+//! queues them in their order and only its earliest live one sits in the heap; the same
+//! keys, so the same order of events.
 
 use crate::time::SimTime;
+
+mod lanes;
+use lanes::Lane;
 
 /// The phase of an event at one instant. Lower phases run first at equal times.
 ///
@@ -62,9 +70,15 @@ struct Entry<E> {
 
 #[derive(Clone, Copy)]
 struct TimerSlot {
+    /// Its entry's heap position; while queued in a lane behind its front, its place in
+    /// the lane (`lanes.rs`).
     heap_pos: u32,
     generation: u32,
     live: bool,
+    /// Queued in a lane, not in the heap.
+    queued: bool,
+    /// Its lane + 1 (0: an ordinary timer).
+    lane: u16,
 }
 
 /// A min-heap of events with cancellable timers.
@@ -73,6 +87,9 @@ pub struct Calendar<E> {
     timers: Vec<TimerSlot>,
     free: Vec<u32>,
     next_seq: u64,
+    lanes: Vec<Lane<E>>,
+    /// Live timers queued in lanes (not in the heap).
+    queued: usize,
 }
 
 impl<E: Copy> Default for Calendar<E> {
@@ -83,14 +100,22 @@ impl<E: Copy> Default for Calendar<E> {
 
 impl<E: Copy> Calendar<E> {
     pub fn new() -> Self {
-        Calendar { heap: Vec::new(), timers: Vec::new(), free: Vec::new(), next_seq: 0 }
+        Calendar {
+            heap: Vec::new(),
+            timers: Vec::new(),
+            free: Vec::new(),
+            next_seq: 0,
+            lanes: Vec::new(),
+            queued: 0,
+        }
     }
 
     /// Number of live (scheduled, not cancelled, not yet fired) events.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.queued
     }
     pub fn is_empty(&self) -> bool {
+        // A lane with a live timer has its earliest one in the heap.
         self.heap.is_empty()
     }
     /// Bytes its vectors hold (allocated capacity), for the run's memory bound.
@@ -99,6 +124,7 @@ impl<E: Copy> Calendar<E> {
         (self.heap.capacity() * size_of::<Entry<E>>()
             + self.timers.capacity() * size_of::<TimerSlot>()
             + self.free.capacity() * size_of::<u32>()) as u64
+            + self.lanes.iter().map(Lane::bytes).sum::<u64>()
     }
     /// Timer slots allocated (live + free list). Bounded by the peak number of live timers.
     pub fn timer_capacity(&self) -> usize {
@@ -124,25 +150,39 @@ impl<E: Copy> Calendar<E> {
     /// Schedules an event that may be cancelled with the returned handle.
     pub fn schedule_timer(&mut self, time: SimTime, phase: Phase, payload: E) -> TimerHandle {
         let key = self.key(time, phase);
-        let pos = self.heap.len() as u32;
-        let slot = match self.free.pop() {
+        let slot = self.timer_slot(0);
+        self.push_timer(key, slot, payload);
+        TimerHandle { slot, generation: self.timers[slot as usize].generation }
+    }
+
+    /// A free timer slot, live, for a timer of lane `lane` (+ 1; 0: none); its position is
+    /// set where the timer goes.
+    #[inline]
+    fn timer_slot(&mut self, lane: u16) -> u32 {
+        match self.free.pop() {
             Some(s) => {
                 let t = &mut self.timers[s as usize];
                 debug_assert!(!t.live);
                 t.live = true;
-                t.heap_pos = pos;
+                t.lane = lane;
                 s
             }
             None => {
                 assert!(self.timers.len() < NO_TIMER as usize, "timer slot space exhausted");
-                self.timers.push(TimerSlot { heap_pos: pos, generation: 0, live: true });
+                let t = TimerSlot { heap_pos: 0, generation: 0, live: true, queued: false, lane };
+                self.timers.push(t);
                 (self.timers.len() - 1) as u32
             }
-        };
+        }
+    }
+
+    /// Puts timer `slot`'s entry in the heap.
+    #[inline]
+    fn push_timer(&mut self, key: Key, slot: u32, payload: E) {
+        let pos = self.heap.len();
         let entry = Entry { key, timer: slot, payload };
         self.heap.push(entry);
-        self.rise(pos as usize, entry);
-        TimerHandle { slot, generation: self.timers[slot as usize].generation }
+        self.rise(pos, entry);
     }
 
     /// The time of the next event, if any.
@@ -177,6 +217,9 @@ impl<E: Copy> Calendar<E> {
         if t.generation != h.generation || !t.live {
             return None;
         }
+        if t.queued {
+            return Some(self.cancel_queued(h.slot));
+        }
         let pos = t.heap_pos as usize;
         Some(self.remove_at(pos).payload)
     }
@@ -191,7 +234,6 @@ impl<E: Copy> Calendar<E> {
         let last = self.heap.len() - 1;
         self.heap.swap(pos, last);
         let e = self.heap.pop().expect("non-empty");
-        self.release(e.timer);
         if pos < self.heap.len() {
             self.place(pos);
             // The moved entry may need to go either way.
@@ -201,17 +243,23 @@ impl<E: Copy> Calendar<E> {
                 self.sift_down(pos);
             }
         }
+        self.release(e.timer);
         e
     }
 
-    /// Frees the timer slot of an entry leaving the heap (if it is a timer).
+    /// Frees the timer slot of an entry that left the heap (if it is a timer); the heap is
+    /// consistent again. A lane's front left: its next live timer takes its place.
     #[inline]
     fn release(&mut self, timer: u32) {
         if timer != NO_TIMER {
             let t = &mut self.timers[timer as usize];
             t.live = false;
             t.generation = t.generation.wrapping_add(1);
+            let lane = std::mem::take(&mut t.lane);
             self.free.push(timer);
+            if lane != 0 {
+                self.front_left(lane as usize - 1);
+            }
         }
     }
 

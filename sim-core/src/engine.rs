@@ -109,6 +109,15 @@ impl<E: Event> Ctx<'_, E> {
         let at = self.now + delay;
         self.timer_at(at, event)
     }
+    /// [`Self::timer_at`] in timer lane `lane` ([`Calendar::schedule_lane_timer`]): for a
+    /// stream of timers armed in expiry order and nearly always cancelled (a fixed timeout
+    /// per call). Same order of events as `timer_at`.
+    #[inline]
+    pub fn lane_timer_at(&mut self, lane: usize, at: SimTime, event: E) -> TimerHandle {
+        assert!(at >= self.now, "timer set in the past ({at} < {})", self.now);
+        let phase = event.phase();
+        self.calendar.schedule_lane_timer(lane, at, phase, event)
+    }
     /// Cancels a pending timer; returns its event if it had not fired yet.
     #[inline]
     pub fn cancel(&mut self, handle: TimerHandle) -> Option<E> {

@@ -13,7 +13,11 @@ impl QueueingWorld {
     pub(super) fn info(&self, slot: u32) -> CallInfo {
         let c = self.call(slot);
         let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
-        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
+        debug_assert_eq!(
+            c.draw,
+            self.governor_draw(c.req, c.path),
+            "a call's bits follow its path"
+        );
         CallInfo {
             call: call_id(slot, c.generation),
             class: ClassId(r.class),
@@ -25,9 +29,18 @@ impl QueueingWorld {
                     Self::prompt_of(c, r).unwrap_or(0).saturating_add(r.tokens.output.unwrap_or(0))
                 }
             },
-            draw: key.with_call(c.path, 0).bits(attr::GOVERNOR_BITS),
+            draw: c.draw,
             retry_after: None,
         }
+    }
+
+    /// The governors' bits of request `req`'s call on `path` (a keyed draw: stable across
+    /// policies).
+    pub(super) fn governor_draw(&self, req: u32, path: u32) -> u64 {
+        let r = self.reqs.slots[req as usize].as_ref().expect("live request");
+        DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
+            .with_call(path, 0)
+            .bits(attr::GOVERNOR_BITS)
     }
 
     /// The client's timeout on call `slot`'s upstream call: its site's `timeout`, or the
@@ -186,7 +199,11 @@ impl QueueingWorld {
             && timeout > SimDuration::ZERO
             && self.call(slot).upstream_timer.is_none()
         {
-            let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
+            // One timer lane per call site: a site's timeouts are mostly one length, armed
+            // in expiry order, nearly always cancelled (`sim_core::calendar`'s lanes).
+            let lane = self.call(slot).site as usize;
+            let h =
+                ctx.lane_timer_at(lane, now + timeout, Ev::UpstreamTimeout { slot, id: job.id });
             self.call_mut(slot).upstream_timer = Some(h);
         }
         match admitted {
@@ -557,17 +574,39 @@ impl QueueingWorld {
     /// a level the step did not reach, or whose state it left alone, is skipped). Debug
     /// builds check that the hand-off skipped would have done nothing.
     pub(super) fn after_stack(&mut self, site: usize, inst: u16, ctx: &mut Ctx<'_, Ev>) {
-        for level in 0..self.sites[site].stack.len() {
+        // The common case, no level marked: one pass over the stack, held once. From the
+        // first marked level (its mark taken by the pass) on, level by level as before.
+        let stack = self.sites[site].stack_for(inst);
+        let arena = &mut self.govs.arena;
+        let first = stack.iter().position(|&g| arena[g].take_changed());
+        let len = stack.len();
+        if cfg!(debug_assertions) {
+            for level in 0..first.unwrap_or(len) {
+                self.debug_check_idle(self.sites[site].stack_for(inst)[level], ctx);
+            }
+        }
+        let Some(first) = first else { return };
+        self.after_governor(self.sites[site].stack_for(inst)[first], ctx);
+        for level in first + 1..len {
             let g = self.sites[site].stack_for(inst)[level];
             if self.govs.arena[g].take_changed() {
                 self.after_governor(g, ctx);
             } else {
-                debug_assert!(
-                    self.hand_off_is_idle(g, ctx),
-                    "{} changed what the world reads without marking it",
-                    self.govs.names[g]
-                );
+                self.debug_check_idle(g, ctx);
             }
+        }
+    }
+
+    /// Debug builds: a governor whose mark was not set would have given the hand-off
+    /// nothing to do.
+    #[inline(always)]
+    fn debug_check_idle(&mut self, g: usize, ctx: &mut Ctx<'_, Ev>) {
+        if cfg!(debug_assertions) {
+            assert!(
+                self.hand_off_is_idle(g, ctx),
+                "{} changed what the world reads without marking it",
+                self.govs.names[g]
+            );
         }
     }
 

@@ -240,6 +240,10 @@ impl QueueingWorld {
             d.prompt = Some(fb::trim_prompt(prompt.unwrap_or(0), t));
         }
         c.path = d.orig_path | ((d.hops as u32) << 28);
+        let (req, path) = (c.req, c.path);
+        let draw = self.governor_draw(req, path);
+        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
+        c.draw = draw;
         c.site = next;
         c.attempt = 0;
         (c.up, c.on_backup, c.upstream_error, c.upstream_retry_after) = (None, false, None, None);

@@ -53,6 +53,9 @@ pub(super) struct Call {
     pub(super) path: u32,
     /// 0 for the first attempt; a retry governor re-sends it with the next number.
     pub(super) attempt: u32,
+    /// Its governors' random bits (`CallInfo::draw`) for its current `path`: set with it
+    /// ([`QueueingWorld::governor_draw`]), read at every descent and climb.
+    pub(super) draw: u64,
     /// The upstream's error for this attempt (failure injection, drawn at the start of
     /// service): 5xx or a business error.
     pub(super) upstream_error: Option<Reason>,

@@ -127,6 +127,7 @@ impl QueueingWorld {
         let inst = entry.map_or(0, |(app, inst)| self.instance_key(app, inst) as u16 + 1);
         let id = self.calls.next_id;
         self.calls.next_id += 1;
+        let draw = self.governor_draw(req, path);
         // Built in the argument: the inlined insert writes it straight into its slot.
         let slot = self.calls.insert(Call {
             id,
@@ -135,6 +136,7 @@ impl QueueingWorld {
             issue,
             path,
             attempt: 0,
+            draw,
             upstream_error: None,
             upstream_retry_after: None,
             in_service: false,

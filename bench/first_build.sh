@@ -3,6 +3,7 @@
 # target directory — wall time, the binary's size and the load average beside them.
 #
 # usage: bench/first_build.sh [SCRATCH_DIR]   (default /tmp/stormglass-cleanbuild)
+# --timings: the per-crate report lands in SCRATCH_DIR/cargo-timings/ (the critical path).
 # The scratch directory is deleted first and left in place afterwards (its
 # release/stormglass can serve bench/sweep.sh via STORMGLASS_BIN); delete it when done.
 # Besides the wall time it prints the CPU time of the build (user + sys of every rustc and
@@ -16,7 +17,7 @@ rm -rf "$dir"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$(date +%s)
 TIMEFORMAT='%U %S'
-cpu=$( { time CARGO_TARGET_DIR="$dir" cargo build --release --locked -p experiments >&2; } 2>&1 | tail -1)
+cpu=$( { time CARGO_TARGET_DIR="$dir" cargo build --release --locked -p experiments --timings >&2; } 2>&1 | tail -1)
 t1=$(date +%s)
 cpu_s=$(echo "$cpu" | awk '{printf "%d", $1 + $2}')
 bin="$dir/release/stormglass"

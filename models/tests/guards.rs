@@ -3,16 +3,13 @@
 //! entity bound naming the station and the source, request records stop at the memory
 //! bound, and a run the guards do not stop is the same run as without them.
 
-use models::params::ParamValue;
-use models::scenario::ScenarioSpec;
-use models::{RunConfig, Scenario};
+use models::RunConfig;
 use sim_core::{Limits, SimDuration, SimError};
 
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc
-}
+// The suite's support module, shared with this separate test binary.
+#[path = "suite/support.rs"]
+mod support;
+use support::load;
 
 fn cfg(secs: u64, limits: Limits) -> RunConfig {
     RunConfig { limits, ..RunConfig::new(1, SimDuration::from_secs(secs)) }

@@ -7,7 +7,7 @@ fn gpu_model(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_stormglass"))
         .arg("gpu-model")
         .args(args)
-        // The shared folder is found at ../shared from the repository root.
+        // `--fit` reads data/gpu-profile-h200/ relative to the repository root.
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .output()
         .unwrap()

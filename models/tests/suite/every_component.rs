@@ -4,8 +4,7 @@
 //! (timeline) without breaking an invariant.
 
 use models::params::ParamValue;
-use models::run::simulation;
-use models::scenario::{ScenarioSpec, SetParam};
+use models::scenario::SetParam;
 use models::{RunConfig, Scenario};
 use sim_core::SimDuration;
 
@@ -86,10 +85,7 @@ const ALL: &str = r#"Scenario(
 )"#;
 
 fn load() -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(ALL).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
+    crate::support::load(ALL)
 }
 
 fn cfg(seed: u64, sample: Option<u64>) -> RunConfig {
@@ -143,17 +139,7 @@ fn every_component_runs_clean_and_replays() {
 #[test]
 fn invariants_hold_after_every_event() {
     let sc = load();
-    let mut sim = simulation(&sc, &cfg(3, None));
-    let end = sim_core::SimTime::ZERO + SimDuration::from_secs(10);
-    let mut n = 0u64;
-    while sim.now() < end && n < 2_000_000 {
-        if !sim.step().expect("no engine error") {
-            break;
-        }
-        n += 1;
-        let v = sim.world().check_invariants();
-        assert!(v.is_empty(), "after event {n}: {v:?}");
-    }
+    let (_, n) = crate::support::try_stepped(&sc, &cfg(3, None)).unwrap_or_else(|e| panic!("{e}"));
     assert!(n > 5_000, "the run did something ({n} events)");
 }
 

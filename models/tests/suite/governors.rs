@@ -45,19 +45,9 @@ fn invariants_hold_after_every_event() {
     for seed in 0..5 {
         let mut cfg = RunConfig::new(seed, SimDuration::from_secs(10));
         cfg.sample_every = Some(SimDuration::from_ms(100));
-        let mut sim = models::run::simulation(&sc, &cfg);
-        let end = SimTime(10_000_000_000);
-        let mut n = 0u64;
-        while sim.next_event_time().is_some_and(|t| t <= end) {
-            sim.step().unwrap();
-            n += 1;
-            let v = sim.world().check_invariants();
-            assert!(v.is_empty(), "seed {seed} event {n} at {}: {v:?}", sim.now());
-        }
-        sim.run_until(end).unwrap();
-        let stepped = models::run::finish(sim, end, None);
-        assert!(stepped.violations.is_empty());
-        assert_eq!(models::run(&sc, &cfg).fingerprint, stepped.fingerprint, "seed {seed}");
+        // Invariants after every event, clean end, same fingerprint as the plain run.
+        let (stepped, n) =
+            crate::support::try_stepped(&sc, &cfg).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let u = stepped.summary.get("station.st.utilization").unwrap();
         assert!(u > 0.0 && u <= 1.0, "utilisation {u} with servers changed at run time");
         // Every gate's time series shows the lowered limits biting.

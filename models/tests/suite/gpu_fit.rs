@@ -17,8 +17,9 @@ const PROFILE_SOURCE: &str = "data/gpu-profile-h200/e2e.csv";
 const SHIPPED_RS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/gpu/shipped.rs");
 
 fn profile() -> Vec<ProfileRow> {
-    let text = std::fs::read_to_string(PROFILE)
-        .unwrap_or_else(|e| panic!("{PROFILE}: {e} (the shared folder must be at ../shared)"));
+    let text = std::fs::read_to_string(PROFILE).unwrap_or_else(|e| {
+        panic!("{PROFILE}: {e} (the profile ships in the repository under data/gpu-profile-h200/)")
+    });
     parse_profile_csv(&text).unwrap_or_else(|e| panic!("{PROFILE}: {e}"))
 }
 

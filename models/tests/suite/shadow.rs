@@ -42,11 +42,7 @@ const SHADOWED: &str = r#"[Shadow(FlowRules("fr")), Shadow(CircuitBreaker("b")),
 const REAL: &str = r#"[CircuitBreaker("b"), Gate("g")]"#;
 
 fn load(govs: &str) -> Scenario {
-    let text = SCENARIO.replace("GOVS", govs);
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(&text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline ok");
-    sc
+    crate::support::load(&SCENARIO.replace("GOVS", govs))
 }
 
 struct Run {

@@ -126,17 +126,8 @@ fn invariants_hold_after_every_event_with_cuts_everywhere() {
     for (text, secs) in [(POOLED, 10), (overload.as_str(), 5)] {
         let sc = load(text);
         let cfg = RunConfig::new(3, SimDuration::from_secs(secs));
-        let mut sim = models::run::simulation(&sc, &cfg);
-        let end = sim_core::SimTime::ZERO + cfg.duration;
-        let mut n = 0u64;
-        while sim.next_event_time().is_some_and(|t| t <= end) {
-            sim.step().unwrap();
-            n += 1;
-            let v = sim.world().check_invariants();
-            assert!(v.is_empty(), "event {n} at {}: {v:?}", sim.now());
-        }
-        let out = models::run::finish(sim, end, None);
-        assert!(out.violations.is_empty());
+        // Invariants after every event, clean end, same fingerprint as the plain run.
+        let out = crate::support::stepped(&sc, &cfg);
         assert!(get(&out, "time_limiter.t.timeouts") > 10.0);
         let _ = run(&sc, 3, secs);
     }

@@ -5,11 +5,7 @@ use models::scenario::ScenarioSpec;
 use models::{Outcome, RunConfig, Scenario};
 use sim_core::{SimDuration, SimTime};
 
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc
-}
+use crate::support::load;
 
 /// Arrivals per `bucket_s`-second window (from per-request records).
 fn arrivals(sc: &Scenario, seed: u64, secs: u64, bucket_s: u64) -> Vec<u64> {

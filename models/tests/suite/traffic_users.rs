@@ -11,12 +11,7 @@ use models::{RunConfig, RunOutput, Scenario};
 use sim_core::SimDuration;
 use std::sync::Arc;
 
-fn load(text: &str) -> Scenario {
-    let sc: ScenarioSpec<ParamValue> = ron::from_str(text).expect("valid scenario");
-    sc.check().expect("consistent");
-    sc.check_timeline().expect("timeline");
-    sc
-}
+use crate::support::load;
 
 /// Runs with records; checks invariants and per-source conservation from the summary.
 fn run(sc: &Scenario, seed: u64, ms: u64) -> RunOutput {

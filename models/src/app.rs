@@ -32,15 +32,13 @@ use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, SimDuration};
 
-/// How an app's load balancer picks an instance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Balancer {
-    /// Instances in turn (one counter per app).
-    RoundRobin,
-    /// The instance with the fewest requests assigned and not yet ended; ties: lowest index.
-    LeastOutstanding,
-    /// Uniform, keyed by the request (attribute `world::attr::BALANCER`).
-    Random,
+crate::params::param_choices! {
+    /// How an app's load balancer picks an instance: `RoundRobin` (instances in turn, one
+    /// counter per app), `LeastOutstanding` (the instance with the fewest requests assigned
+    /// and not yet ended; ties: lowest index) or `Random` (uniform, keyed by the request:
+    /// attribute `world::attr::BALANCER`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Balancer { RoundRobin = "RoundRobin", LeastOutstanding = "LeastOutstanding", Random = "Random" }
 }
 
 /// An application: instances behind a balancer, each with a dispatcher and a pool.
@@ -52,7 +50,7 @@ pub struct AppSpec {
     /// Identical instances (1 ..= 1024).
     #[serde(default = "D::instances", deserialize_with = "R::instances")]
     pub instances: u64,
-    #[serde(default = "round_robin")]
+    #[serde(default = "D::balancer")]
     pub balancer: Balancer,
     /// The priority dispatcher in front of the pool (needs a `Shared` pool).
     #[serde(default)]
@@ -69,14 +67,14 @@ pub struct AppSpec {
     pub local_work: Option<Dist<SimDuration>>,
     /// `true`: the thread is held until the request's pipeline ends (synchronous calls);
     /// `false`: released after `local_work`, the pipeline runs asynchronously.
-    #[serde(default = "yes")]
+    #[serde(default = "D::blocking")]
     pub blocking: bool,
     /// Gateway threads per instance; a caller-runs request occupies one for its run, and an
     /// arrival finding none free waits in the accept backlog. `None` = unlimited.
-    #[serde(default, deserialize_with = "validate::opt_at_least_one")]
+    #[serde(default = "D::gateway_threads", deserialize_with = "R::gateway_threads")]
     pub gateway_threads: Option<u64>,
     /// Bound on arrivals waiting for a gateway thread (full: rejected `queue_full`).
-    #[serde(default = "default_backlog")]
+    #[serde(default = "D::accept_backlog", deserialize_with = "R::accept_backlog")]
     pub accept_backlog: u64,
     /// Health signal for the dispatcher's deferred queue: deferred tasks are replayed only
     /// while it is true (and, with `health_from`, while that breaker is CLOSED).
@@ -100,15 +98,6 @@ pub struct AppSpec {
 type D = crate::params::Defaults<AppSpec>;
 /// The fields parsed with their rows' types and ranges.
 type R = crate::params::Ranged<AppSpec>;
-fn yes() -> bool {
-    true
-}
-fn round_robin() -> Balancer {
-    Balancer::RoundRobin
-}
-fn default_backlog() -> u64 {
-    100
-}
 
 impl AppSpec {
     /// Cross-field checks: `classes` are the scenario's class names, in order.
@@ -181,6 +170,15 @@ crate::params::declare_params! {
         default = true;
     instances: Count { min: 1, max: 1024 }, "", fixed, "identical instances behind the balancer",
         default = 1;
+    balancer: Enum { choices: Balancer::CHOICES }, "", fixed,
+        "how the balancer picks an instance", default = "RoundRobin";
+    blocking: Bool, "", fixed,
+        "the worker thread is held until the request's pipeline ends (false: released after local_work)",
+        default = true;
+    gateway_threads: OptCount { min: 1, max: 1_000_000 }, "threads", fixed,
+        "gateway threads per instance (None = unlimited)", default = None;
+    accept_backlog: Count { min: 0, max: 100_000_000 }, "requests", fixed,
+        "bound on arrivals waiting for a gateway thread", default = 100;
 }
 
 pub use crate::timeouts::QueueParams;

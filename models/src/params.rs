@@ -155,14 +155,14 @@ impl ParamType {
             ParamType::Float { min, max } => {
                 let x = f64::deserialize(d)?;
                 if !(x >= *min && x <= *max) {
-                    return Err(out_of_range(x.to_string()));
+                    return Err(out_of_range(float_text(x)));
                 }
                 ParamValue::Float(x)
             }
             ParamType::FloatAbove { above, max } => {
                 let x = f64::deserialize(d)?;
                 if !(x > *above && x <= *max) {
-                    return Err(out_of_range(x.to_string()));
+                    return Err(out_of_range(float_text(x)));
                 }
                 ParamValue::Float(x)
             }
@@ -194,6 +194,12 @@ impl ParamType {
         };
         if ok { Ok(()) } else { Err(format!("expected {}, found {v}", self.describe())) }
     }
+}
+
+/// A number as an error message quotes it: in scientific notation when very large
+/// (`1e308`, never 309 digits), as written otherwise.
+fn float_text(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e16 { format!("{x:e}") } else { x.to_string() }
 }
 
 /// A choice read by its name: a bare identifier (`CLOSED`, a unit variant in RON), or a

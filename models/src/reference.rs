@@ -48,6 +48,7 @@ pub fn param_kinds() -> Vec<KindParams> {
     let mut v = vec![
         of::<crate::class::ClassSpec>("traffic", "<name>"),
         of::<crate::source::SourceSpec>("traffic", "<name>"),
+        of::<crate::users::UsersSpec>("traffic", "all"),
         of::<crate::users::SegmentParams>("traffic", "<name>"),
         of::<crate::scenario::CallSiteSpec>("site", "<name>"),
         of::<crate::station::StationSpec>("upstream", "<name>"),
@@ -67,9 +68,10 @@ pub fn param_kinds() -> Vec<KindParams> {
 }
 
 /// `rule7.count` → `rule<i>.count` (a flow rule's index), `degrade3.count` →
-/// `degrade<j>.count` (a resource's degrade rule): one row for all 16.
+/// `degrade<j>.count` (a resource's degrade rule), `queue2.capacity` → `queue<c>.capacity`
+/// (a dispatcher's class queue): one row for all.
 fn generic_name(name: &str) -> Option<String> {
-    for (prefix, index) in [("rule", "i"), ("degrade", "j")] {
+    for (prefix, index) in [("rule", "i"), ("degrade", "j"), ("queue", "c")] {
         if let Some((r, field)) = name.split_once('.')
             && let Some(n) = r.strip_prefix(prefix)
             && n.parse::<u32>().is_ok()

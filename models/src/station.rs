@@ -60,10 +60,16 @@ pub struct StationSpec {
     pub business_error_rate: f64,
     /// Price per 1000 prompt tokens (any currency; summed into `station.<name>.cost`), in
     /// [0, 1e6].
-    #[serde(default, deserialize_with = "validate::price")]
+    #[serde(
+        default = "D::cost_per_1k_prompt_tokens",
+        deserialize_with = "R::cost_per_1k_prompt_tokens"
+    )]
     pub cost_per_1k_prompt_tokens: f64,
     /// Price per 1000 output tokens, in [0, 1e6].
-    #[serde(default, deserialize_with = "validate::price")]
+    #[serde(
+        default = "D::cost_per_1k_output_tokens",
+        deserialize_with = "R::cost_per_1k_output_tokens"
+    )]
     pub cost_per_1k_output_tokens: f64,
     /// The provider's quota (an entry of the scenario's `quotas`): RPM, TPM, concurrency,
     /// answered with 429 and a Retry-After.
@@ -161,6 +167,12 @@ crate::params::declare_params! {
     business_error_rate: Float { min: 0.0, max: 1.0 }, "probability",
         runtime(apply = |st, x| st.business_error_rate = x),
         "share of calls answered with a business error (never retried)";
+    // A price is finite and bounded: a cost summed over a run stays finite (the fuzzer found
+    // `1e308` and `-inf` making `station.<name>.cost` infinite).
+    cost_per_1k_prompt_tokens: Float { min: 0.0, max: 1e6 }, "price/1000 tokens", fixed,
+        "price per 1000 prompt tokens (summed into station.<name>.cost)", default = 0.0;
+    cost_per_1k_output_tokens: Float { min: 0.0, max: 1e6 }, "price/1000 tokens", fixed,
+        "price per 1000 output tokens (summed into station.<name>.cost)", default = 0.0;
     // Stream settings exist (are registered) only on a streaming station.
     chunk_tokens: Count { min: 1, max: crate::stream::MAX_CHUNK_TOKENS }, "tokens",
         runtime(apply = |st, n| st.stream.chunk_tokens = n),

@@ -34,10 +34,10 @@ pub const MAX_SEGMENTS: usize = 64;
 #[serde(deny_unknown_fields, rename = "Users")]
 pub struct UsersSpec {
     /// Number of users (ids `1..=count`).
-    #[serde(deserialize_with = "validate::at_least_one")]
+    #[serde(deserialize_with = "R::count")]
     pub count: u64,
-    /// Share of users who are VIPs (the lowest ids), in [0, 1].
-    #[serde(default, deserialize_with = "validate::probability")]
+    /// Share of users who are VIPs (the lowest ids).
+    #[serde(default = "D::vip_share", deserialize_with = "R::vip_share")]
     pub vip_share: f64,
     /// The class of VIPs' requests (`None`: by segment or source).
     #[serde(default)]
@@ -68,9 +68,6 @@ impl UsersSpec {
             }
             _ => Ok(()),
         };
-        if self.count > MAX_USERS {
-            return Err(("count".into(), format!("expected at most {MAX_USERS} users")));
-        }
         known(&self.vip_class, "vip_class".into())?;
         if self.segments.len() > MAX_SEGMENTS {
             return Err(("segments".into(), format!("at most {MAX_SEGMENTS} segments")));
@@ -128,6 +125,19 @@ impl UsersSpec {
         }
         Ok(())
     }
+}
+
+/// The defaults declared in the population's rows.
+type D = crate::params::Defaults<UsersSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<UsersSpec>;
+
+crate::params::declare_params! {
+    // A scenario has one population: its instance is `all`.
+    UsersSpec: "users", name = |_s| "all";
+    count: Count { min: 1, max: MAX_USERS }, "users", fixed, "number of users (ids 1..=count)";
+    vip_share: Float { min: 0.0, max: 1.0 }, "share", fixed,
+        "share of users who are VIPs (the lowest ids)", default = 0.0;
 }
 
 /// A segment as the parameter registry sees it.

@@ -58,15 +58,3 @@ pub fn probability<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     }
     Ok(x)
 }
-
-/// A price per 1000 tokens: finite, in [0, 1e6] (a cost summed over a run stays finite:
-/// the fuzzer found `1e308` and `-inf` making `station.<name>.cost` infinite).
-pub fn price<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(0.0..=1e6).contains(&x) {
-        return Err(D::Error::custom(format!(
-            "expected a price per 1000 tokens in [0, 1000000], found {x:e}"
-        )));
-    }
-    Ok(x)
-}

@@ -17,7 +17,12 @@ use sim_core::SimDuration;
 const DAY: SimDuration = SimDuration::from_secs(86_400);
 
 crate::params::declare_params! {
-    CircuitBreakerSpec: "circuit_breaker", name = |s| s.name, state = super::CircuitBreaker;
+    CircuitBreakerSpec: "circuit_breaker", name = |s| s.name,
+        field_of = |p: &str| match p.strip_prefix("half_open_") {
+            Some(f) => format!("half_open_wait.{f}"),
+            None => p.to_string(),
+        },
+        state = super::CircuitBreaker;
     failure_rate_threshold: FloatAbove { above: 0.0, max: 100.0 }, "%",
         runtime(apply = |b, x| b.set_failure_rate_threshold(x)),
         "open when the failure rate is ≥ this", default = 50.0;
@@ -48,12 +53,35 @@ crate::params::declare_params! {
     sliding_window_type: Enum { choices: SlidingWindowType::CHOICES }, "", fixed,
         "COUNT_BASED: the last sliding_window_size calls; TIME_BASED: the last sliding_window_size seconds", default = "COUNT_BASED";
     sliding_window_size: Count { min: 1, max: 1_000_000 }, "calls or s", fixed, "window length", default = 100;
+    enable_exponential_backoff: Bool, "", fixed,
+        "the OPEN wait grows per re-open (Spring's enableExponentialBackoff)", default = false;
+    exponential_backoff_multiplier: Float { min: 1.0, max: 1000.0 }, "×", fixed,
+        "factor on the OPEN wait per re-open (exponentialBackoffMultiplier)", default = 1.5;
+    // Registered where a cap is set.
+    exponential_max_wait_duration_in_open_state: Duration { min: SimDuration::from_ms(1),
+        max: SimDuration(u64::MAX) }, "ns", fixed, "cap of the exponential OPEN wait",
+        opt_get = |s| s.exponential_max_wait_duration_in_open_state,
+        set = |s, d| s.exponential_max_wait_duration_in_open_state = Some(d);
+    // Registered for a breaker with a priority-aware half-open (`half_open_wait`).
+    half_open_max_wait: Duration { min: SimDuration::ZERO, max: DAY }, "ns", fixed,
+        "half_open_wait.max_wait: how long a call waits for a probe permit",
+        opt_get = |s| s.half_open_wait.as_ref().map(|w| w.max_wait),
+        set = |s, d| half_open(s)?.max_wait = d;
+    half_open_max_waiting: Count { min: 1, max: 100_000_000 }, "calls", fixed,
+        "half_open_wait.max_waiting: bound on calls waiting for a probe permit",
+        opt_get = |s| s.half_open_wait.as_ref().map(|w| w.max_waiting),
+        set = |s, n| half_open(s)?.max_waiting = n;
     forced_open: Bool, "", runtime(apply = |b, on, now| b.set_forced_open(on, now)),
         "switched off: every call rejected (FORCED_OPEN); false → CLOSED", default = false;
     disabled: Bool, "", runtime(apply = |b, on, now| b.set_disabled(on, now)),
         "DISABLED: every call permitted, nothing recorded; false → CLOSED", default = false;
     metrics_only: Bool, "", runtime(apply = |b, on, now| b.set_metrics_only(on, now)),
         "METRICS_ONLY: every call permitted and recorded, never opened; false → CLOSED", default = false;
+}
+
+/// The priority-aware half-open of a breaker that has one.
+fn half_open(s: &mut CircuitBreakerSpec) -> Result<&mut super::HalfOpenWaitSpec, String> {
+    s.half_open_wait.as_mut().ok_or_else(|| "circuit_breaker: no `half_open_wait`".to_string())
 }
 
 /// An ERROR_RATIO rule's count is a ratio: the cross-field rule of a scenario's value and of
@@ -128,7 +156,15 @@ mod tests {
     /// and the run-time ones apply to the state.
     #[test]
     fn registry_round_trip_and_runtime_apply() {
-        let cb = CircuitBreakerSpec::with_defaults("llm");
+        // With the optional parts, so that every declared parameter is registered.
+        let cb = CircuitBreakerSpec {
+            exponential_max_wait_duration_in_open_state: Some(SimDuration::from_secs(10)),
+            half_open_wait: Some(super::super::HalfOpenWaitSpec {
+                max_wait: SimDuration::from_secs(1),
+                max_waiting: 10,
+            }),
+            ..CircuitBreakerSpec::with_defaults("llm")
+        };
         let dr = DegradeRuleSpec::new("llm", CircuitBreakerStrategy::SlowRequestRatio, 5000.0, 30);
         let mut reg = Registry::default();
         reg.add_component(&cb);

@@ -8,8 +8,7 @@
 //! API boundary: plain data; the run-time state lives in [`super::r4j`].
 
 use super::OutcomePattern;
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
 use sim_core::time::NS_PER_MS;
 
@@ -38,9 +37,10 @@ crate::params::param_choices! {
 #[serde(rename = "HalfOpenWait")]
 pub struct HalfOpenWaitSpec {
     /// How long a call waits for a probe permit before it is rejected (`breaker_open`).
+    #[serde(deserialize_with = "R::half_open_max_wait")]
     pub max_wait: SimDuration,
     /// Bound on waiting calls; beyond it calls are rejected at once.
-    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    #[serde(deserialize_with = "R::half_open_max_waiting")]
     pub max_waiting: u64,
 }
 
@@ -93,15 +93,18 @@ pub struct CircuitBreakerSpec {
     )]
     pub wait_duration_in_open_state: SimDuration,
     /// Spring's `enableExponentialBackoff`: the open wait grows per re-open.
-    #[serde(default)]
+    #[serde(default = "D::enable_exponential_backoff")]
     pub enable_exponential_backoff: bool,
-    /// In [1, 1000]; Resilience4j's `IntervalFunction.DEFAULT_MULTIPLIER` 1.5.
-    #[serde(default = "d_mult", deserialize_with = "multiplier")]
+    /// Resilience4j's `IntervalFunction.DEFAULT_MULTIPLIER` 1.5 by default.
+    #[serde(
+        default = "D::exponential_backoff_multiplier",
+        deserialize_with = "R::exponential_backoff_multiplier"
+    )]
     pub exponential_backoff_multiplier: f64,
-    /// Cap of the exponential wait (≥ 1 ms); none by default.
+    /// Cap of the exponential wait; none by default.
     #[serde(
         default,
-        deserialize_with = "opt_at_least_1ms",
+        deserialize_with = "crate::params::RangedSome::<CircuitBreakerSpec>::exponential_max_wait_duration_in_open_state",
         skip_serializing_if = "Option::is_none",
         serialize_with = "crate::validate::ser_present"
     )]
@@ -135,32 +138,10 @@ pub struct CircuitBreakerSpec {
     pub metrics_only: bool,
 }
 
-fn d_mult() -> f64 {
-    1.5
-}
-
 /// The defaults declared in the parameter rows (`super::params`).
 type D = crate::params::Defaults<CircuitBreakerSpec>;
 /// The fields parsed with their rows' types and ranges (`super::params`).
 type R = crate::params::Ranged<CircuitBreakerSpec>;
-
-fn at_least_1ms<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
-    let x = SimDuration::deserialize(d)?;
-    if x.0 < NS_PER_MS {
-        return Err(D::Error::custom(format!("expected a duration ≥ 1ms, found {x}")));
-    }
-    Ok(x)
-}
-fn opt_at_least_1ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SimDuration>, D::Error> {
-    at_least_1ms(d).map(Some)
-}
-fn multiplier<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if !(1.0..=1000.0).contains(&x) {
-        return Err(D::Error::custom(format!("expected a multiplier in [1, 1000], found {x}")));
-    }
-    Ok(x)
-}
 
 impl CircuitBreakerSpec {
     /// A spec with every default (tests, programmatic construction).
@@ -178,8 +159,8 @@ impl CircuitBreakerSpec {
             sliding_window_size: D::sliding_window_size(),
             minimum_number_of_calls: D::minimum_number_of_calls(),
             wait_duration_in_open_state: D::wait_duration_in_open_state(),
-            enable_exponential_backoff: false,
-            exponential_backoff_multiplier: 1.5,
+            enable_exponential_backoff: D::enable_exponential_backoff(),
+            exponential_backoff_multiplier: D::exponential_backoff_multiplier(),
             exponential_max_wait_duration_in_open_state: None,
             automatic_transition_from_open_to_half_open_enabled:
                 D::automatic_transition_from_open_to_half_open_enabled(),

@@ -442,7 +442,10 @@ fn spec_defaults_and_validation() {
         ),
         (r#"CircuitBreaker(name: "b", wait_duration_in_open_state: "0s")"#, "[\"1ms\", "),
         (r#"CircuitBreaker(name: "b", minimum_number_of_calls: 0)"#, "in [1, 10000000], found 0"),
-        (r#"CircuitBreaker(name: "b", exponential_backoff_multiplier: 0.5)"#, "multiplier"),
+        (
+            r#"CircuitBreaker(name: "b", exponential_backoff_multiplier: 0.5)"#,
+            "a number in [1, 1000], found 0.5",
+        ),
         (r#"CircuitBreaker(name: "b", record_exceptions: ["failed:oops"])"#, "unknown reason"),
         (r#"CircuitBreaker(name: "b", sliding_window_type: SLIDING)"#, "variant"),
         (r#"CircuitBreaker(name: "b", bogus: 1)"#, "bogus"),

@@ -81,10 +81,10 @@ pub struct CacheSpec {
     #[serde(default = "D::serve_stale_on_error")]
     pub serve_stale_on_error: bool,
     /// Serve stale entries at once while one call refreshes the key.
-    #[serde(default)]
+    #[serde(default = "D::stale_while_revalidate")]
     pub stale_while_revalidate: bool,
     /// How long past `ttl` an entry may still be served stale.
-    #[serde(default = "default_max_stale")]
+    #[serde(default = "D::max_stale", deserialize_with = "R::max_stale")]
     pub max_stale: SimDuration,
 }
 
@@ -92,10 +92,6 @@ pub struct CacheSpec {
 type D = crate::params::Defaults<CacheSpec>;
 /// The fields parsed with their rows' types and ranges.
 type R = crate::params::Ranged<CacheSpec>;
-
-fn default_max_stale() -> SimDuration {
-    SimDuration::from_secs(600)
-}
 
 impl CacheSpec {
     pub fn named(name: &str) -> CacheSpec {
@@ -105,8 +101,8 @@ impl CacheSpec {
             ttl: D::ttl(),
             hit_probability: D::hit_probability(),
             serve_stale_on_error: D::serve_stale_on_error(),
-            stale_while_revalidate: false,
-            max_stale: default_max_stale(),
+            stale_while_revalidate: D::stale_while_revalidate(),
+            max_stale: D::max_stale(),
         }
     }
 }
@@ -371,6 +367,11 @@ crate::params::declare_params! {
         "probability that a lookup finding an entry matches it", default = 1.0;
     serve_stale_on_error: Bool, "", runtime(apply = |c, on| c.set_serve_stale_on_error(on)),
         "answer failures from a live entry as degraded", default = false;
+    stale_while_revalidate: Bool, "", fixed,
+        "serve stale entries at once while one call refreshes the key", default = false;
+    max_stale: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
+        fixed, "how long past ttl an entry may still be served stale",
+        default = SimDuration::from_secs(600);
 }
 
 impl crate::params::GovernorSpec for CacheSpec {}

@@ -5,16 +5,17 @@
 use serde::{Deserialize, Deserializer, Serialize, de::Error as _};
 use sim_core::SimDuration;
 
-/// What happens to a task whose class queue is full.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub enum Overflow {
-    /// Refuse at once ("system busy").
-    Reject,
-    /// Move to the bounded async queue, replayed when healthy.
-    Defer,
-    /// The submitter runs it on its own thread (the world does; back-pressure).
-    CallerRuns,
+crate::params::param_choices! {
+    /// What happens to a task whose class queue is full.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Overflow {
+        /// Refuse at once ("system busy").
+        Reject = "Reject",
+        /// Move to the bounded async queue, replayed when healthy.
+        Defer = "Defer",
+        /// The submitter runs it on its own thread (the world does; back-pressure).
+        CallerRuns = "CallerRuns",
+    }
 }
 
 /// One class's queue, in class order (index = `ClassId`).
@@ -24,11 +25,11 @@ pub struct ClassQueueSpec {
     /// The class name (for readability and for the integrator's lookup).
     #[serde(deserialize_with = "crate::validate::name")]
     pub class: String,
-    /// Bound on waiting tasks of this class (≥ 1).
-    #[serde(deserialize_with = "crate::validate::at_least_one")]
+    /// Bound on waiting tasks of this class.
+    #[serde(deserialize_with = "crate::params::Ranged::<ClassQueueSpec>::capacity")]
     pub capacity: u64,
     /// Policy when the queue is full.
-    #[serde(default = "default_overflow")]
+    #[serde(default = "crate::params::Defaults::<ClassQueueSpec>::overflow")]
     pub overflow: Overflow,
     /// Queue-wait timeout: a task waiting longer than this in its class queue (from when it
     /// entered it) is removed and its request rejected with `timeout` (`None`: waits for
@@ -41,8 +42,13 @@ pub struct ClassQueueSpec {
     pub max_queue_wait: Option<SimDuration>,
 }
 
-fn default_overflow() -> Overflow {
-    Overflow::Reject
+crate::params::declare_params! {
+    rows ClassQueueSpec: "class queue";
+    capacity: Count { min: 1, max: 100_000_000 }, "tasks", fixed,
+        "bound on waiting tasks of the class";
+    overflow: Enum { choices: Overflow::CHOICES }, "", fixed,
+        "a full queue's task: Reject (system busy), Defer (async queue) or CallerRuns",
+        default = "Reject";
 }
 
 /// The order in which waiting tasks are handed out.
@@ -57,11 +63,11 @@ pub enum DispatchPolicy {
     WeightedPolling {
         #[serde(default = "default_poll_every", deserialize_with = "all_at_least_one")]
         poll_every: Vec<u64>,
-        #[serde(default = "default_rounds", deserialize_with = "crate::validate::at_least_one")]
+        #[serde(default = "D::rounds", deserialize_with = "R::rounds")]
         rounds: u64,
-        #[serde(default = "default_idle_sleep", deserialize_with = "positive_duration")]
+        #[serde(default = "D::idle_sleep", deserialize_with = "R::idle_sleep")]
         idle_sleep: SimDuration,
-        #[serde(default = "default_final_poll")]
+        #[serde(default = "D::final_poll", deserialize_with = "R::final_poll")]
         final_poll: SimDuration,
     },
     /// Smooth weighted round robin over non-empty classes (shares weight[c] / Σ weights).
@@ -80,7 +86,7 @@ pub enum DispatchPolicy {
     /// Head of class c scores c·aging_step − wait (lower wins; `"0s"` step = strict); a head
     /// that has waited ≥ max_wait is served next (oldest such first).
     Aging {
-        #[serde(default)]
+        #[serde(default = "D::aging_step", deserialize_with = "R::aging_step")]
         aging_step: SimDuration,
         #[serde(deserialize_with = "R::max_wait")]
         max_wait: SimDuration,
@@ -89,15 +95,6 @@ pub enum DispatchPolicy {
 
 fn default_poll_every() -> Vec<u64> {
     vec![1, 3, 7]
-}
-fn default_rounds() -> u64 {
-    100
-}
-fn default_idle_sleep() -> SimDuration {
-    SimDuration::from_ms(5)
-}
-fn default_final_poll() -> SimDuration {
-    SimDuration::from_ms(50)
 }
 pub fn default_start_within() -> Vec<SimDuration> {
     vec![SimDuration::from_ms(500), SimDuration::from_secs(5), SimDuration::from_secs(30)]
@@ -114,14 +111,6 @@ fn all_at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Erro
         )));
     }
     Ok(v)
-}
-
-fn positive_duration<'de, D: Deserializer<'de>>(d: D) -> Result<SimDuration, D::Error> {
-    let x = SimDuration::deserialize(d)?;
-    if x == SimDuration::ZERO {
-        return Err(D::Error::custom("expected a duration > 0, found \"0s\""));
-    }
-    Ok(x)
 }
 
 /// The bounded async queue of deferred tasks.
@@ -195,14 +184,22 @@ impl DispatcherSpec {
     }
 }
 
+/// The prefix of a class queue's parameters: `queue<i>.capacity` for the i-th class.
+const QUEUE: &str = "queue";
+/// At most 64 classes (a scenario's bound), so as many queues.
+const MAX_QUEUES: usize = 64;
+
 crate::params::declare_params! {
     DispatcherSpec: "dispatcher", name = |s| s.name,
         field_of = |p: &str| match p {
             "defer_capacity" => "defer.capacity".into(),
             "drain_rate_per_s" => "defer.drain_rate_per_s".into(),
-            "max_wait" => "policy.max_wait".into(),
+            "max_wait" | "rounds" | "idle_sleep" | "final_poll" | "aging_step" => {
+                format!("policy.{p}")
+            }
             p => p.to_string(),
-        };
+        },
+        parts = QUEUE => queues[ClassQueueSpec; MAX_QUEUES];
     defer_capacity: Count { min: 0, max: 100_000_000 }, "tasks", runtime,
         "bound on the async (deferred) queue; lowering it evicts nothing", default = 10_000,
         get = |s| s.defer.capacity, set = |s, n| s.defer.capacity = n;
@@ -212,12 +209,58 @@ crate::params::declare_params! {
     // The Aging policy only.
     max_wait: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
         "ns", runtime, "Aging policy only: a task waiting this long is served next",
-        opt_get = |s| match s.policy {
-            DispatchPolicy::Aging { max_wait, .. } => Some(max_wait),
-            _ => None,
-        },
-        set = |s, d| match &mut s.policy {
-            DispatchPolicy::Aging { max_wait, .. } => *max_wait = d,
-            _ => return Err("dispatcher: `max_wait` is a parameter of the Aging policy only".into()),
-        };
+        opt_get = |s| aging_of(&s.policy).map(|p| p.1), set = |s, d| *aging(s)?.1 = d;
+    aging_step: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
+        fixed, "Aging only: score per class index (0 = strict priority)", default = SimDuration::ZERO,
+        opt_get = |s| aging_of(&s.policy).map(|p| p.0), set = |s, d| *aging(s)?.0 = d;
+    // The WeightedPolling policy only.
+    rounds: Count { min: 1, max: 1_000_000 }, "iterations", fixed,
+        "WeightedPolling only: polling iterations before the blocking poll on P0", default = 100,
+        opt_get = |s| polling_of(&s.policy).map(|p| p.0), set = |s, n| *polling(s)?.0 = n;
+    idle_sleep: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
+        "ns", fixed, "WeightedPolling only: sleep after an iteration that found nothing",
+        default = SimDuration::from_ms(5),
+        opt_get = |s| polling_of(&s.policy).map(|p| p.1), set = |s, d| *polling(s)?.1 = d;
+    final_poll: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
+        fixed, "WeightedPolling only: the blocking poll on P0 after the rounds",
+        default = SimDuration::from_ms(50),
+        opt_get = |s| polling_of(&s.policy).map(|p| p.2), set = |s, d| *polling(s)?.2 = d;
+}
+
+/// The Aging policy's `aging_step` and `max_wait`.
+fn aging_of(p: &DispatchPolicy) -> Option<(SimDuration, SimDuration)> {
+    match *p {
+        DispatchPolicy::Aging { aging_step, max_wait } => Some((aging_step, max_wait)),
+        _ => None,
+    }
+}
+
+/// The same, to write one.
+fn aging(s: &mut DispatcherSpec) -> Result<(&mut SimDuration, &mut SimDuration), String> {
+    match &mut s.policy {
+        DispatchPolicy::Aging { aging_step, max_wait } => Ok((aging_step, max_wait)),
+        _ => Err("dispatcher: a parameter of the Aging policy only".into()),
+    }
+}
+
+/// The WeightedPolling policy's `rounds`, `idle_sleep` and `final_poll`.
+fn polling_of(p: &DispatchPolicy) -> Option<(u64, SimDuration, SimDuration)> {
+    match *p {
+        DispatchPolicy::WeightedPolling { rounds, idle_sleep, final_poll, .. } => {
+            Some((rounds, idle_sleep, final_poll))
+        }
+        _ => None,
+    }
+}
+
+/// The same, to write one.
+fn polling(
+    s: &mut DispatcherSpec,
+) -> Result<(&mut u64, &mut SimDuration, &mut SimDuration), String> {
+    match &mut s.policy {
+        DispatchPolicy::WeightedPolling { rounds, idle_sleep, final_poll, .. } => {
+            Ok((rounds, idle_sleep, final_poll))
+        }
+        _ => Err("dispatcher: a parameter of the WeightedPolling policy only".into()),
+    }
 }

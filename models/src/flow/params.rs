@@ -15,11 +15,8 @@
 use super::hot_param::{ParamFlow, ParamFlowRuleSpec};
 use super::rules::{ControlBehavior, FlowGrade, FlowRule, FlowRules, FlowRulesSpec, RuleState};
 use super::token_bucket::{TokenBucket, TokenBucketSpec};
-use crate::params::{
-    ApplyParam, ParamDecl, ParamRows, ParamValue as V, Params, indexed_decls, split_indexed,
-};
+use crate::params::{ApplyParam, ParamValue as V, split_indexed};
 use sim_core::{SimDuration, SimTime};
-use std::sync::OnceLock;
 
 crate::params::declare_params! {
     rows FlowRule: "flow rule", state = RuleState;
@@ -53,30 +50,8 @@ pub(crate) const RULE: &str = "rule";
 /// At most 16 rules per resource (the spec's bound): `rule0.*` ‥ `rule15.*`.
 const MAX_RULES: usize = 16;
 
-impl Params for FlowRulesSpec {
-    const KIND: &'static str = "flow";
-    fn instance_name(&self) -> &str {
-        &self.name
-    }
-    fn decls() -> Vec<ParamDecl> {
-        static NAMES: OnceLock<Vec<ParamDecl>> = OnceLock::new();
-        indexed_decls(RULE, MAX_RULES, FlowRule::row_decls, &NAMES)
-    }
-    fn field_of(param: &str) -> String {
-        match split_indexed(RULE, param) {
-            Some((i, f)) => format!("rules[{i}].{f}"),
-            None => param.to_string(),
-        }
-    }
-    fn get(&self, p: &str) -> Option<V> {
-        let (i, f) = split_indexed(RULE, p)?;
-        self.rules.get(i)?.row_get(f)
-    }
-    fn set(&mut self, p: &str, v: V) -> Result<(), String> {
-        let err = || format!("flow has no parameter `{p}`");
-        let (i, f) = split_indexed(RULE, p).ok_or_else(err)?;
-        self.rules.get_mut(i).ok_or_else(err)?.row_set(f, v)
-    }
+crate::params::declare_params! {
+    FlowRulesSpec: "flow", name = |s| s.name, parts = RULE => rules[FlowRule; MAX_RULES];
 }
 
 impl ApplyParam for FlowRules {
@@ -175,7 +150,7 @@ impl GovernorKindOps for TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::Registry;
+    use crate::params::{Params, Registry};
 
     #[test]
     fn registry_paths_and_runtime_application() {

@@ -103,7 +103,9 @@ pub(crate) use param_choices;
 ///
 /// `declare_params! { rows FlowRule: "flow rule", state = RuleState; <rows> }` declares the rows of a part that
 /// has no path of its own ([`ParamRows`](super::ParamRows)): its component lists them under indexed names
-/// (`flow.<name>.rule<i>.count`, [`indexed_decls`](super::indexed_decls), [`split_indexed`](super::split_indexed)).
+/// (`flow.<name>.rule<i>.count`, [`indexed_decls`](super::indexed_decls), [`split_indexed`](super::split_indexed)),
+/// declared with `parts = RULE => rules[FlowRule; MAX_RULES]` after the kind (the prefix, the
+/// field holding the parts, their type and how many at most).
 macro_rules! declare_params {
     // A part declared with its own rows (a flow rule of `flow.<name>`): [`ParamRows`](super::ParamRows),
     // listed by its component under indexed names ([`indexed_decls`](super::indexed_decls)).
@@ -187,7 +189,8 @@ macro_rules! declare_params {
                     default: $crate::params::declare_params!(@default $variant $(, $default)?),
                 }),*]
             }
-            #[allow(unused_variables)]
+            // (A kind with parts only, no rows of its own, matches nothing here.)
+            #[allow(unused_variables, unused_imports)]
             fn row_get(&self, p: &str) -> Option<$crate::params::ParamValue> {
                 use $crate::params::ParamField as _;
                 match p {
@@ -197,7 +200,7 @@ macro_rules! declare_params {
                     _ => None,
                 }
             }
-            #[allow(unused_variables)]
+            #[allow(unused_variables, unused_imports, unreachable_code)]
             fn row_set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
                 use $crate::params::ParamField;
                 let wrong = |p: &str, v: &$crate::params::ParamValue| {
@@ -276,11 +279,13 @@ macro_rules! declare_params {
         let ($ss, $sv) = ($self, $x);
         $set;
     }};
-    // A component kind: its rows ([`ParamRows`](super::ParamRows)) and [`Params`](super::Params) over them.
+    // A component kind: its rows ([`ParamRows`](super::ParamRows)) and [`Params`](super::Params) over them,
+    // with the indexed rows of its parts (`parts = RULE => rules[FlowRule; MAX_RULES]`).
     (
         $spec:ty : $kind:literal, name = |$ns:ident| $name:expr
         $(, field_of = $field_of:expr)?
         $(, check = $check:expr)?
+        $(, parts = $prefix:expr => $parts:ident [$part:ty; $max:expr])?
         $(, state = $state:ty $(, generics = [$($gen:tt)*])?)? ;
         $($rows:tt)*
     ) => {
@@ -294,17 +299,46 @@ macro_rules! declare_params {
                 &$name
             }
             fn decls() -> Vec<$crate::params::ParamDecl> {
-                <$spec as $crate::params::ParamRows>::row_decls()
+                #[allow(unused_mut)]
+                let mut v = <$spec as $crate::params::ParamRows>::row_decls();
+                $(
+                    static PARTS: std::sync::OnceLock<Vec<$crate::params::ParamDecl>> =
+                        std::sync::OnceLock::new();
+                    v.extend($crate::params::indexed_decls(
+                        $prefix,
+                        $max,
+                        <$part as $crate::params::ParamRows>::row_decls,
+                        &PARTS,
+                    ));
+                )?
+                v
             }
-            $(fn field_of(param: &str) -> String {
-                ($field_of)(param)
-            })?
+            #[allow(unused_variables)]
+            fn field_of(param: &str) -> String {
+                $(if let Some((i, f)) = $crate::params::split_indexed($prefix, param) {
+                    return format!("{}[{i}].{f}", stringify!($parts));
+                })?
+                let own: fn(&str) -> String = |p| p.to_string();
+                $(let own: fn(&str) -> String = $field_of;)?
+                own(param)
+            }
             fn get(&self, p: &str) -> Option<$crate::params::ParamValue> {
+                $(if let Some((i, f)) = $crate::params::split_indexed($prefix, p) {
+                    return $crate::params::ParamRows::row_get(self.$parts.get(i)?, f);
+                })?
                 $crate::params::ParamRows::row_get(self, p)
             }
             fn set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
+                fn one(s: &mut $spec, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
+                    $(if let Some((i, f)) = $crate::params::split_indexed($prefix, p) {
+                        let part = s.$parts.get_mut(i);
+                        let part = part.ok_or_else(|| format!("{} has no parameter `{p}`", $kind))?;
+                        return $crate::params::ParamRows::row_set(part, f, v);
+                    })?
+                    $crate::params::ParamRows::row_set(s, p, v)
+                }
                 $(let (before, check) = (self.clone(), $check);)?
-                $crate::params::ParamRows::row_set(self, p, v)?;
+                one(self, p, v)?;
                 $(if let Err(e) = check(&*self) {
                     let _ = stringify!($check);
                     *self = before;

@@ -32,7 +32,7 @@ pub struct RetrySpec {
     /// unlimited.
     #[serde(
         default,
-        deserialize_with = "crate::validate::present",
+        deserialize_with = "crate::params::RangedSome::<RetrySpec>::total_budget",
         serialize_with = "crate::validate::ser_present",
         skip_serializing_if = "Option::is_none"
     )]
@@ -43,7 +43,7 @@ pub struct RetrySpec {
     #[serde(default)]
     pub class_policies: Vec<ClassRetryPolicy>,
     /// Bound on calls tracked at once.
-    #[serde(default = "default_max_tracked", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::max_tracked_calls", deserialize_with = "R::max_tracked_calls")]
     pub max_tracked_calls: u64,
 }
 
@@ -114,7 +114,7 @@ impl RetrySpec {
             total_budget: None,
             budget: RetryBudgetSpec::Unlimited,
             class_policies: vec![],
-            max_tracked_calls: default_max_tracked(),
+            max_tracked_calls: D::max_tracked_calls(),
         }
     }
 
@@ -140,10 +140,6 @@ impl RetrySpec {
 pub(super) type D = crate::params::Defaults<RetrySpec>;
 /// The fields parsed with their rows' types and ranges (`budget_*` rows for the budget's).
 pub(super) type R = crate::params::Ranged<RetrySpec>;
-
-fn default_max_tracked() -> u64 {
-    1_000_000
-}
 
 /// Retried by default: failures that may go away (never business errors, never an open
 /// breaker, never local refusals such as gate_full).
@@ -240,6 +236,12 @@ crate::params::declare_params! {
         "retries in flight always allowed (EnvoyBudget only)", default = 3,
         opt_get = |s| s.budget.min_retry_concurrency(),
         set = |s, n| s.budget.set_min_retry_concurrency(n);
+    // Registered where a total budget is set.
+    total_budget: Duration { min: SimDuration::ZERO, max: SimDuration(u64::MAX) }, "ns", fixed,
+        "time from the first call within which every retry must be sent",
+        opt_get = |s| s.total_budget, set = |s, d| s.total_budget = Some(d);
+    max_tracked_calls: Count { min: 1, max: 100_000_000 }, "calls", fixed,
+        "bound on calls tracked at once", default = 1_000_000;
 }
 
 #[cfg(test)]

@@ -297,6 +297,7 @@ impl<V> ScenarioSpec<V> {
         self.call_sites.iter().for_each(|c| r.add_component(c));
         self.connection_pools.iter().for_each(|c| r.add_component(c));
         if let Some(u) = &self.users {
+            r.add_component(u);
             let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
             u.segment_params(&classes).iter().for_each(|c| r.add_component(c));
         }
@@ -357,6 +358,7 @@ impl<V> ScenarioSpec<V> {
             "quota" => find(&mut self.quotas, name).set(param, value),
             "gpu_server" => find(&mut self.gpu_servers, name).set(param, value),
             "connpool" => find(&mut self.connection_pools, name).set(param, value),
+            "users" => self.users.as_mut().expect("registered").set(param, value),
             "segment" => {
                 let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();
                 let classes: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();

@@ -138,6 +138,8 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
             "source.chat.start",
             "station.llm.business_error_rate",
             "station.llm.cancellation",
+            "station.llm.cost_per_1k_output_tokens",
+            "station.llm.cost_per_1k_prompt_tokens",
             "station.llm.error_rate",
             "station.llm.latency_multiplier",
             "station.llm.load_slope",

@@ -261,7 +261,13 @@ struct ClassRt {
     name: String,
     weight: u64,
     sla: SimDuration,
+    /// Its requests' statistics, unless `mirror_of` names a source: then they are that
+    /// source's, counted once there, and these stay empty (read them through
+    /// [`traffic::Traffic::class_stats`]).
     stats: SourceStats,
+    /// The one source whose requests are exactly this class's
+    /// (`QueueingWorld::mirrored_source`).
+    mirror_of: Option<u16>,
     /// Measured requests answered within the SLA.
     within_sla: u64,
 }

@@ -138,8 +138,10 @@ impl<E: Copy> Calendar<E> {
         Key { time: time.0, phase_seq: ((phase as u64) << SEQ_BITS) | seq }
     }
 
-    /// Schedules an event that will not be cancelled.
-    #[inline]
+    /// Schedules an event that will not be cancelled. Inlined into the caller, so the
+    /// payload is written from registers into the heap (a call took it through a stack
+    /// copy read back in wider pieces than written, which stalls store forwarding).
+    #[inline(always)]
     pub fn schedule(&mut self, time: SimTime, phase: Phase, payload: E) {
         let key = self.key(time, phase);
         let entry = Entry { key, timer: NO_TIMER, payload };
@@ -194,21 +196,30 @@ impl<E: Copy> Calendar<E> {
     /// Removes and returns the next event in `(time, phase, sequence)` order.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
+        (!self.heap.is_empty()).then(|| self.pop_next())
+    }
+
+    /// [`Self::pop`] for a caller that knows an event is pending (the run loop): no
+    /// `Option` around the result, so the payload moves once, in whole words (through
+    /// `Option::expect` it was moved in overlapping pieces that the processor could not
+    /// forward from the stores before them: bench/NOTES.md, session 5). Panics when empty.
+    #[inline]
+    pub fn pop_next(&mut self) -> (SimTime, E) {
         // The root goes: the last entry takes its place, sinks to the bottom along the
         // smaller children (one comparison per level), then rises to its place — the
         // cheaper order `std`'s binary heap uses (the last entry usually belongs low). The
         // last entry is held in hand throughout and written once, where it belongs.
-        let last = self.heap.pop()?;
-        let top = if self.heap.is_empty() {
-            last
-        } else {
-            let top = self.heap[0];
+        let n = self.heap.len();
+        assert!(n > 0, "no event pending");
+        let top = self.heap[0];
+        let last = self.heap[n - 1];
+        self.heap.truncate(n - 1);
+        if n > 1 {
             let pos = self.sink_hole_to_bottom(0);
             self.rise(pos, last);
-            top
-        };
+        }
         self.release(top.timer);
-        Some((SimTime(top.key.time), top.payload))
+        (SimTime(top.key.time), top.payload)
     }
 
     /// Cancels a pending timer. Returns its payload if it was still pending.

@@ -85,14 +85,15 @@ impl<E: Event> Ctx<'_, E> {
     pub fn now(&self) -> SimTime {
         self.now
     }
-    /// Schedules an event at an absolute time, which must not be in the past.
-    #[inline]
+    /// Schedules an event at an absolute time, which must not be in the past (inlined:
+    /// the event goes from the caller's registers into the calendar, `Calendar::schedule`).
+    #[inline(always)]
     pub fn schedule_at(&mut self, at: SimTime, event: E) {
         assert!(at >= self.now, "event scheduled in the past ({at} < {})", self.now);
         let phase = event.phase();
         self.calendar.schedule(at, phase, event);
     }
-    #[inline]
+    #[inline(always)]
     pub fn schedule_in(&mut self, delay: SimDuration, event: E) {
         let at = self.now + delay;
         self.schedule_at(at, event);
@@ -395,7 +396,7 @@ impl<W: World> Simulation<W> {
     }
 
     fn process_event(&mut self) -> Result<(), SimError> {
-        let (t, event) = self.calendar.pop().expect("event pending");
+        let (t, event) = self.calendar.pop_next();
         debug_assert!(t >= self.now, "calendar went backwards");
         if t != self.instant || self.events == 0 {
             self.instant = t;

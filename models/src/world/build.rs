@@ -207,6 +207,9 @@ impl QueueingWorld {
         let series = series::SeriesIds::new(sc, &gov_names, &govs, ctx);
         let n_govs = govs.len();
         let registry = sc.registry();
+        let mirror_of: Vec<Option<u16>> = (0..sc.classes.len() as u16)
+            .map(|k| Self::mirrored_source(&sources, sc.users.is_some(), k))
+            .collect();
         let mut w = QueueingWorld {
             seed: run.seed,
             warmup: SimTime::ZERO + run.warmup,
@@ -215,11 +218,13 @@ impl QueueingWorld {
                 classes: sc
                     .classes
                     .iter()
-                    .map(|c| ClassRt {
+                    .zip(mirror_of)
+                    .map(|(c, mirror_of)| ClassRt {
                         name: c.name.clone(),
                         weight: c.weight,
                         sla: c.sla,
                         stats: SourceStats::default(),
+                        mirror_of,
                         within_sla: 0,
                     })
                     .collect(),

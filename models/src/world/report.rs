@@ -24,8 +24,8 @@ impl QueueingWorld {
         for s in &self.traffic.sources {
             s.stats.emit_counts(&format!("source.{}", s.name), &mut out);
         }
-        for c in &self.traffic.classes {
-            c.stats.emit_counts(&format!("class.{}", c.name), &mut out);
+        for (k, c) in self.traffic.classes.iter().enumerate() {
+            self.traffic.class_stats(k).emit_counts(&format!("class.{}", c.name), &mut out);
         }
         self.governor_counters(&mut out);
         out
@@ -79,8 +79,9 @@ impl QueueingWorld {
         for (k, c) in self.traffic.classes.iter().enumerate() {
             let (a, o) = (&class_ages[k], class_oldest[k]);
             let p = format!("class.{}", c.name);
-            c.stats.emit(&p, a.len() as u64, o.map(|t| end - t), &mut out);
-            let answered = c.stats.success + c.stats.degraded.iter().sum::<u64>();
+            let stats = self.traffic.class_stats(k);
+            stats.emit(&p, a.len() as u64, o.map(|t| end - t), &mut out);
+            let answered = stats.success + stats.degraded.iter().sum::<u64>();
             let share = |met: u64, of: u64| {
                 if c.sla == SimDuration::ZERO || of == 0 {
                     f64::NAN
@@ -89,7 +90,7 @@ impl QueueingWorld {
                 }
             };
             out.push_f64(format!("{p}.sla_met"), share(c.within_sla, answered));
-            c.stats.emit_censored(&p, a, &mut out);
+            stats.emit_censored(&p, a, &mut out);
             // In flight past the SLA already: certain misses. Younger ones are unknown, so
             // the censored share leaves them out.
             let over = if c.sla == SimDuration::ZERO {
@@ -189,10 +190,11 @@ impl QueueingWorld {
         for (k, c) in self.traffic.classes.iter().enumerate() {
             let live =
                 self.reqs.slots.iter().flatten().filter(|r| r.class as usize == k).count() as u64;
-            if c.stats.offered != c.stats.ended + live {
+            let stats = self.traffic.class_stats(k);
+            if stats.offered != stats.ended + live {
                 v.push(format!(
                     "I1 conservation: class {} offered {} ≠ ended {} + in flight {live}",
-                    c.name, c.stats.offered, c.stats.ended
+                    c.name, stats.offered, stats.ended
                 ));
             }
         }

@@ -52,12 +52,17 @@ impl QueueingWorld {
         let now = ctx.now();
         let a = self.draw_attributes(source, seq, client);
         let src = &mut self.traffic.sources[source as usize];
+        let measured = now >= self.warmup;
         src.stats.offered += 1;
-        let class = &mut self.traffic.classes[a.class as usize].stats;
-        class.offered += 1;
-        if now >= self.warmup {
-            src.stats.measured_offered += 1;
-            class.measured_offered += 1;
+        src.stats.measured_offered += measured as u64;
+        let class = &mut self.traffic.classes[a.class as usize];
+        debug_assert!(
+            class.mirror_of.is_none_or(|s| s == source),
+            "a mirrored class has one source"
+        );
+        if class.mirror_of.is_none() {
+            class.stats.offered += 1;
+            class.stats.measured_offered += measured as u64;
         }
         ctx.metrics.incr(src.arrivals);
         let id = RequestId(self.reqs.next_id);
@@ -220,7 +225,9 @@ impl QueueingWorld {
         let latency = now - arrival;
         src.stats.record_end(outcome, latency, measured);
         let class_rt = &mut self.traffic.classes[class as usize];
-        class_rt.stats.record_end(outcome, latency, measured);
+        if class_rt.mirror_of.is_none() {
+            class_rt.stats.record_end(outcome, latency, measured);
+        }
         if measured
             && class_rt.sla > SimDuration::ZERO
             && matches!(outcome, Outcome::Success | Outcome::Degraded(_))
@@ -251,7 +258,10 @@ impl QueueingWorld {
         r.start = Some(now);
         if r.arrival >= self.warmup {
             self.traffic.sources[r.source as usize].stats.record_start(now - r.arrival);
-            self.traffic.classes[r.class as usize].stats.record_start(now - r.arrival);
+            let class = &mut self.traffic.classes[r.class as usize];
+            if class.mirror_of.is_none() {
+                class.stats.record_start(now - r.arrival);
+            }
         }
     }
 

@@ -21,6 +21,17 @@ pub(super) struct Traffic {
     pub population: Option<crate::users::Population>,
 }
 
+impl Traffic {
+    /// Class `k`'s statistics (its mirrored source's, when it has one).
+    pub fn class_stats(&self, k: usize) -> &SourceStats {
+        let c = &self.classes[k];
+        match c.mirror_of {
+            Some(s) => &self.sources[s as usize].stats,
+            None => &c.stats,
+        }
+    }
+}
+
 /// `Req::client` of a request no closed-loop user waits for.
 pub(super) const NO_CLIENT: u32 = u32::MAX;
 
@@ -118,6 +129,16 @@ impl TrafficRt {
     /// A scripted row's own answer for its call's attempt `attempt` (`crate::scripted`).
     pub(super) fn row_answer(&self, seq: u64, attempt: u32) -> Option<crate::scripted::Answer> {
         self.script.as_ref()?.answer(seq, attempt)
+    }
+
+    /// Every request of the source gets the source's own class: none of its own rules
+    /// (assignment, script, a trace's class column) can choose another (`draw_attributes`;
+    /// a user population's segments can too, which the caller checks).
+    pub(super) fn fixed_class(&self, trace: Option<&crate::trace::TraceSpec>) -> bool {
+        self.assign.is_none()
+            && self.script.is_none()
+            && self.trace_classes.is_empty()
+            && trace.and_then(|t| t.data.as_ref()).is_none_or(|d| d.class.is_empty())
     }
 
     /// Closed-loop users now active (for the engine's same-instant guard).
@@ -222,6 +243,31 @@ impl QueueingWorld {
             key: request_key,
             weight: t.weight.unwrap_or(self.traffic.classes[class as usize].weight),
             tokens,
+        }
+    }
+
+    /// The source whose requests are exactly class `class`'s, if there is one: its class is
+    /// fixed (no rule of its own, no user population) and no other source's request can
+    /// have that class. That class's statistics are then the source's, counted once.
+    pub(super) fn mirrored_source(
+        sources: &[SourceRt],
+        population: bool,
+        class: u16,
+    ) -> Option<u16> {
+        if population {
+            return None;
+        }
+        // The sources that may send a request of `class`: a source of fixed class only
+        // when it is that class, any other source always.
+        let mut senders = sources
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.traffic.fixed_class(s.trace.as_ref()) || s.class == class);
+        match (senders.next(), senders.next()) {
+            (Some((i, s)), None) if s.class == class && s.traffic.fixed_class(s.trace.as_ref()) => {
+                Some(i as u16)
+            }
+            _ => None,
         }
     }
 

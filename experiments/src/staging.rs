@@ -32,9 +32,17 @@ impl Staging {
         // Another process ending may remove the (then empty) `.staging` folder between our
         // creating it and using it: try again.
         let mut tries = 0;
+        // A cleaner may also take (and delete) our fresh lock file before we lock it
+        // (`remove_dead` removes a `.lock.new` nobody holds): we then find it locked or gone,
+        // and start again under a new id.
         loop {
             match Self::try_create(root) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 8 => tries += 1,
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::WouldBlock)
+                        && tries < 8 =>
+                {
+                    tries += 1
+                }
                 other => return other,
             }
         }
@@ -53,7 +61,10 @@ impl Staging {
         let lock = OpenOptions::new().write(true).create_new(true).open(&fresh)?;
         lock.try_lock().map_err(|e| match e {
             TryLockError::Error(e) => e,
-            TryLockError::WouldBlock => io::Error::other("a fresh lock file is locked"),
+            TryLockError::WouldBlock => {
+                let _ = std::fs::remove_file(&fresh);
+                io::Error::new(io::ErrorKind::WouldBlock, "a cleaner holds the fresh lock file")
+            }
         })?;
         let lock_path = base.join(format!("{id}.lock"));
         std::fs::rename(&fresh, &lock_path)?;
@@ -70,6 +81,9 @@ impl Staging {
 
     /// Removes the staging folders of processes that have ended (their lock can be taken).
     /// Live ones, this process's own included, are left alone. Returns how many it removed.
+    /// A `<id>.lock.new` nobody holds is removed too: a process killed between creating its
+    /// lock file and renaming it leaves one (`.staging` then never emptied); a live creator
+    /// that has not locked it yet finds it locked or gone and starts again ([`Staging::create`]).
     pub fn remove_dead(root: &Path) -> io::Result<usize> {
         let base = root.join(FOLDER);
         if !base.is_dir() {
@@ -78,11 +92,17 @@ impl Staging {
         let mut removed = 0;
         for e in std::fs::read_dir(&base)? {
             let path = e?.path();
-            let Some(id) =
-                path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".lock"))
-            else {
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+            if name.ends_with(".lock.new") {
+                if let Ok(f) = OpenOptions::new().write(true).open(&path)
+                    && f.try_lock().is_ok()
+                {
+                    std::fs::remove_file(&path)?;
+                    removed += 1;
+                }
                 continue;
-            };
+            }
+            let Some(id) = name.strip_suffix(".lock") else { continue };
             let Ok(f) = OpenOptions::new().write(true).open(&path) else { continue };
             match f.try_lock() {
                 Ok(()) => {
@@ -126,7 +146,11 @@ mod tests {
         std::fs::create_dir_all(&dead).unwrap();
         std::fs::write(dead.join("part.parquet"), b"x").unwrap();
         std::fs::write(root.join(FOLDER).join("1-1.lock"), b"").unwrap();
-        assert_eq!(Staging::remove_dead(&root).unwrap(), 1);
+        // An owner killed between creating its lock file and renaming it.
+        let unrenamed = root.join(FOLDER).join("2-2.lock.new");
+        std::fs::write(&unrenamed, b"").unwrap();
+        assert_eq!(Staging::remove_dead(&root).unwrap(), 2);
+        assert!(!unrenamed.exists(), "an unrenamed lock nobody holds is removed");
         assert!(!dead.exists(), "the dead owner's temporaries are removed");
         assert!(live.dir().join("part.parquet").exists(), "the live one's are kept");
         let dir = live.dir().to_path_buf();

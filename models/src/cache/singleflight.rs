@@ -43,12 +43,15 @@ pub struct SingleFlightSpec {
     /// How long a follower waits for its leader; absent = until the leader answers.
     #[serde(
         default,
-        deserialize_with = "crate::validate::present",
+        deserialize_with = "crate::params::RangedSome::<SingleFlightSpec>::max_wait",
         serialize_with = "crate::validate::ser_present",
         skip_serializing_if = "Option::is_none"
     )]
     pub max_wait: Option<SimDuration>,
-    #[serde(default = "default_cap", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(
+        default = "D::max_followers_per_key",
+        deserialize_with = "crate::params::Ranged::<SingleFlightSpec>::max_followers_per_key"
+    )]
     pub max_followers_per_key: u64,
     /// Followers over all keys.
     #[serde(
@@ -57,16 +60,16 @@ pub struct SingleFlightSpec {
     )]
     pub max_waiting: u64,
     /// Keys with a flight in progress.
-    #[serde(default = "default_cap", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(
+        default = "D::max_keys",
+        deserialize_with = "crate::params::Ranged::<SingleFlightSpec>::max_keys"
+    )]
     pub max_keys: u64,
     /// Followers get the leader's failure too (Go's behaviour); off: a follower takes over.
     #[serde(default = "D::share_errors")]
     pub share_errors: bool,
 }
 
-fn default_cap() -> u64 {
-    100_000
-}
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<SingleFlightSpec>;
 
@@ -75,9 +78,9 @@ impl SingleFlightSpec {
         SingleFlightSpec {
             name: name.into(),
             max_wait: None,
-            max_followers_per_key: default_cap(),
+            max_followers_per_key: D::max_followers_per_key(),
             max_waiting: D::max_waiting(),
-            max_keys: default_cap(),
+            max_keys: D::max_keys(),
             share_errors: D::share_errors(),
         }
     }
@@ -246,6 +249,14 @@ crate::params::declare_params! {
         "followers get the leader's failure (off: a follower takes over)", default = true;
     max_waiting: Count { min: 1, max: 100_000_000 }, "calls", fixed,
         "followers waiting over all keys", default = 100_000;
+    max_followers_per_key: Count { min: 1, max: 100_000_000 }, "calls", fixed,
+        "followers waiting on one key's leader", default = 100_000;
+    max_keys: Count { min: 1, max: 100_000_000 }, "keys", fixed,
+        "keys with a flight in progress", default = 100_000;
+    // Listed only where set (absent: a follower waits until its leader answers).
+    max_wait: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
+        fixed, "how long a follower waits for its leader",
+        opt_get = |s| s.max_wait, set = |s, d| s.max_wait = Some(d);
 }
 
 impl crate::params::GovernorSpec for SingleFlightSpec {}

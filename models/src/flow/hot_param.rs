@@ -98,7 +98,9 @@ pub struct ParamFlowRuleSpec {
     pub vip: Option<VipGroup>,
     /// LRU cap on tracked values; absent: min(4000·duration_in_sec, 200 000) as Sentinel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(deserialize_with = "super::opt_cap")]
+    #[serde(
+        deserialize_with = "crate::params::RangedSome::<ParamFlowRuleSpec>::max_tracked_values"
+    )]
     #[serde(serialize_with = "crate::validate::ser_present")]
     pub max_tracked_values: Option<u64>,
 }

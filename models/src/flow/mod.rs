@@ -52,7 +52,6 @@ pub use hot_param::{HotParam, ParamFlow, ParamFlowItem, ParamFlowRuleSpec, VipGr
 pub use rules::{ControlBehavior, FlowGrade, FlowRule, FlowRules, FlowRulesSpec};
 pub use token_bucket::{TokenBucket, TokenBucketSpec};
 
-use serde::{Deserialize, Deserializer, de::Error};
 use sim_core::SimTime;
 
 /// Nanoseconds per millisecond.
@@ -72,13 +71,4 @@ pub enum Verdict {
     PassAt(SimTime),
     /// Blocked (a `FlowException`).
     Block,
-}
-
-/// `None` or `Some(n)` with n ≥ 1 (written without `Some`).
-pub(crate) fn opt_cap<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let n = u64::deserialize(d)?;
-    if n == 0 {
-        return Err(D::Error::custom("expected a cap ≥ 1, found 0"));
-    }
-    Ok(Some(n))
 }

@@ -84,6 +84,10 @@ crate::params::declare_params! {
         };
     duration_in_sec: Count { min: 1, max: 86_400 }, "s", fixed, "the statistics window",
         default = 1;
+    // Listed only where set (absent: min(4000 · duration_in_sec, 200 000), as Sentinel's CacheMap).
+    max_tracked_values: Count { min: 1, max: 100_000_000 }, "values", fixed,
+        "LRU cap on the parameter values tracked",
+        opt_get = |s| s.max_tracked_values, set = |s, n| s.max_tracked_values = Some(n);
 }
 
 crate::params::declare_params! {

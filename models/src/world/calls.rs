@@ -13,11 +13,13 @@ impl QueueingWorld {
     pub(super) fn info(&self, slot: u32) -> CallInfo {
         let c = self.call(slot);
         let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
-        debug_assert_eq!(
-            c.draw,
-            self.governor_draw(c.req, c.path),
-            "a call's bits follow its path"
-        );
+        // Drawn with the call's path where its site has governors (`site_draw`); else here.
+        let draw = if self.sites[c.site as usize].stack.is_empty() {
+            self.governor_draw(c.req, c.path)
+        } else {
+            c.draw
+        };
+        debug_assert_eq!(draw, self.governor_draw(c.req, c.path), "a call's bits follow its path");
         CallInfo {
             call: call_id(slot, c.generation),
             class: ClassId(r.class),
@@ -29,9 +31,16 @@ impl QueueingWorld {
                     Self::prompt_of(c, r).unwrap_or(0).saturating_add(r.tokens.output.unwrap_or(0))
                 }
             },
-            draw: c.draw,
+            draw,
             retry_after: None,
         }
+    }
+
+    /// [`Self::governor_draw`] for a call at `site`, or 0 where the site has no governor (no
+    /// one reads it on the way; [`Self::info`] draws it if asked).
+    #[inline(always)]
+    pub(super) fn site_draw(&self, site: usize, req: u32, path: u32) -> u64 {
+        if self.sites[site].stack.is_empty() { 0 } else { self.governor_draw(req, path) }
     }
 
     /// The governors' bits of request `req`'s call on `path` (a keyed draw: stable across

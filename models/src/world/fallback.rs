@@ -241,7 +241,7 @@ impl QueueingWorld {
         }
         c.path = d.orig_path | ((d.hops as u32) << 28);
         let (req, path) = (c.req, c.path);
-        let draw = self.governor_draw(req, path);
+        let draw = self.site_draw(next as usize, req, path);
         let c = self.calls.slots[slot as usize].as_mut().expect("live call");
         c.draw = draw;
         c.site = next;

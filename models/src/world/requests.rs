@@ -132,7 +132,7 @@ impl QueueingWorld {
         let inst = entry.map_or(0, |(app, inst)| self.instance_key(app, inst) as u16 + 1);
         let id = self.calls.next_id;
         self.calls.next_id += 1;
-        let draw = self.governor_draw(req, path);
+        let draw = self.site_draw(site as usize, req, path);
         // Built in the argument: the inlined insert writes it straight into its slot.
         let slot = self.calls.insert(Call {
             id,

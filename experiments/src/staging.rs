@@ -97,7 +97,7 @@ impl Staging {
                 if let Ok(f) = OpenOptions::new().write(true).open(&path)
                     && f.try_lock().is_ok()
                 {
-                    std::fs::remove_file(&path)?;
+                    gone(std::fs::remove_file(&path))?;
                     removed += 1;
                 }
                 continue;
@@ -108,9 +108,9 @@ impl Staging {
                 Ok(()) => {
                     let dir = base.join(id);
                     if dir.is_dir() {
-                        std::fs::remove_dir_all(&dir)?;
+                        gone(std::fs::remove_dir_all(&dir))?;
                     }
-                    std::fs::remove_file(&path)?;
+                    gone(std::fs::remove_file(&path))?;
                     removed += 1;
                 }
                 Err(TryLockError::WouldBlock) => {}
@@ -118,6 +118,15 @@ impl Staging {
             }
         }
         Ok(removed)
+    }
+}
+
+/// A removal that found nothing is done: another cleaner (a concurrent shard) or the file's
+/// creator (which lost its fresh lock to us) removed it first.
+fn gone(r: io::Result<()>) -> io::Result<()> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 

@@ -183,6 +183,23 @@ fn absent(p: &str) -> String {
     format!("source has no parameter `{p}` (not this kind of source)")
 }
 
+/// A source's run-time side, as its parameter rows see it: the world's traffic subsystem
+/// implements it with the engine at hand (a rate change reschedules the pending arrival,
+/// added users start), so each run-time row names its setter here and the world hands a
+/// `source.*` change over by kind only. The registry lists each row only for the sources
+/// that have it (a renewal source's gap, a closed loop's users), so a setter meets only
+/// its own kind of source.
+pub trait SourceSetters {
+    /// `interarrival`: from the next arrival on.
+    fn set_interarrival(&mut self, d: Dist<SimDuration>);
+    /// `rate_multiplier`: the pending arrival is rescaled exactly.
+    fn set_rate_multiplier(&mut self, x: f64);
+    /// `users`: more start at once, fewer stop after their current request.
+    fn set_users(&mut self, n: u64);
+    /// `think_time`: from the next think on (`Err`: not a closed-loop source).
+    fn set_think_time(&mut self, d: Dist<SimDuration>) -> Result<(), String>;
+}
+
 crate::params::declare_params! {
     SourceSpec: "source", name = |s| s.name,
         field_of = |p: &str| match p {
@@ -190,9 +207,10 @@ crate::params::declare_params! {
             "users" => "closed_loop.users".into(),
             "think_time" => "closed_loop.think_time".into(),
             p => p.to_string(),
-        };
+        },
+        state = dyn SourceSetters + '_;
     // Renewal sources only.
-    interarrival: DurationDist, "ns", runtime,
+    interarrival: DurationDist, "ns", runtime(apply = |s, d| s.set_interarrival(d)),
         "time between arrivals (takes effect from the next arrival; renewal sources only)",
         opt_get = |s| s.interarrival.clone(), set = |s, d| s.interarrival = Some(d);
     start: Duration { min: SimDuration::ZERO, max: SimDuration::MAX }, "ns", fixed,
@@ -208,18 +226,20 @@ crate::params::declare_params! {
             None => return Err(absent("trace_rate_scale")),
         };
     // Renewal sources only.
-    rate_multiplier: Float { min: 1e-3, max: 1e3 }, "×", runtime,
+    rate_multiplier: Float { min: 1e-3, max: 1e3 }, "×",
+        runtime(apply = |s, x| s.set_rate_multiplier(x)),
         "scales the arrival rate (renewal sources; composes with the profile; the pending arrival is rescaled exactly)",
         default = 1.0, opt_get = |s| s.interarrival.is_some().then_some(s.rate_multiplier);
     // Closed-loop sources only.
-    users: Count { min: 1, max: crate::closed_loop::MAX_CLIENTS }, "users", runtime,
+    users: Count { min: 1, max: crate::closed_loop::MAX_CLIENTS }, "users",
+        runtime(apply = |s, n| s.set_users(n)),
         "closed-loop users (more start at once; fewer stop after their current request)",
         opt_get = |s| s.closed_loop.as_ref().map(|c| c.users),
         set = |s, n| match s.closed_loop.as_mut() {
             Some(c) => c.users = n,
             None => return Err(absent("users")),
         };
-    think_time: DurationDist, "ns", runtime,
+    think_time: DurationDist, "ns", runtime(apply = |s, d| s.set_think_time(d)),
         "closed-loop think time (takes effect from the next think)",
         opt_get = |s| s.closed_loop.as_ref().map(|c| c.think_time.clone()),
         set = |s, d| match s.closed_loop.as_mut() {

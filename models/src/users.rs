@@ -20,7 +20,7 @@
 //! API boundary: [`UsersSpec`] is scenario data; the world keeps a [`Population`] and asks
 //! it [`Population::is_vip`], [`Population::segment_of`] and [`Population::class_of`].
 
-use crate::params::ParamValue;
+use crate::params::{ParamValue, Params as _};
 use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::rng::{bits_to_open01, mix64};
@@ -52,7 +52,7 @@ pub struct SegmentSpec {
     #[serde(deserialize_with = "validate::name")]
     pub name: String,
     /// Share of users in this segment, in [0, 1].
-    #[serde(deserialize_with = "validate::probability")]
+    #[serde(deserialize_with = "crate::params::Ranged::<SegmentParams>::share")]
     pub share: f64,
     /// The class of this segment's requests (`None`: the source's).
     #[serde(default)]
@@ -95,6 +95,7 @@ impl UsersSpec {
             .iter()
             .map(|s| SegmentParams {
                 name: s.name.clone(),
+                share: s.share,
                 class: s
                     .class
                     .as_ref()
@@ -103,26 +104,30 @@ impl UsersSpec {
             .collect()
     }
 
-    /// Writes `segment.<name>.class` back as a class name (sweeps).
-    pub fn set_segment_class(
+    /// Sets a parameter of segment `name` (sweeps, variants): through its registry view
+    /// (its rows), written back with the class index as a class name.
+    pub fn set_segment_param(
         &mut self,
         name: &str,
+        param: &str,
         v: ParamValue,
         classes: &[&str],
     ) -> Result<(), String> {
-        let s = self.segments.iter_mut().find(|s| s.name == name).ok_or("no such segment")?;
-        match v {
-            ParamValue::OptCount(None) => s.class = None,
-            ParamValue::OptCount(Some(k)) if (k as usize) < classes.len() => {
-                s.class = Some(classes[k as usize].to_string())
-            }
-            v => {
+        let i = self.segments.iter().position(|s| s.name == name).ok_or("no such segment")?;
+        let mut view = self.segment_params(classes).swap_remove(i);
+        view.set(param, v)?;
+        let class = match view.class {
+            None => None,
+            Some(k) if (k as usize) < classes.len() => Some(classes[k as usize].to_string()),
+            Some(k) => {
                 return Err(format!(
-                    "segment.{name}.class: expected None or Some(class index < {}), found {v}",
+                    "segment.{name}.{param}: expected None or Some(class index < {}), found Some({k})",
                     classes.len()
                 ));
             }
-        }
+        };
+        let s = &mut self.segments[i];
+        (s.share, s.class) = (view.share, class);
         Ok(())
     }
 }
@@ -144,13 +149,40 @@ crate::params::declare_params! {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SegmentParams {
     pub name: String,
+    pub share: f64,
     pub class: Option<u64>,
 }
 
 crate::params::declare_params! {
-    SegmentParams: "segment", name = |s| s.name;
-    class: OptCount { min: 0, max: 63 }, "class index", runtime,
+    SegmentParams: "segment", name = |s| s.name, state = SegmentRt<'_>;
+    share: Float { min: 0.0, max: 1.0 }, "share", fixed,
+        "share of users in this segment (the segments' shares sum to at most 1)";
+    class: OptCount { min: 0, max: 63 }, "class index", runtime(apply = |s, k| s.set_class(k)),
         "class of the segment's requests from now on: None = the source's, Some(k) = the scenario's k-th class (0 = P0)";
+}
+
+/// One segment of the running population, as its run-time row sees it
+/// ([`Population::segment_mut`]).
+pub struct SegmentRt<'a> {
+    class: &'a mut Option<u16>,
+    classes: usize,
+}
+
+impl SegmentRt<'_> {
+    /// The class of the segment's requests from now on (`Err`: not one of the scenario's
+    /// classes; the timeline's check refuses such a change first).
+    pub fn set_class(&mut self, k: Option<u64>) -> Result<(), String> {
+        match k {
+            Some(k) if k as usize >= self.classes => Err(format!(
+                "expected None or Some(class index < {}), found Some({k})",
+                self.classes
+            )),
+            k => {
+                *self.class = k.map(|k| k as u16);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The run-time population.
@@ -188,6 +220,11 @@ impl Population {
             class: spec.segments.iter().map(|s| s.class.as_ref().map(idx)).collect(),
             salt: mix64(seed ^ 0x5345_474d_454e_5453), // "SEGMENTS"
         }
+    }
+    /// Segment `name` for a run-time change, in a scenario of `classes` classes.
+    pub fn segment_mut(&mut self, name: &str, classes: usize) -> Option<SegmentRt<'_>> {
+        let i = self.names.iter().position(|s| s == name)?;
+        Some(SegmentRt { class: &mut self.class[i], classes })
     }
     /// A user id in `1..=count` from a uniform.
     pub fn user_of(&self, u: f64) -> u64 {
@@ -254,9 +291,12 @@ mod tests {
         assert!(ron::from_str::<UsersSpec>("Users(count: 0)").is_err());
         assert!(ron::from_str::<UsersSpec>("Users(count: 3, vip_share: 1.5)").is_err());
         let mut s = spec(r#"Users(count: 5, segments: [(name: "promo", share: 0.2)])"#);
-        assert_eq!(s.segment_params(&c), vec![SegmentParams { name: "promo".into(), class: None }]);
-        s.set_segment_class("promo", ParamValue::OptCount(Some(0)), &c).unwrap();
+        let view = SegmentParams { name: "promo".into(), share: 0.2, class: None };
+        assert_eq!(s.segment_params(&c), vec![view]);
+        s.set_segment_param("promo", "class", ParamValue::OptCount(Some(0)), &c).unwrap();
         assert_eq!(s.segments[0].class.as_deref(), Some("P0"));
-        assert!(s.set_segment_class("promo", ParamValue::OptCount(Some(2)), &c).is_err());
+        assert!(s.set_segment_param("promo", "class", ParamValue::OptCount(Some(2)), &c).is_err());
+        s.set_segment_param("promo", "share", ParamValue::Float(0.5), &c).unwrap();
+        assert_eq!((s.segments[0].share, s.segments[0].class.as_deref()), (0.5, Some("P0")));
     }
 }

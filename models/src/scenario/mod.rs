@@ -23,6 +23,7 @@ mod sites;
 mod timeline;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
+pub use sites::CallSiteSetters;
 use std::collections::BTreeSet;
 pub use timeline::{ChangeError, ChangeField, validate_change};
 
@@ -362,7 +363,8 @@ impl<V> ScenarioSpec<V> {
             "segment" => {
                 let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();
                 let classes: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
-                self.users.as_mut().expect("registered").set_segment_class(name, value, &classes)
+                let users = self.users.as_mut().expect("registered");
+                users.set_segment_param(name, param, value, &classes)
             }
             "app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue" => {
                 self.set_app_param(kind, name, param, value)

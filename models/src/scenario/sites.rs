@@ -3,6 +3,7 @@
 //! `network_request`, `network_response`).
 
 use crate::fallback::{SiteRef, check_chains};
+use sim_core::{Dist, SimDuration};
 
 impl<V> super::ScenarioSpec<V> {
     /// The fallback chains' cross-references ([`check_chains`]) with field paths.
@@ -71,6 +72,20 @@ impl<V> super::ScenarioSpec<V> {
     }
 }
 
+/// A call site's run-time side, as its parameter rows see it: the world implements it for
+/// its running site (the schema names no runtime type), so each run-time row below names
+/// its setter here and the world hands a `call_site.*` change over by kind only.
+pub trait CallSiteSetters {
+    /// `enabled`: off, every call goes straight to the site's fallback.
+    fn set_enabled(&mut self, on: bool);
+    /// `network_request`: the client → server leg of calls sent from now on.
+    fn set_network_request(&mut self, d: Dist<SimDuration>);
+    /// `network_response`: the server → client leg of answers sent from now on.
+    fn set_network_response(&mut self, d: Dist<SimDuration>);
+    /// `busy_max_per_second`: from the next one-second window (`Err`: no Busy fallback).
+    fn set_busy_max_per_second(&mut self, n: Option<u64>) -> Result<(), String>;
+}
+
 // `call_site.<name>.enabled`: switch a model off (and on) at run time (SPEC §3.16);
 // `network_request` / `network_response`: a declared network's legs (`crate::network`).
 crate::params::declare_params! {
@@ -80,18 +95,19 @@ crate::params::declare_params! {
             "network_response" => "network.response".into(),
             "busy_max_per_second" => "fallback.to.max_per_second".into(),
             p => p.to_string(),
-        };
-    enabled: Bool, "", runtime,
+        },
+        state = dyn CallSiteSetters + '_;
+    enabled: Bool, "", runtime(apply = |s, on| s.set_enabled(on)),
         "the model is on; off: every call goes straight to the site's fallback";
     // A declared network's legs only.
-    network_request: DurationDist, "ns", runtime,
+    network_request: DurationDist, "ns", runtime(apply = |s, d| s.set_network_request(d)),
         "client → server delay (declared `network` only); inside the call's timeout",
         opt_get = |s| s.network.as_ref().map(|n| n.request.clone()),
         set = |s, d| match s.network.as_mut() {
             Some(n) => n.request = d,
             None => return Err("call_site has no network: `network_request`".into()),
         };
-    network_response: DurationDist, "ns", runtime,
+    network_response: DurationDist, "ns", runtime(apply = |s, d| s.set_network_response(d)),
         "server → client delay (declared `network` only); inside the call's timeout",
         opt_get = |s| s.network.as_ref().map(|n| n.response.clone()),
         set = |s, d| match s.network.as_mut() {
@@ -99,7 +115,8 @@ crate::params::declare_params! {
             None => return Err("call_site has no network: `network_response`".into()),
         };
     // A site whose fallback is `Busy` only.
-    busy_max_per_second: OptCount { min: 1, max: 1_000_000_000 }, "answers/s", runtime,
+    busy_max_per_second: OptCount { min: 1, max: 1_000_000_000 }, "answers/s",
+        runtime(apply = |s, n| s.set_busy_max_per_second(n)),
         "cap on busy answers per one-second window (None = unlimited; a change applies from the next window)",
         opt_get = |s| match s.fallback.as_ref().map(|f| &f.to) {
             Some(crate::fallback::FallbackTo::Busy { max_per_second, .. }) => Some(*max_per_second),

@@ -77,7 +77,7 @@ impl QueueingWorld {
                 None => Err(format!("no quota \"{name}\"")),
             },
             "source" => self.set_source(name, param, v, ctx),
-            "segment" => self.set_segment(name, v),
+            "segment" => self.set_segment(name, param, v, now),
             "connpool" => self.set_connpool(name, param, v, ctx),
             "gpu_server" => match self.upstreams.gpus.iter().position(|g| g.name == name) {
                 Some(g) => {
@@ -95,24 +95,7 @@ impl QueueingWorld {
                 self.entry_set(kind, name, param, v, ctx);
                 Ok(())
             }
-            "call_site" => match (param, v, self.sites.iter_mut().find(|s| s.name == name)) {
-                ("enabled", ParamValue::Bool(b), Some(s)) => {
-                    s.enabled = b;
-                    Ok(())
-                }
-                ("busy_max_per_second", ParamValue::OptCount(n), Some(s)) => {
-                    match &mut s.fallback {
-                        Some(f) => f.set_busy_cap(n),
-                        None => Err("busy_max_per_second: the site has no fallback".into()),
-                    }
-                }
-                ("network_request" | "network_response", ParamValue::DurationDist(d), Some(_)) => {
-                    let site = self.sites.iter().position(|s| s.name == name).expect("found");
-                    self.net_set(site, param, d);
-                    Ok(())
-                }
-                (p, v, _) => Err(format!("call_site.{p} = {v} is not run-time changeable")),
-            },
+            "call_site" => self.set_call_site(name, param, v, now),
             k if crate::scenario::governor_kind_names().contains(&k) => {
                 self.set_governor(k, name, param, v, reload, ctx)
             }
@@ -158,13 +141,13 @@ impl QueueingWorld {
         let st = index_of(self.upstreams.stations.iter().map(|s| s.name.as_str()), name, "station")?
             as u16;
         self.upstreams.stations[st as usize].st.apply_param(param, v, ctx.now())?;
-        if param == "servers" {
-            // (The capacity's time average follows in `update_station_gauges`.)
-            while let Some((job, _)) = self.upstreams.stations[st as usize].st.start_next() {
-                self.start_service(st, job, ctx);
-            }
-            self.update_station_gauges(st, ctx);
+        // More servers start queued work (after any other change the station is work
+        // conserving, I4: nothing starts), and the gauges follow, the capacity's time
+        // average too (setting a gauge to its value changes nothing).
+        while let Some((job, _)) = self.upstreams.stations[st as usize].st.start_next() {
+            self.start_service(st, job, ctx);
         }
+        self.update_station_gauges(st, ctx);
         Ok(())
     }
 
@@ -176,33 +159,34 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
         let i = index_of(self.traffic.sources.iter().map(|s| s.name.as_str()), name, "source")?;
-        match (param, v) {
-            ("interarrival", ParamValue::DurationDist(d)) => {
-                self.traffic.sources[i].interarrival = Some(d)
-            }
-            ("rate_multiplier", ParamValue::Float(x)) => self.set_rate(i as u16, x, ctx),
-            ("users", ParamValue::Count(n)) => self.set_clients(i as u16, n, ctx),
-            ("think_time", ParamValue::DurationDist(d)) => {
-                let closed = self.traffic.sources[i].traffic.closed.as_mut();
-                closed.ok_or("think_time: not a closed-loop source")?.think_time = d;
-            }
-            (p, v) => return Err(format!("source.{p} = {v} is not run-time changeable")),
-        }
-        Ok(())
+        let now = ctx.now();
+        let mut change = traffic::SourceChange { world: self, source: i as u16, ctx };
+        (&mut change as &mut dyn crate::source::SourceSetters).apply_param(param, v, now)
     }
 
-    fn set_segment(&mut self, name: &str, v: ParamValue) -> Result<(), String> {
+    fn set_segment(
+        &mut self,
+        name: &str,
+        param: &str,
+        v: ParamValue,
+        now: SimTime,
+    ) -> Result<(), String> {
+        let classes = self.traffic.classes.len();
         let p = self.traffic.population.as_mut().ok_or("the scenario has no user population")?;
-        let i = p.names.iter().position(|s| s == name).ok_or("no such segment")?;
-        match v {
-            ParamValue::OptCount(k)
-                if k.is_none_or(|k| (k as usize) < self.traffic.classes.len()) =>
-            {
-                p.class[i] = k.map(|k| k as u16);
-                Ok(())
-            }
-            v => Err(format!("segment.{name}.class = {v}: not a class index")),
-        }
+        let mut segment = p.segment_mut(name, classes).ok_or("no such segment")?;
+        segment.apply_param(param, v, now)
+    }
+
+    fn set_call_site(
+        &mut self,
+        name: &str,
+        param: &str,
+        v: ParamValue,
+        now: SimTime,
+    ) -> Result<(), String> {
+        let site = index_of(self.sites.iter().map(|s| s.name.as_str()), name, "call site")?;
+        let mut change = SiteChange { world: self, site };
+        (&mut change as &mut dyn crate::scenario::CallSiteSetters).apply_param(param, v, now)
     }
 
     fn set_connpool(
@@ -260,6 +244,31 @@ impl QueueingWorld {
         self.resume_woken(ctx);
         self.update_gate_gauges(ctx);
         result
+    }
+}
+
+/// A `call_site.*` change in the world's hands: the site's rows name these setters
+/// ([`crate::scenario::CallSiteSetters`]).
+struct SiteChange<'a> {
+    world: &'a mut QueueingWorld,
+    site: usize,
+}
+
+impl crate::scenario::CallSiteSetters for SiteChange<'_> {
+    fn set_enabled(&mut self, on: bool) {
+        self.world.sites[self.site].enabled = on;
+    }
+    fn set_network_request(&mut self, d: sim_core::Dist<SimDuration>) {
+        self.world.net_legs_mut(self.site).request = d;
+    }
+    fn set_network_response(&mut self, d: sim_core::Dist<SimDuration>) {
+        self.world.net_legs_mut(self.site).response = d;
+    }
+    fn set_busy_max_per_second(&mut self, n: Option<u64>) -> Result<(), String> {
+        match &mut self.world.sites[self.site].fallback {
+            Some(f) => f.set_busy_cap(n),
+            None => Err("the site has no fallback".into()),
+        }
     }
 }
 

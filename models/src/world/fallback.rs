@@ -66,7 +66,7 @@ impl SiteFallback {
                 cap.set_max_per_second(max_per_second);
                 Ok(())
             }
-            _ => Err("busy_max_per_second: the site's fallback is not Busy".into()),
+            _ => Err("the site's fallback is not Busy".into()),
         }
     }
 

@@ -195,14 +195,10 @@ impl QueueingWorld {
         }
     }
 
-    /// A run-time change of `call_site.<name>.network_request` / `network_response` (a
-    /// declared network only: the registry lists no other).
-    pub(super) fn net_set(&mut self, site: usize, param: &str, d: sim_core::Dist<SimDuration>) {
-        let n = self.net.sites[site].get_or_insert_with(NetworkSpec::default);
-        match param {
-            "network_request" => n.request = d,
-            _ => n.response = d,
-        }
+    /// The legs of call site `site` for a run-time change of one of them (a declared
+    /// network only: the registry lists no other; both legs zero are kept as none).
+    pub(super) fn net_legs_mut(&mut self, site: usize) -> &mut NetworkSpec {
+        self.net.sites[site].get_or_insert_with(NetworkSpec::default)
     }
 
     /// I49 (module doc).

@@ -312,6 +312,31 @@ impl QueueingWorld {
     }
 }
 
+/// A `source.*` change in the hands of the traffic subsystem: the source's rows name these
+/// setters ([`crate::source::SourceSetters`]); the engine context does the follow-ups.
+pub(super) struct SourceChange<'a, 'c> {
+    pub world: &'a mut QueueingWorld,
+    pub source: u16,
+    pub ctx: &'a mut Ctx<'c, Ev>,
+}
+
+impl crate::source::SourceSetters for SourceChange<'_, '_> {
+    fn set_interarrival(&mut self, d: sim_core::Dist<SimDuration>) {
+        self.world.traffic.sources[self.source as usize].interarrival = Some(d);
+    }
+    fn set_rate_multiplier(&mut self, x: f64) {
+        self.world.set_rate(self.source, x, self.ctx);
+    }
+    fn set_users(&mut self, n: u64) {
+        self.world.set_clients(self.source, n, self.ctx);
+    }
+    fn set_think_time(&mut self, d: sim_core::Dist<SimDuration>) -> Result<(), String> {
+        let closed = self.world.traffic.sources[self.source as usize].traffic.closed.as_mut();
+        closed.ok_or("not a closed-loop source")?.think_time = d;
+        Ok(())
+    }
+}
+
 /// The population user (1-based) of closed-loop user `client` (0-based) of a source
 /// configured with `users` users, in a population of `count`: the configured users are
 /// spread evenly over the ids (stratified), so the VIP share (the lowest ids) and the

@@ -205,6 +205,7 @@ fn refused_changes_are_recorded_never_applied() {
         ("gate.llm.permits", ParamValue::Float(2.0), false, "expected an integer"),
         ("gate.llm.permits", ParamValue::Count(3), true, "a rule reload applies to flow"),
         ("segment.promo.class", ParamValue::OptCount(Some(7)), false, "class index < 3"),
+        ("segment.promo.share", ParamValue::Float(0.5), false, "cannot change during a run"),
     ];
     let clean = models::run(&base, &cfg(2, None));
     for (path, value, reload, want) in bad {

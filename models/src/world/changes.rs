@@ -77,7 +77,14 @@ impl QueueingWorld {
                 None => Err(format!("no quota \"{name}\"")),
             },
             "source" => self.set_source(name, param, v, ctx),
-            "segment" => self.set_segment(name, param, v, now),
+            "segment" => {
+                let classes = self.traffic.classes.len();
+                let p = self.traffic.population.as_mut();
+                match p.and_then(|p| p.segment_mut(name, classes)) {
+                    Some(mut segment) => segment.apply_param(param, v, now),
+                    None => Err(format!("no segment \"{name}\"")),
+                }
+            }
             "connpool" => self.set_connpool(name, param, v, ctx),
             "gpu_server" => match self.upstreams.gpus.iter().position(|g| g.name == name) {
                 Some(g) => {
@@ -95,7 +102,14 @@ impl QueueingWorld {
                 self.entry_set(kind, name, param, v, ctx);
                 Ok(())
             }
-            "call_site" => self.set_call_site(name, param, v, now),
+            "call_site" => match self.sites.iter().position(|s| s.name == name) {
+                Some(site) => {
+                    let change = &mut SiteChange { world: self, site };
+                    let change: &mut dyn crate::scenario::CallSiteSetters = change;
+                    change.apply_param(param, v, now)
+                }
+                None => Err(format!("no call site \"{name}\"")),
+            },
             k if crate::scenario::governor_kind_names().contains(&k) => {
                 self.set_governor(k, name, param, v, reload, ctx)
             }
@@ -162,31 +176,6 @@ impl QueueingWorld {
         let now = ctx.now();
         let mut change = traffic::SourceChange { world: self, source: i as u16, ctx };
         (&mut change as &mut dyn crate::source::SourceSetters).apply_param(param, v, now)
-    }
-
-    fn set_segment(
-        &mut self,
-        name: &str,
-        param: &str,
-        v: ParamValue,
-        now: SimTime,
-    ) -> Result<(), String> {
-        let classes = self.traffic.classes.len();
-        let p = self.traffic.population.as_mut().ok_or("the scenario has no user population")?;
-        let mut segment = p.segment_mut(name, classes).ok_or("no such segment")?;
-        segment.apply_param(param, v, now)
-    }
-
-    fn set_call_site(
-        &mut self,
-        name: &str,
-        param: &str,
-        v: ParamValue,
-        now: SimTime,
-    ) -> Result<(), String> {
-        let site = index_of(self.sites.iter().map(|s| s.name.as_str()), name, "call site")?;
-        let mut change = SiteChange { world: self, site };
-        (&mut change as &mut dyn crate::scenario::CallSiteSetters).apply_param(param, v, now)
     }
 
     fn set_connpool(

@@ -164,10 +164,18 @@ impl AppSpec {
     }
 }
 
+/// An app's run-time side, as its parameter rows see it: the world's entry path implements
+/// it for its running app (every instance), so a run-time row names its setter here and the
+/// world hands an `app.*` change over by kind only.
+pub trait AppSetters {
+    /// `healthy`: deferred tasks are replayed only while true (from `now` on).
+    fn set_healthy(&mut self, healthy: bool, now: sim_core::SimTime);
+}
+
 crate::params::declare_params! {
-    AppSpec: "app", name = |s| s.name;
-    healthy: Bool, "", runtime, "health signal: deferred tasks are replayed only while true",
-        default = true;
+    AppSpec: "app", name = |s| s.name, state = dyn AppSetters + '_;
+    healthy: Bool, "", runtime(apply = |a, on, now| a.set_healthy(on, now)),
+        "health signal: deferred tasks are replayed only while true", default = true;
     instances: Count { min: 1, max: 1024 }, "", fixed, "identical instances behind the balancer",
         default = 1;
     balancer: Enum { choices: Balancer::CHOICES }, "", fixed,
@@ -210,7 +218,7 @@ pub fn queue_of(a: &AppSpec, name: &str) -> Option<usize> {
 }
 
 /// Sets a queue-wait parameter (`kind` `dispatcher_queue` or `pool_queue`) in the app's
-/// spec; `Err` if this app has no such queue.
+/// spec, through the queue's row; `Err` if this app has no such queue.
 pub fn set_queue_param(
     a: &mut AppSpec,
     kind: &str,
@@ -218,17 +226,19 @@ pub fn set_queue_param(
     param: &str,
     v: &ParamValue,
 ) -> Result<(), String> {
-    let w = match (param, v) {
-        ("max_queue_wait", ParamValue::Duration(d)) if *d > SimDuration::ZERO => Some(*d),
-        (p, v) => return Err(format!("{kind} has no parameter `{p}` of type {v:?}")),
-    };
-    if kind == "pool_queue" {
-        let p = a.pools_mut().into_iter().find(|p| p.name == name);
-        p.ok_or_else(|| format!("no pool `{name}`"))?.max_queue_wait = w;
-        return Ok(());
+    let mut q = queue_params(a)
+        .into_iter()
+        .find(|q| q.kind() == kind && q.name == name)
+        .ok_or_else(|| format!("no {kind} `{name}`"))?;
+    q.set(param, v.clone())?;
+    let w = Some(q.max_queue_wait);
+    if q.is_pool() {
+        let p = a.pools_mut().into_iter().find(|p| p.name == name).expect("listed");
+        p.max_queue_wait = w;
+    } else {
+        let c = queue_of(a, name).expect("listed");
+        a.dispatcher.as_mut().expect("listed").queues[c].max_queue_wait = w;
     }
-    let c = queue_of(a, name).ok_or_else(|| format!("no dispatcher queue `{name}`"))?;
-    a.dispatcher.as_mut().expect("found").queues[c].max_queue_wait = w;
     Ok(())
 }
 

@@ -137,6 +137,29 @@ impl QueueParams {
     pub fn pool(name: String, w: SimDuration) -> Self {
         QueueParams { pool: true, name, max_queue_wait: w }
     }
+    /// Its registry kind: `pool_queue` or `dispatcher_queue`.
+    pub fn kind(&self) -> &'static str {
+        use crate::params::Params;
+        if self.pool { PoolQueue::KIND } else { DispatcherQueue::KIND }
+    }
+    /// A pool's work queue (else a dispatcher's class queue).
+    pub fn is_pool(&self) -> bool {
+        self.pool
+    }
+    /// Sets one of its parameters through its kind's row.
+    pub fn set(&mut self, p: &str, v: crate::params::ParamValue) -> Result<(), String> {
+        use crate::params::Params;
+        if self.pool {
+            let mut q = PoolQueue(self.clone());
+            q.set(p, v)?;
+            *self = q.0;
+        } else {
+            let mut q = DispatcherQueue(self.clone());
+            q.set(p, v)?;
+            *self = q.0;
+        }
+        Ok(())
+    }
     /// Adds it to a registry under its kind.
     pub fn register(&self, r: &mut Registry) {
         if self.pool {
@@ -154,13 +177,23 @@ pub struct DispatcherQueue(QueueParams);
 #[derive(Clone)]
 pub struct PoolQueue(QueueParams);
 
+/// A queue-wait timeout's run-time side, as its row sees it (`K`: the kind,
+/// [`DispatcherQueue`] or [`PoolQueue`]): the queue holding the waiting tasks implements it
+/// (a pool's work queue; the world's view of a dispatcher's class queue), so the row names
+/// its setter here and the world hands the change over by kind only.
+pub trait QueueWaitSetter<K> {
+    /// `max_queue_wait`: the tasks already waiting follow.
+    fn set_max_queue_wait(&mut self, w: SimDuration);
+}
+
 /// The queue kinds' one parameter, declared once for both.
 macro_rules! queue_params {
     ($($queue:ty: $kind:literal),*) => {$(
         crate::params::declare_params! {
-            $queue: $kind, name = |s| s.0.name;
+            $queue: $kind, name = |s| s.0.name, state = dyn QueueWaitSetter<$queue> + '_;
             max_queue_wait: Duration { min: SimDuration::from_ns(1), max: MAX_BUDGET }, "ns",
-                runtime, "queue-wait timeout: a task waiting longer is removed, its request rejected",
+                runtime(apply = |q, w| q.set_max_queue_wait(w)),
+                "queue-wait timeout: a task waiting longer is removed, its request rejected",
                 get = |s| s.0.max_queue_wait, set = |s, d| s.0.max_queue_wait = d;
         }
     )*};

@@ -96,10 +96,16 @@ pub(crate) use param_choices;
 /// `runtime(apply = |st, x, now| …)` (a change during the run: `st` the component's
 /// run-time state, `x` the value as the setter's argument type, `now` the instant; the
 /// setter returns `()` or `Result<(), String>`, an `Err` refusing the change, e.g. a
-/// cross-field rule), or a bare `runtime` (applied by the world itself: traffic and entry
-/// parameters). `state = <type>` after the kind (`, generics = [T: Copy]` for a generic
-/// one) names the state whose [`ApplyParam`](super::ApplyParam) the `apply` rows generate: the
-/// parameter's name is written once, in its row; `apply` on a `fixed` row does not compile.
+/// cross-field rule), or a bare `runtime` (a value the world re-reads from the spec it
+/// mirrors: the dispatcher's rows only). `state = <type>` after the kind (`, generics = [T:
+/// Copy]` for a generic one) names the state whose [`ApplyParam`](super::ApplyParam) the
+/// `apply` rows generate: the parameter's name is written once, in its row; `apply` on a
+/// `fixed` row does not compile. A component whose run-time state the world owns (a
+/// source's traffic, a call site, an app's instances) names a trait of setters declared
+/// beside its rows instead, `state = dyn FooSetters + '_` (the schema names no runtime
+/// type; e.g. `source::SourceSetters`): the world implements it with what the follow-ups
+/// need (the engine context: reschedule an arrival, start users) and hands the change over
+/// by kind only.
 ///
 /// `declare_params! { rows FlowRule: "flow rule", state = RuleState; <rows> }` declares the rows of a part that
 /// has no path of its own ([`ParamRows`](super::ParamRows)): its component lists them under indexed names

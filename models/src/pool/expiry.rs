@@ -19,6 +19,13 @@ use super::PoolSet;
 use super::worker::ThreadPool;
 use sim_core::{SimDuration, SimTime};
 
+/// `pool_queue.<pool>.max_queue_wait` at run time.
+impl<T> crate::timeouts::QueueWaitSetter<crate::timeouts::PoolQueue> for ThreadPool<T> {
+    fn set_max_queue_wait(&mut self, w: SimDuration) {
+        ThreadPool::set_max_queue_wait(self, Some(w));
+    }
+}
+
 impl<T> ThreadPool<T> {
     /// Run-time change of the queue-wait timeout (the queued tasks' deadlines follow).
     pub fn set_max_queue_wait(&mut self, w: Option<SimDuration>) {

@@ -363,6 +363,17 @@ impl<T> ThreadPool<T> {
             self.counters.threads_exited += 1;
         }
     }
+    /// Run-time `setCorePoolSize`: Java would throw on core > max; the model moves the
+    /// maximum up to it.
+    pub fn set_core_pool_size(&mut self, n: u64) {
+        let max = self.spec.maximum_pool_size;
+        self.set_sizes(n, max.max(n).max(1))
+    }
+    /// Run-time `setMaximumPoolSize`: the core moves down to it if above.
+    pub fn set_maximum_pool_size(&mut self, n: u64) {
+        let core = self.spec.core_pool_size;
+        self.set_sizes(core.min(n), n)
+    }
     pub fn set_keep_alive_time(&mut self, d: SimDuration) {
         self.spec.keep_alive_time = d;
     }
@@ -387,8 +398,9 @@ impl<T> ThreadPool<T> {
 }
 
 crate::params::declare_params! {
-    ThreadPoolSpec: "pool", name = |s| s.name;
-    core_pool_size: Count { min: 0, max: 1_000_000 }, "threads", runtime,
+    ThreadPoolSpec: "pool", name = |s| s.name, state = ThreadPool<T>, generics = [T];
+    core_pool_size: Count { min: 0, max: 1_000_000 }, "threads",
+        runtime(apply = |p, n| p.set_core_pool_size(n)),
         "threads kept even when idle (setCorePoolSize)",
         set = |s, n| {
             if n > s.maximum_pool_size {
@@ -399,7 +411,8 @@ crate::params::declare_params! {
             }
             s.core_pool_size = n
         };
-    maximum_pool_size: Count { min: 1, max: 1_000_000 }, "threads", runtime,
+    maximum_pool_size: Count { min: 1, max: 1_000_000 }, "threads",
+        runtime(apply = |p, n| p.set_maximum_pool_size(n)),
         "threads at most (setMaximumPoolSize)",
         set = |s, n| {
             if n < s.core_pool_size.max(1) {
@@ -411,7 +424,8 @@ crate::params::declare_params! {
             s.maximum_pool_size = n
         };
     keep_alive_time: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "idle time after which a thread above core exits",
+        "ns", runtime(apply = |p, d| p.set_keep_alive_time(d)),
+        "idle time after which a thread above core exits",
         default = SimDuration::from_secs(60);
     queue_capacity: Count { min: 0, max: 1_000_000 }, "tasks", fixed,
         "bound of the work queue (0 = SynchronousQueue)";

@@ -99,8 +99,7 @@ impl QueueingWorld {
                 None => Err(format!("no GPU server \"{name}\"")),
             },
             "app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue" => {
-                self.entry_set(kind, name, param, v, ctx);
-                Ok(())
+                self.entry_set(kind, name, param, v, ctx)
             }
             "call_site" => match self.sites.iter().position(|s| s.name == name) {
                 Some(site) => {

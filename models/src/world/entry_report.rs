@@ -16,7 +16,7 @@ use super::entry::{AppRt, DispatchWait, InstanceGauges, InstanceRt, Stage};
 use super::*;
 use crate::app::AppSpec;
 use crate::dispatch::Dispatcher;
-use crate::params::Params;
+use crate::params::{ApplyParam as _, Params};
 use crate::pool::PoolSet;
 
 impl QueueingWorld {
@@ -227,7 +227,9 @@ impl QueueingWorld {
         }
     }
 
-    /// Run-time change of `app.*`, `dispatcher.*`, `pool.*` (every instance's copy).
+    /// Run-time change of `app.*`, `dispatcher.*`, `pool.*`, `dispatcher_queue.*` and
+    /// `pool_queue.*` (every instance's copy), handed to the component by kind: its rows
+    /// name the setters. Then every instance of a changed app starts what it can.
     pub(super) fn entry_set(
         &mut self,
         kind: &str,
@@ -235,8 +237,9 @@ impl QueueingWorld {
         param: &str,
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
-    ) {
+    ) -> Result<(), String> {
         let now = ctx.now();
+        let mut result = Ok(());
         for ai in 0..self.entry_path.apps.len() {
             let a = &mut self.entry_path.apps[ai];
             let pool_ix = a.spec.pools().iter().position(|p| p.name == name);
@@ -250,73 +253,101 @@ impl QueueingWorld {
             if !hit {
                 continue;
             }
-            // The spec mirrors the current values (for `current` and the event log).
-            match kind {
-                "app" => a.spec.set(param, v.clone()).expect("checked"),
-                "dispatcher_queue" | "pool_queue" => {
-                    crate::app::set_queue_param(&mut a.spec, kind, name, param, &v)
-                        .expect("checked")
-                }
-                "dispatcher" => {
-                    let d = a.spec.dispatcher.as_mut().expect("hit");
-                    d.set(param, v.clone()).ok(); // max_wait of a non-Aging policy: no field
-                }
-                _ => {}
-            }
-            for i in &mut a.instances {
-                match (kind, param, &v) {
-                    ("app", "healthy", ParamValue::Bool(b)) => {
-                        a.healthy = *b;
-                        if let Some(d) = i.disp.as_mut() {
-                            d.set_healthy(*b && i.breaker_closed, now);
-                        }
-                    }
-                    ("dispatcher_queue", _, ParamValue::Duration(x)) => {
-                        let c = crate::app::queue_of(&a.spec, name).expect("hit");
-                        let d = i.disp.as_mut().expect("has one");
-                        d.set_max_queue_wait(ClassId(c as u16), Some(*x));
-                    }
-                    ("pool_queue", _, ParamValue::Duration(x)) => {
-                        let pool =
-                            i.pool.as_mut().expect("has one").pool_mut(pool_ix.expect("hit"));
-                        pool.set_max_queue_wait(Some(*x));
-                    }
-                    ("dispatcher", p, v) => {
-                        let d = i.disp.as_mut().expect("has one");
-                        match (p, v) {
-                            ("max_wait", ParamValue::Duration(x)) => d.set_max_wait(*x),
-                            ("drain_rate_per_s", ParamValue::Float(x)) => {
-                                d.set_drain_rate_per_s(*x)
-                            }
-                            ("defer_capacity", ParamValue::Count(n)) => d.set_defer_capacity(*n),
-                            (p, v) => unreachable!("dispatcher.{p} = {v:?}"),
-                        }
-                    }
-                    ("pool", p, v) => {
-                        let pool =
-                            i.pool.as_mut().expect("has one").pool_mut(pool_ix.expect("hit"));
-                        let (core, max) =
-                            (pool.spec().core_pool_size, pool.spec().maximum_pool_size);
-                        // Java would throw on core > max; the model moves the other bound.
-                        match (p, v) {
-                            ("core_pool_size", ParamValue::Count(n)) => {
-                                pool.set_sizes(*n, max.max(*n).max(1))
-                            }
-                            ("maximum_pool_size", ParamValue::Count(n)) => {
-                                pool.set_sizes(core.min(*n), *n)
-                            }
-                            ("keep_alive_time", ParamValue::Duration(d)) => {
-                                pool.set_keep_alive_time(*d)
-                            }
-                            (p, v) => unreachable!("pool.{p} = {v:?}"),
-                        }
-                    }
-                    (k, p, v) => unreachable!("{k}.{p} = {v:?} is not run-time changeable"),
-                }
+            if let Err(e) = entry_apply(a, kind, name, pool_ix, param, v.clone(), now) {
+                result = Err(e);
             }
             for k in 0..self.entry_path.apps[ai].instances.len() {
                 self.entry_pump(ai as u16, k as u16, ctx);
                 self.entry_sync(ai as u16, k as u16, ctx);
+            }
+        }
+        result
+    }
+}
+
+/// One app's share of an entry-path change: the spec mirrors the value in force (for
+/// `current` and the event log), each instance's component applies it.
+fn entry_apply(
+    a: &mut AppRt,
+    kind: &str,
+    name: &str,
+    pool_ix: Option<usize>,
+    param: &str,
+    v: ParamValue,
+    now: SimTime,
+) -> Result<(), String> {
+    use crate::timeouts::{DispatcherQueue, PoolQueue, QueueWaitSetter};
+    match kind {
+        "app" => {
+            a.spec.set(param, v.clone())?;
+            (a as &mut dyn crate::app::AppSetters).apply_param(param, v, now)
+        }
+        "dispatcher_queue" => {
+            crate::app::set_queue_param(&mut a.spec, kind, name, param, &v)?;
+            let class = ClassId(crate::app::queue_of(&a.spec, name).expect("hit") as u16);
+            for i in &mut a.instances {
+                let mut q = ClassQueue { disp: i.disp.as_mut().expect("has one"), class };
+                let q: &mut dyn QueueWaitSetter<DispatcherQueue> = &mut q;
+                q.apply_param(param, v.clone(), now)?;
+            }
+            Ok(())
+        }
+        "pool_queue" => {
+            crate::app::set_queue_param(&mut a.spec, kind, name, param, &v)?;
+            for i in &mut a.instances {
+                let pool = i.pool.as_mut().expect("has one").pool_mut(pool_ix.expect("hit"));
+                let q: &mut dyn QueueWaitSetter<PoolQueue> = pool;
+                q.apply_param(param, v.clone(), now)?;
+            }
+            Ok(())
+        }
+        "dispatcher" => {
+            let d = a.spec.dispatcher.as_mut().expect("hit");
+            d.set(param, v).ok(); // max_wait of a non-Aging policy: no field
+            for i in &mut a.instances {
+                sync_dispatcher(i.disp.as_mut().expect("has one"), d);
+            }
+            Ok(())
+        }
+        _ => {
+            for i in &mut a.instances {
+                let pool = i.pool.as_mut().expect("has one").pool_mut(pool_ix.expect("hit"));
+                pool.apply_param(param, v.clone(), now)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A dispatcher's run-time values re-read from its mirrored spec. Its rows
+/// (`dispatch/spec.rs`) name no setter yet; each setter is an assignment, so the values not
+/// changed are set to what they already are.
+fn sync_dispatcher(d: &mut Dispatcher<u32>, spec: &crate::dispatch::DispatcherSpec) {
+    d.set_defer_capacity(spec.defer.capacity);
+    d.set_drain_rate_per_s(spec.defer.drain_rate_per_s);
+    if let crate::dispatch::DispatchPolicy::Aging { max_wait, .. } = spec.policy {
+        d.set_max_wait(max_wait);
+    }
+}
+
+/// A dispatcher's class queue, for its `dispatcher_queue.<dispatcher>-<class>` row.
+struct ClassQueue<'a> {
+    disp: &'a mut Dispatcher<u32>,
+    class: ClassId,
+}
+
+impl crate::timeouts::QueueWaitSetter<crate::timeouts::DispatcherQueue> for ClassQueue<'_> {
+    fn set_max_queue_wait(&mut self, w: SimDuration) {
+        self.disp.set_max_queue_wait(self.class, Some(w));
+    }
+}
+
+impl crate::app::AppSetters for AppRt {
+    fn set_healthy(&mut self, healthy: bool, now: SimTime) {
+        self.healthy = healthy;
+        for i in &mut self.instances {
+            if let Some(d) = i.disp.as_mut() {
+                d.set_healthy(healthy && i.breaker_closed, now);
             }
         }
     }

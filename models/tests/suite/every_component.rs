@@ -183,8 +183,8 @@ fn every_runtime_parameter_changes_mid_run() {
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     let changes = r.state_events.iter().filter(|e| e.kind == "config_change").count();
     assert_eq!(changes, n);
-    // Each one reached a setter (a `runtime(apply = …)` row or the world's own arm): none
-    // was refused by the component.
+    // Each one reached the setter its row names (`runtime(apply = …)`; the dispatcher's
+    // rows are re-read from its spec): none was refused by the component.
     let refused: Vec<_> = r.state_events.iter().filter(|e| e.kind == "config_rejected").collect();
     assert!(refused.is_empty(), "{refused:?}");
     let reloads = r.state_events.iter().filter(|e| e.kind == "rule_reload").count();

@@ -209,6 +209,8 @@ impl Serialize for Bare {
             ParamValue::Enum(c) => ron::value::RawValue::from_boxed_ron(c.clone().into())
                 .map_err(serde::ser::Error::custom)?
                 .serialize(s),
+            ParamValue::Name(n) => n.serialize(s),
+            ParamValue::List(items) => s.collect_seq(items.iter().cloned().map(Bare)),
         }
     }
 }

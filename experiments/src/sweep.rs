@@ -119,7 +119,8 @@ fn type_kind(t: &ParamType) -> &'static str {
         ParamType::DurationDist => "distribution",
         ParamType::Float { .. } | ParamType::FloatAbove { .. } => "number",
         ParamType::Bool => "boolean",
-        ParamType::Enum { .. } => "choice",
+        ParamType::Enum { .. } | ParamType::Name { .. } => "choice",
+        ParamType::List { .. } => "list",
     }
 }
 
@@ -300,7 +301,8 @@ pub(crate) fn resolve_constraints(
             if let Some(what) = match left.ty {
                 ParamType::DurationDist => Some("a distribution"),
                 ParamType::Bool => Some("a boolean"),
-                ParamType::Enum { .. } => Some("a choice"),
+                ParamType::Enum { .. } | ParamType::Name { .. } => Some("a choice"),
+                ParamType::List { .. } => Some("a list"),
                 _ => None,
             } {
                 return Err(src.error_at(

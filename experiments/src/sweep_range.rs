@@ -33,7 +33,11 @@ pub(crate) fn expand(
         ParamType::Float { .. } | ParamType::FloatAbove { .. } => {
             ParamType::Float { min: 0.0, max: f64::MAX }
         }
-        ParamType::DurationDist | ParamType::Bool | ParamType::Enum { .. } => {
+        ParamType::DurationDist
+        | ParamType::Bool
+        | ParamType::Enum { .. }
+        | ParamType::Name { .. }
+        | ParamType::List { .. } => {
             return Err(src.error_at(
                 &format!("{field}.path"),
                 format!(
@@ -117,6 +121,10 @@ pub fn numeric(v: &ParamValue) -> Option<f64> {
         ParamValue::OptCount(n) => Some(n.map_or(f64::INFINITY, |n| n as f64)),
         ParamValue::Duration(d) => Some(d.0 as f64),
         ParamValue::Float(x) => Some(*x),
-        ParamValue::DurationDist(_) | ParamValue::Bool(_) | ParamValue::Enum(_) => None,
+        ParamValue::DurationDist(_)
+        | ParamValue::Bool(_)
+        | ParamValue::Enum(_)
+        | ParamValue::Name(_)
+        | ParamValue::List(_) => None,
     }
 }

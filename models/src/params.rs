@@ -42,6 +42,13 @@ pub enum ParamType {
     /// (`transition_to_state_after_wait_duration: CLOSED`): the names a [`ParamChoice`]
     /// enum's serde form uses, in declaration order.
     Enum { choices: &'static [&'static str] },
+    /// One of a fixed set of names written as a string, as the scenario writes them
+    /// (`retry_on: ["timeout", "upstream_5xx"]`: a reason's stable name).
+    Name { choices: &'static [&'static str] },
+    /// A list of `min_len..=max_len` values, each of type `of` (a dispatcher's per-class
+    /// weights, the reasons a retry retries), written `[a, b, …]`; a sweep or a variant
+    /// gives the whole list.
+    List { of: &'static ParamType, min_len: usize, max_len: usize },
 }
 
 /// A typed parameter value.
@@ -55,6 +62,10 @@ pub enum ParamValue {
     Bool(bool),
     /// A choice of a [`ParamType::Enum`], by name (`"CLOSED"`).
     Enum(String),
+    /// A name of a [`ParamType::Name`] (`"timeout"`).
+    Name(String),
+    /// The values of a [`ParamType::List`], in order.
+    List(Vec<ParamValue>),
 }
 
 impl fmt::Display for ParamValue {
@@ -68,6 +79,17 @@ impl fmt::Display for ParamValue {
             ParamValue::Float(x) => write!(f, "{x}"),
             ParamValue::Bool(b) => write!(f, "{b}"),
             ParamValue::Enum(c) => f.write_str(c),
+            ParamValue::Name(n) => write!(f, "\"{n}\""),
+            ParamValue::List(items) => {
+                f.write_str("[")?;
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str("]")
+            }
         }
     }
 }
@@ -105,6 +127,10 @@ impl ParamType {
             ParamType::FloatAbove { above, max } => format!("a number in ({above}, {max}]"),
             ParamType::Bool => "true or false".into(),
             ParamType::Enum { choices } => format!("one of {}", choices.join(", ")),
+            ParamType::Name { choices } => format!("one of \"{}\"", choices.join("\", \"")),
+            ParamType::List { of, min_len, max_len } => {
+                format!("a list of {min_len} to {max_len} entries, each {}", of.describe())
+            }
         }
     }
 
@@ -174,6 +200,20 @@ impl ParamType {
                 }
                 ParamValue::Enum(c)
             }
+            ParamType::Name { choices } => {
+                let n = String::deserialize(d)?;
+                if !choices.contains(&n.as_str()) {
+                    return Err(out_of_range(format!("\"{n}\"")));
+                }
+                ParamValue::Name(n)
+            }
+            ParamType::List { of, min_len, max_len } => {
+                let items = d.deserialize_seq(ListVisitor { of, max_len: *max_len })?;
+                if items.len() < *min_len || items.len() > *max_len {
+                    return Err(out_of_range(format!("{} entries", items.len())));
+                }
+                ParamValue::List(items)
+            }
         })
     }
 
@@ -190,6 +230,11 @@ impl ParamType {
             (ParamType::FloatAbove { above, max }, ParamValue::Float(x)) => x > above && x <= max,
             (ParamType::Bool, ParamValue::Bool(_)) => true,
             (ParamType::Enum { choices }, ParamValue::Enum(c)) => choices.contains(&c.as_str()),
+            (ParamType::Name { choices }, ParamValue::Name(n)) => choices.contains(&n.as_str()),
+            (ParamType::List { of, min_len, max_len }, ParamValue::List(items)) => {
+                (*min_len..=*max_len).contains(&items.len())
+                    && items.iter().all(|x| of.check(x).is_ok())
+            }
             _ => false,
         };
         if ok { Ok(()) } else { Err(format!("expected {}, found {v}", self.describe())) }
@@ -200,6 +245,34 @@ impl ParamType {
 /// (`1e308`, never 309 digits), as written otherwise.
 fn float_text(x: f64) -> String {
     if x.is_finite() && x.abs() >= 1e16 { format!("{x:e}") } else { x.to_string() }
+}
+
+/// The entries of a list parameter, each parsed with the element type (its range checked
+/// where it stands, so the error points at the entry); more than `max_len` is refused as
+/// soon as one too many is read (a list has a bound like everything else).
+struct ListVisitor<'a> {
+    of: &'a ParamType,
+    max_len: usize,
+}
+
+impl<'de> serde::de::Visitor<'de> for ListVisitor<'_> {
+    type Value = Vec<ParamValue>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a list of values, each {}", self.of.describe())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(x) = seq.next_element_seed(self.of)? {
+            if out.len() == self.max_len {
+                return Err(A::Error::custom(format!(
+                    "expected at most {} entries, found more",
+                    self.max_len
+                )));
+            }
+            out.push(x);
+        }
+        Ok(out)
+    }
 }
 
 /// A choice read by its name: a bare identifier (`CLOSED`, a unit variant in RON), or a
@@ -598,6 +671,19 @@ impl ParamField for u32 {
     fn from_value(v: ParamValue) -> Option<Self> {
         match v {
             ParamValue::Count(n) => u32::try_from(n).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// A list field ([`ParamType::List`]): each entry converts through its own type.
+impl<T: ParamField> ParamField for Vec<T> {
+    fn to_value(&self) -> ParamValue {
+        ParamValue::List(self.iter().map(ParamField::to_value).collect())
+    }
+    fn from_value(v: ParamValue) -> Option<Self> {
+        match v {
+            ParamValue::List(items) => items.into_iter().map(T::from_value).collect(),
             _ => None,
         }
     }

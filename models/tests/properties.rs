@@ -329,6 +329,14 @@ fn value_of(ty: &ParamType, pick: u64) -> ParamValue {
         ParamType::Enum { choices } => {
             ParamValue::Enum(choices[pick as usize % choices.len()].to_string())
         }
+        ParamType::Name { choices } => {
+            ParamValue::Name(choices[pick as usize % choices.len()].to_string())
+        }
+        // min_len..=min_len + 2 entries (within max_len), each drawn from `pick` in turn.
+        ParamType::List { of, min_len, max_len } => {
+            let n = (*min_len + (pick % 3) as usize).min(*max_len);
+            ParamValue::List((0..n as u64).map(|i| value_of(of, pick / 3 + i)).collect())
+        }
     }
 }
 

@@ -175,6 +175,20 @@ pub fn typed_value(rng: &mut Rng, ty: &ParamType) -> V {
             0 => "NO_SUCH_CHOICE".into(),
             _ => rng.pick(choices).unwrap().to_string(),
         },
+        ParamType::Name { choices } => match rng.below(4) {
+            0 => "\"no_such_name\"".into(),
+            _ => format!("\"{}\"", rng.pick(choices).unwrap()),
+        },
+        // Empty, one entry, or one more than allowed; entries of the element type.
+        ParamType::List { of, max_len, .. } => {
+            let n = match rng.below(4) {
+                0 => 0,
+                1 => max_len + 1,
+                _ => 1 + rng.below(3),
+            };
+            let items: Vec<String> = (0..n).map(|_| tree::print(&typed_value(rng, of))).collect();
+            format!("[{}]", items.join(", "))
+        }
     };
     atom(&s)
 }

@@ -2,7 +2,8 @@
 //! with range checks inside deserialization and the cross-field checks in
 //! [`DispatcherSpec::validate`].
 
-use serde::{Deserialize, Deserializer, Serialize, de::Error as _};
+use crate::params::ParamType;
+use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
 
 crate::params::param_choices! {
@@ -61,7 +62,7 @@ pub enum DispatchPolicy {
     /// class order; sleep `idle_sleep` after each iteration that found nothing; after
     /// `rounds` iterations block on P0 for `final_poll`; then start again at i = 0.
     WeightedPolling {
-        #[serde(default = "default_poll_every", deserialize_with = "all_at_least_one")]
+        #[serde(default = "D::poll_every", deserialize_with = "R::poll_every")]
         poll_every: Vec<u64>,
         #[serde(default = "D::rounds", deserialize_with = "R::rounds")]
         rounds: u64,
@@ -72,15 +73,15 @@ pub enum DispatchPolicy {
     },
     /// Smooth weighted round robin over non-empty classes (shares weight[c] / Σ weights).
     WeightedRoundRobin {
-        #[serde(deserialize_with = "all_at_least_one")]
+        #[serde(deserialize_with = "R::weights")]
         weights: Vec<u64>,
     },
     /// Earliest latest-start deadline (enqueue + start_within[c]); ties: higher weight, then
     /// lower class.
     DeadlineFirst {
-        #[serde(default = "default_start_within")]
+        #[serde(default = "D::start_within", deserialize_with = "R::start_within")]
         start_within: Vec<SimDuration>,
-        #[serde(default = "default_weights", deserialize_with = "all_at_least_one")]
+        #[serde(default = "D::weights", deserialize_with = "R::weights")]
         weights: Vec<u64>,
     },
     /// Head of class c scores c·aging_step − wait (lower wins; `"0s"` step = strict); a head
@@ -93,25 +94,16 @@ pub enum DispatchPolicy {
     },
 }
 
-fn default_poll_every() -> Vec<u64> {
-    vec![1, 3, 7]
-}
+/// The `DeadlineFirst` policy's default deadlines (P0, P1, P2), also its row's default.
 pub fn default_start_within() -> Vec<SimDuration> {
     vec![SimDuration::from_ms(500), SimDuration::from_secs(5), SimDuration::from_secs(30)]
 }
-fn default_weights() -> Vec<u64> {
-    vec![3, 2, 1]
-}
 
-fn all_at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
-    let v = Vec::<u64>::deserialize(d)?;
-    if v.is_empty() || v.contains(&0) {
-        return Err(D::Error::custom(format!(
-            "expected a non-empty list of integers ≥ 1, found {v:?}"
-        )));
-    }
-    Ok(v)
-}
+/// An entry of a per-class list of counts (`poll_every`, `weights`).
+const PER_CLASS_COUNT: ParamType = ParamType::Count { min: 1, max: 1_000_000 };
+/// An entry of `start_within` (enqueue + 24 h at most: the deadline never overflows).
+const PER_CLASS_DEADLINE: ParamType =
+    ParamType::Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) };
 
 /// The bounded async queue of deferred tasks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -194,11 +186,13 @@ crate::params::declare_params! {
         field_of = |p: &str| match p {
             "defer_capacity" => "defer.capacity".into(),
             "drain_rate_per_s" => "defer.drain_rate_per_s".into(),
-            "max_wait" | "rounds" | "idle_sleep" | "final_poll" | "aging_step" => {
+            "max_wait" | "rounds" | "idle_sleep" | "final_poll" | "aging_step" | "poll_every"
+            | "weights" | "start_within" => {
                 format!("policy.{p}")
             }
             p => p.to_string(),
         },
+        check = DispatcherSpec::validate,
         parts = QUEUE => queues[ClassQueueSpec; MAX_QUEUES];
     defer_capacity: Count { min: 0, max: 100_000_000 }, "tasks", runtime,
         "bound on the async (deferred) queue; lowering it evicts nothing", default = 10_000,
@@ -225,6 +219,42 @@ crate::params::declare_params! {
         fixed, "WeightedPolling only: the blocking poll on P0 after the rounds",
         default = SimDuration::from_ms(50),
         opt_get = |s| polling_of(&s.policy).map(|p| p.2), set = |s, d| *polling(s)?.2 = d;
+    // Per-class lists, one entry per class queue in class order.
+    poll_every: List { of: &PER_CLASS_COUNT, min_len: 1, max_len: MAX_QUEUES }, "iterations",
+        fixed, "WeightedPolling only: class c is polled on iterations i with i % poll_every[c] == 0",
+        default = vec![1u64, 3, 7],
+        opt_get = |s| match &s.policy {
+            DispatchPolicy::WeightedPolling { poll_every, .. } => Some(poll_every.clone()),
+            _ => None,
+        },
+        set = |s, v| match &mut s.policy {
+            DispatchPolicy::WeightedPolling { poll_every, .. } => *poll_every = v,
+            _ => return Err("dispatcher: a parameter of the WeightedPolling policy only".into()),
+        };
+    weights: List { of: &PER_CLASS_COUNT, min_len: 1, max_len: MAX_QUEUES }, "",
+        fixed, "WeightedRoundRobin: class c's share is weights[c] / Σ weights; DeadlineFirst: the tie-break (higher first)",
+        default = vec![3u64, 2, 1],
+        opt_get = |s| match &s.policy {
+            DispatchPolicy::WeightedRoundRobin { weights }
+            | DispatchPolicy::DeadlineFirst { weights, .. } => Some(weights.clone()),
+            _ => None,
+        },
+        set = |s, v| match &mut s.policy {
+            DispatchPolicy::WeightedRoundRobin { weights }
+            | DispatchPolicy::DeadlineFirst { weights, .. } => *weights = v,
+            _ => return Err("dispatcher: a parameter of the weighted policies only".into()),
+        };
+    start_within: List { of: &PER_CLASS_DEADLINE, min_len: 1, max_len: MAX_QUEUES }, "ns",
+        fixed, "DeadlineFirst only: class c's task must start within start_within[c] of entering its queue",
+        default = default_start_within(),
+        opt_get = |s| match &s.policy {
+            DispatchPolicy::DeadlineFirst { start_within, .. } => Some(start_within.clone()),
+            _ => None,
+        },
+        set = |s, v| match &mut s.policy {
+            DispatchPolicy::DeadlineFirst { start_within, .. } => *start_within = v,
+            _ => return Err("dispatcher: a parameter of the DeadlineFirst policy only".into()),
+        };
 }
 
 /// The Aging policy's `aging_step` and `max_wait`.

@@ -278,6 +278,41 @@ fn spec_parses_and_validates() {
     assert!(ron::from_str::<DispatcherSpec>(&zero).unwrap_err().to_string().contains("[\"1ns\", "));
 }
 
+/// The per-class lists are registered parameters of their policy only: read, set as a
+/// whole (a sweep), refused when an entry is out of range or the length is not one per
+/// class queue (the spec is left as it was).
+#[test]
+fn per_class_lists_are_parameters_of_their_policy() {
+    use crate::params::{ParamValue as V, Params};
+    let counts = |xs: &[u64]| V::List(xs.iter().map(|&x| V::Count(x)).collect());
+    let mut s = spec(polling(), [100; 3], [Overflow::Reject; 3]);
+    assert_eq!(s.get("poll_every"), Some(counts(&[1, 3, 7])));
+    assert_eq!(s.get("weights"), None, "not a weighted policy");
+    s.set("poll_every", counts(&[1, 2, 4])).expect("one entry per class");
+    assert_eq!(s.get("poll_every"), Some(counts(&[1, 2, 4])));
+    let e = s.set("poll_every", counts(&[1, 2])).unwrap_err();
+    assert!(e.contains("`poll_every` has 2 entries but there are 3 class queues"), "{e}");
+    assert_eq!(s.get("poll_every"), Some(counts(&[1, 2, 4])), "refused: unchanged");
+    assert!(s.set("weights", counts(&[1, 1, 1])).is_err(), "not a weighted policy");
+    let mut d = spec(
+        DispatchPolicy::DeadlineFirst {
+            start_within: default_start_within(),
+            weights: vec![3, 2, 1],
+        },
+        [100; 3],
+        [Overflow::Reject; 3],
+    );
+    d.set("weights", counts(&[1, 5, 9])).expect("DeadlineFirst has weights");
+    let ty = DispatcherSpec::decls().into_iter().find(|d| d.name == "start_within").unwrap().ty;
+    let mut de = ron::Deserializer::from_str(r#"["1s", "25h", "2s"]"#).unwrap();
+    let e = ty.deserialize_value(&mut de).unwrap_err().to_string();
+    assert!(e.contains(r#"expected a duration string in ["0s", "24h"], found "25h""#), "{e}");
+    let zero = r#"Dispatcher(name: "e", queues: [ClassQueue(class: "P0", capacity: 1)],
+        policy: WeightedRoundRobin(weights: [0]))"#;
+    let e = ron::from_str::<DispatcherSpec>(zero).unwrap_err().to_string();
+    assert!(e.contains("expected an integer in [1, 1000000], found 0"), "{e}");
+}
+
 /// The lazy catch-up (whole idle cycles skipped in O(1)) agrees with a world that calls
 /// `next` at every 5 ms tick of the loop (iteration times are multiples of 5 ms from 0,
 /// since the 550 ms cycle is one too). Checked at cycle boundaries and far out.

@@ -267,6 +267,7 @@ macro_rules! declare_params {
         Some($crate::params::declare_params!(@value $variant, $d))
     };
     (@value Enum, $d:expr) => { $crate::params::ParamValue::Enum(String::from($d)) };
+    (@value List, $d:expr) => { $crate::params::ParamField::to_value(&$d) };
     (@value FloatAbove, $d:expr) => { $crate::params::ParamValue::Float($d) };
     (@value $variant:ident, $d:expr) => { $crate::params::ParamValue::$variant($d) };
     (@runtime runtime) => { true };

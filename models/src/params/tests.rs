@@ -32,6 +32,10 @@ fn choices_are_the_serde_names() {
     assert!(ty.check(&ParamValue::Count(1)).is_err());
 }
 
+/// A list of one to three counts in [1, 9] (the list rows of the table below).
+const LIST_OF_COUNTS: ParamType =
+    ParamType::List { of: &ParamType::Count { min: 1, max: 9 }, min_len: 1, max_len: 3 };
+
 #[test]
 fn typed_parsing_keeps_enum_names_and_checks_ranges() {
     let dist = ParamType::DurationDist;
@@ -82,6 +86,33 @@ fn typed_parsing_keeps_enum_names_and_checks_ranges() {
             Err("expected one of OPEN, CLOSED, found HALF_OPEN"),
         ),
         (ParamType::Enum { choices: &["OPEN", "CLOSED"] }, "3", Err("")),
+        // A name is a string, one of the declared ones (a retry's reasons).
+        (ParamType::Name { choices: &["timeout", "shed"] }, "\"shed\"", Ok("\"shed\"")),
+        (
+            ParamType::Name { choices: &["timeout", "shed"] },
+            "\"oops\"",
+            Err("expected one of \"timeout\", \"shed\", found \"oops\""),
+        ),
+        (ParamType::Name { choices: &["timeout", "shed"] }, "shed", Err("")),
+        // A list: each entry with the element type, its length within the bounds.
+        (LIST_OF_COUNTS, "[1, 3, 7]", Ok("[1, 3, 7]")),
+        (LIST_OF_COUNTS, "[1, 0]", Err("expected an integer in [1, 9], found 0")),
+        (
+            LIST_OF_COUNTS,
+            "[]",
+            Err("expected a list of 1 to 3 entries, each an integer in [1, 9], found 0 entries"),
+        ),
+        (LIST_OF_COUNTS, "[1, 2, 3, 4]", Err("expected at most 3 entries, found more")),
+        (LIST_OF_COUNTS, "7", Err("")),
+        (
+            ParamType::List {
+                of: &ParamType::Enum { choices: &["a", "b"] },
+                min_len: 0,
+                max_len: 2,
+            },
+            "[b, a]",
+            Ok("[b, a]"),
+        ),
         (
             ParamType::DurationDist,
             "Exponential(mean: 5)",

@@ -10,6 +10,24 @@ use sim_core::SimDuration;
 /// Reasons no retry policy may list.
 pub const NEVER_RETRIED: [Reason; 2] = [Reason::BusinessError, Reason::BreakerOpen];
 
+/// The reasons a policy may list, by their stable names: every reason but
+/// [`NEVER_RETRIED`], in column order (a test holds it to `Reason::ALL`).
+const RETRYABLE: &[&str] = &[
+    "timeout",
+    "queue_full",
+    "gate_full",
+    "pool_full",
+    "rate_limited",
+    "upstream_429",
+    "upstream_5xx",
+    "connect_error",
+    "stream_interrupted",
+    "shed",
+];
+/// An entry of `retry_on`.
+const RETRY_REASON: crate::params::ParamType =
+    crate::params::ParamType::Name { choices: RETRYABLE };
+
 /// Configuration of a retry governor, as written in scenarios.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,7 +40,7 @@ pub struct RetrySpec {
     #[serde(default = "D::max_attempts", deserialize_with = "R::max_attempts")]
     pub max_attempts: u64,
     /// Reasons (stable names) whose failures/rejections are retried.
-    #[serde(default = "default_retry_on", with = "reason_list")]
+    #[serde(default = "D::retry_on", with = "reason_list")]
     pub retry_on: Vec<Reason>,
     #[serde(default)]
     pub backoff: Backoff,
@@ -190,6 +208,10 @@ crate::params::declare_params! {
     max_attempts: Count { min: 1, max: 100 }, "attempts",
         runtime(apply = |r, n| r.set_max_attempts(n)),
         "attempts including the first call (classes without their own follow it)", default = 3;
+    // Parsed by `reason_list` (its messages say why a reason is never retried).
+    retry_on: List { of: &RETRY_REASON, min_len: 0, max_len: RETRYABLE.len() }, "", fixed,
+        "reasons whose failures and rejections are retried (classes without their own follow it)",
+        default = default_retry_on();
     wait_duration: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
         "ns", fixed, "the (first) backoff interval",
         get = |s| s.backoff.wait_duration(),
@@ -269,5 +291,28 @@ mod param_tests {
             (Some(0.2), Some(0.25), Some(2.0))
         );
         assert!(r.set("budget_max_ratio", V::Count(1)).is_err(), "a value of another type");
+    }
+
+    /// The choices of `retry_on`'s entries are every reason but the never-retried ones.
+    #[test]
+    fn retryable_reasons_are_all_but_the_never_retried() {
+        let expected: Vec<&str> =
+            Reason::ALL.iter().filter(|r| !NEVER_RETRIED.contains(r)).map(|r| r.name()).collect();
+        assert_eq!(RETRYABLE, expected.as_slice());
+    }
+
+    /// `retry_on` is a registered list parameter: read, swept (set) and checked as one.
+    #[test]
+    fn retry_on_is_a_list_parameter() {
+        let mut r: RetrySpec =
+            ron::from_str(r#"Retry(name: "r", retry_on: ["timeout", "upstream_429"])"#).unwrap();
+        let listed = |xs: &[&str]| V::List(xs.iter().map(|x| V::Name(x.to_string())).collect());
+        assert_eq!(r.get("retry_on"), Some(listed(&["timeout", "upstream_429"])));
+        r.set("retry_on", listed(&["upstream_5xx"])).expect("settable");
+        assert_eq!(r.retry_on, vec![Reason::Upstream5xx]);
+        let ty = RetrySpec::decls().into_iter().find(|d| d.name == "retry_on").unwrap().ty;
+        assert!(ty.check(&listed(&["timeout", "shed"])).is_ok());
+        let e = ty.check(&listed(&["breaker_open"])).unwrap_err();
+        assert!(e.contains(r#"one of "timeout", "queue_full""#), "{e}");
     }
 }

@@ -218,7 +218,8 @@ fn editor(
         }
         (ParamType::Bool, ParamValue::Bool(b)) => ui.checkbox(b, "").labelled_by(label).changed(),
         // An enum: its choices in a combo box, by the names the scenario writes.
-        (ParamType::Enum { choices }, ParamValue::Enum(c)) => {
+        (ParamType::Enum { choices }, ParamValue::Enum(c))
+        | (ParamType::Name { choices }, ParamValue::Name(c)) => {
             let before = c.clone();
             egui::ComboBox::from_id_salt(id)
                 .selected_text(c.as_str())
@@ -231,7 +232,10 @@ fn editor(
                 .labelled_by(label);
             *c != before
         }
-        (ParamType::DurationDist, val @ ParamValue::DurationDist(_)) => {
+        // A distribution or a list: edited as text in the scenario's syntax, parsed (and
+        // range-checked) by the parameter's own type on Enter.
+        (ParamType::DurationDist, val @ ParamValue::DurationDist(_))
+        | (ParamType::List { .. }, val @ ParamValue::List(_)) => {
             let shown = match &*val {
                 ParamValue::DurationDist(d) => models::params::dist_to_text(d),
                 other => other.to_string(),

@@ -534,7 +534,7 @@ impl sim_core::World for QueueingWorld {
         self.largest_holder_now()
     }
     fn component_of(&self, ev: &Ev) -> String {
-        let call = |slot: u32| self.calls.slots.get(slot as usize).and_then(|c| c.as_ref());
+        let call = |slot: u32| self.calls.slots.get(slot);
         match *ev {
             Ev::Arrival { source, .. } => {
                 format!("source.{}", self.traffic.sources[source as usize].name)
@@ -577,18 +577,12 @@ impl sim_core::World for QueueingWorld {
             | Ev::QueueTimeout { app, .. } => {
                 format!("app.{}", self.entry_path.apps[app as usize].spec.name)
             }
-            Ev::RequestDeadline { slot, .. } => match self.reqs.slots.get(slot as usize) {
-                Some(Some(r)) => format!("source.{}", self.traffic.sources[r.source as usize].name),
+            Ev::RequestDeadline { slot, .. } => match self.reqs.slots.get(slot) {
+                Some(r) => format!("source.{}", self.traffic.sources[r.source as usize].name),
                 _ => "request".into(),
             },
             Ev::LocalWorkDone { slot, .. } => {
-                match self
-                    .reqs
-                    .slots
-                    .get(slot as usize)
-                    .and_then(|r| r.as_ref())
-                    .and_then(|r| r.entry.as_ref())
-                {
+                match self.reqs.slots.get(slot).and_then(|r| r.entry.as_ref()) {
                     Some(e) => format!("app.{}", self.entry_path.apps[e.app as usize].spec.name),
                     None => "request".into(),
                 }

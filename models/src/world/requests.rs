@@ -122,7 +122,7 @@ impl QueueingWorld {
     }
 
     fn issue_call(&mut self, req: u32, issue: Issue, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs.slots[req as usize].as_mut().expect("live request");
+        let r = self.reqs.slots.get_mut(req).expect("live request");
         r.live_calls += 1;
         let pl = &self.pipelines[r.pipeline as usize];
         let site = pl.sites[issue.stage as usize][issue.step as usize];
@@ -173,7 +173,7 @@ impl QueueingWorld {
     /// A call is over: its request's pipeline moves on.
     pub(super) fn call_done(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         let (req, issue) = self.calls.remove(slot);
-        let r = self.reqs.slots[req as usize].as_mut().expect("a call's request outlives it");
+        let r = self.reqs.slots.get_mut(req).expect("a call's request outlives it");
         r.live_calls -= 1;
         if r.expired {
             // Its budget ran out: nothing more is issued; it ends with its last call.
@@ -251,7 +251,7 @@ impl QueueingWorld {
     /// The first service start of a request's calls: its wait is measured once.
     #[inline(always)]
     pub(super) fn request_started(&mut self, req: u32, now: SimTime) {
-        let r = self.reqs.slots[req as usize].as_mut().expect("live request");
+        let r = self.reqs.slots.get_mut(req).expect("live request");
         if r.start.is_some() {
             return;
         }

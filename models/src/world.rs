@@ -28,7 +28,7 @@ use crate::scenario::{GovernorRef, Scenario, SetParam};
 use crate::station::{Admit, Station};
 use crate::summary::{SourceStats, Summary, TimeAverage};
 use sim_core::metrics::{CounterId, GaugeId, HistId};
-use sim_core::rng::{DrawKey, Stream, name_id};
+use sim_core::rng::{DrawKey, SourceKey, Stream, name_id};
 use sim_core::{Ctx, Phase, SimDuration, SimTime, TimerHandle};
 
 /// Keyed attribute ids (never renumber: they select the random numbers a request gets).
@@ -276,6 +276,8 @@ struct SourceRt {
     name: String,
     class: u16,
     key: u64,
+    /// The seed and `key` hashed once: every keyed draw of its requests starts here.
+    draw: SourceKey,
     stream: Stream,
     /// `None` for a trace source.
     interarrival: Option<sim_core::Dist<SimDuration>>,
@@ -390,7 +392,6 @@ pub struct RequestRecord {
 /// [`sim_core::World::handle`] below and the call path of `world/calls.rs`.
 pub struct QueueingWorld {
     // Run settings.
-    seed: u64,
     warmup: SimTime,
     /// The scenario's metastability verdict window, computed after the run from its series.
     recovery: Option<crate::recovery::RecoverySpec>,

@@ -47,7 +47,9 @@ impl QueueingWorld {
     /// policies).
     pub(super) fn governor_draw(&self, req: u32, path: u32) -> u64 {
         let r = self.reqs.slots.get(req).expect("live request");
-        DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
+        self.traffic.sources[r.source as usize]
+            .draw
+            .request(r.seq)
             .with_call(path, 0)
             .bits(attr::GOVERNOR_BITS)
     }
@@ -231,9 +233,10 @@ impl QueueingWorld {
 
     pub(super) fn start_service(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let key =
-            DrawKey::request(self.seed, self.traffic.sources[job.source as usize].key, job.seq)
-                .with_call(job.path, job.attempt);
+        let key = self.traffic.sources[job.source as usize]
+            .draw
+            .request(job.seq)
+            .with_call(job.path, job.attempt);
         let station = &self.upstreams.stations[st as usize];
         let mut service = station.service_time(&job, key);
         let cancellable = station.st.cancellation;
@@ -329,7 +332,7 @@ impl QueueingWorld {
             return site.upstream;
         }
         let r = self.reqs.slots.get(c.req).expect("live request");
-        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
+        let key = self.traffic.sources[r.source as usize].draw.request(r.seq);
         let total: u64 = site.split.iter().map(|s| s.1 as u64).sum();
         let mut x = (key.with_call(c.path, 0).uniform(attr::ROUTE) * total as f64) as u64;
         for &(up, w) in &site.split {

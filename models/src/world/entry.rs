@@ -161,8 +161,7 @@ impl QueueingWorld {
                 (0..n).min_by_key(|&i| (a.instances[i as usize].outstanding, i)).expect("≥ 1")
             }
             Balancer::Random => {
-                let key =
-                    DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
+                let key = self.traffic.sources[r.source as usize].draw.request(r.seq);
                 ((key.uniform(attr::BALANCER) * n as f64) as u64).min(n - 1)
             }
         } as u16;
@@ -284,10 +283,7 @@ impl QueueingWorld {
     /// The local work runs now (on a core, if cores are modelled).
     fn entry_cpu(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let r = self.reqs.slots.get(slot).expect("live");
-        let (id, key) = (
-            r.id.0,
-            DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq),
-        );
+        let (id, key) = (r.id.0, self.traffic.sources[r.source as usize].draw.request(r.seq));
         let e = r.entry.as_ref().expect("entry");
         let a = &self.entry_path.apps[e.app as usize];
         let i = &a.instances[e.inst as usize];

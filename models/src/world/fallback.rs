@@ -197,7 +197,9 @@ impl QueueingWorld {
         let c = self.calls.slots.get(slot).expect("live call");
         let r = self.reqs.slots.get(c.req).expect("live request");
         let path = c.degrade.map_or(c.path, |d| d.orig_path);
-        let draw = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
+        let draw = self.traffic.sources[r.source as usize]
+            .draw
+            .request(r.seq)
             .with_call(path, 0)
             .bits(attr::GOVERNOR_BITS);
         let key = r.key;

@@ -96,7 +96,9 @@ impl QueueingWorld {
             return None;
         }
         let r = self.reqs.slots.get(c.req).expect("live request");
-        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
+        let key = self.traffic.sources[r.source as usize]
+            .draw
+            .request(r.seq)
             .with_call(c.path, c.attempt | ((c.on_backup as u32) << 31));
         Some(d.sample(&mut key.attribute(id)))
     }

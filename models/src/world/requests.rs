@@ -67,8 +67,8 @@ impl QueueingWorld {
         ctx.metrics.incr(src.arrivals);
         let id = RequestId(self.reqs.next_id);
         self.reqs.next_id += 1;
-        let (pipeline, src_key, app) = (src.pipeline, src.key, src.app);
-        let key = DrawKey::request(self.seed, src_key, seq);
+        let (pipeline, app) = (src.pipeline, src.app);
+        let key = src.draw.request(seq);
         let pl = &self.pipelines[pipeline as usize];
         let fast = pl.direct && app.is_none();
         let (progress, advance) = if fast {
@@ -188,7 +188,7 @@ impl QueueingWorld {
             self.end_request(req, outcome, ctx);
             return;
         }
-        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
+        let key = self.traffic.sources[r.source as usize].draw.request(r.seq);
         let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
         let advance = r.progress.call_ended(&pl.p, issue, outcome, &mut draw);
         self.advance(req, advance, ctx);

@@ -176,7 +176,7 @@ impl QueueingWorld {
     pub(super) fn draw_attributes(&self, source: u16, seq: u64, client: Option<u32>) -> Attributes {
         let src = &self.traffic.sources[source as usize];
         let t = &src.traffic;
-        let key = DrawKey::request(self.seed, src.key, seq);
+        let key = src.draw.request(seq);
         let row = src.trace.as_ref().and_then(|t| t.data.as_ref());
         let mut tokens = row
             .map(|d| Tokens {

@@ -123,6 +123,7 @@ impl QueueingWorld {
         c.timer = None;
         c.attempt += 1;
         (c.up, c.on_backup) = (None, false);
+        c.rekey();
         let site = c.site as usize;
         self.series_retry(site, ctx);
         self.descend(slot, level, ctx);
@@ -362,6 +363,7 @@ impl QueueingWorld {
         }
         let c = self.call_mut(slot);
         c.on_backup = true;
+        c.rekey();
         c.upstream_error = None;
         true
     }

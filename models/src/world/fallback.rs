@@ -249,6 +249,7 @@ impl QueueingWorld {
         c.site = next;
         c.attempt = 0;
         (c.up, c.on_backup, c.upstream_error, c.upstream_retry_after) = (None, false, None, None);
+        c.rekey();
         self.descend(slot, 0, ctx);
     }
 

@@ -89,15 +89,30 @@ pub(super) struct Call {
     /// On its degradation chain: moved on from a failing site (`world/fallback.rs`).
     pub(super) degrade: Option<fallback::CallFallback>,
     pub(super) generation: u32,
+    /// [`Call::job_id`], kept: [`Call::rekey`] after every change of its attempt, backup
+    /// or hops (read at every hand-off: `awaits`).
+    pub(super) job: u64,
 }
 
 impl Call {
     /// The id of its current attempt's work at a station: an abandoned attempt's work,
     /// finishing later, is never taken for the answer to a retry.
+    #[inline(always)]
     pub(super) fn job_id(&self) -> u64 {
+        debug_assert_eq!(self.job, self.work_id(), "rekeyed after each attempt, backup, hop");
+        self.job
+    }
+
+    /// The id [`Call::job_id`] keeps: the call's id, its attempt, backup and hops.
+    fn work_id(&self) -> u64 {
         debug_assert!(self.id < 1 << 47 && self.attempt < 1 << 8);
         let hops = self.degrade.map_or(0, |d| d.hops as u64);
         self.id | ((self.attempt as u64) << 48) | ((self.on_backup as u64) << 47) | (hops << 56)
+    }
+
+    /// Its attempt, backup or hops changed: its work has a new id.
+    pub(super) fn rekey(&mut self) {
+        self.job = self.work_id();
     }
 
     /// Is the call waiting for the station's work `id`? Not while it waits to be re-sent
@@ -192,6 +207,7 @@ overwrite_fields!(Call {
     stream,
     degrade,
     generation,
+    job,
 });
 
 impl<T> Slots<T> {

@@ -158,6 +158,8 @@ impl QueueingWorld {
             degrade: None,
             inst,
             generation: 0,
+            // The first attempt's work, on no backup and no hop: the call's id.
+            job: id,
         });
         self.descend(slot, 0, ctx);
         self.resume_woken(ctx);

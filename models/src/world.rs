@@ -28,7 +28,7 @@ use crate::scenario::{GovernorRef, Scenario, SetParam};
 use crate::station::{Admit, Station};
 use crate::summary::{SourceStats, Summary, TimeAverage};
 use sim_core::metrics::{CounterId, GaugeId, HistId};
-use sim_core::rng::{DrawKey, Stream, name_id};
+use sim_core::rng::{DrawKey, SourceKey, Stream, name_id};
 use sim_core::{Ctx, Phase, SimDuration, SimTime, TimerHandle};
 
 /// Keyed attribute ids (never renumber: they select the random numbers a request gets).
@@ -276,6 +276,8 @@ struct SourceRt {
     name: String,
     class: u16,
     key: u64,
+    /// The seed and `key` hashed once: every keyed draw of its requests starts here.
+    draw: SourceKey,
     stream: Stream,
     /// `None` for a trace source.
     interarrival: Option<sim_core::Dist<SimDuration>>,
@@ -390,7 +392,6 @@ pub struct RequestRecord {
 /// [`sim_core::World::handle`] below and the call path of `world/calls.rs`.
 pub struct QueueingWorld {
     // Run settings.
-    seed: u64,
     warmup: SimTime,
     /// The scenario's metastability verdict window, computed after the run from its series.
     recovery: Option<crate::recovery::RecoverySpec>,
@@ -534,7 +535,7 @@ impl sim_core::World for QueueingWorld {
         self.largest_holder_now()
     }
     fn component_of(&self, ev: &Ev) -> String {
-        let call = |slot: u32| self.calls.slots.get(slot as usize).and_then(|c| c.as_ref());
+        let call = |slot: u32| self.calls.slots.get(slot);
         match *ev {
             Ev::Arrival { source, .. } => {
                 format!("source.{}", self.traffic.sources[source as usize].name)
@@ -577,18 +578,12 @@ impl sim_core::World for QueueingWorld {
             | Ev::QueueTimeout { app, .. } => {
                 format!("app.{}", self.entry_path.apps[app as usize].spec.name)
             }
-            Ev::RequestDeadline { slot, .. } => match self.reqs.slots.get(slot as usize) {
-                Some(Some(r)) => format!("source.{}", self.traffic.sources[r.source as usize].name),
+            Ev::RequestDeadline { slot, .. } => match self.reqs.slots.get(slot) {
+                Some(r) => format!("source.{}", self.traffic.sources[r.source as usize].name),
                 _ => "request".into(),
             },
             Ev::LocalWorkDone { slot, .. } => {
-                match self
-                    .reqs
-                    .slots
-                    .get(slot as usize)
-                    .and_then(|r| r.as_ref())
-                    .and_then(|r| r.entry.as_ref())
-                {
+                match self.reqs.slots.get(slot).and_then(|r| r.entry.as_ref()) {
                     Some(e) => format!("app.{}", self.entry_path.apps[e.app as usize].spec.name),
                     None => "request".into(),
                 }

@@ -75,13 +75,32 @@ impl UniformSource for Stream {
     }
 }
 
-/// The key of one request's (or one call attempt's) randomness.
+/// The keyed draws of one source in one run: the part of every [`DrawKey`]'s hash that
+/// depends on the seed and the source only, computed once (a world keeps one per source)
+/// instead of at every draw. `SourceKey::new(seed, source).request(seq)` is the same key,
+/// with the same draws, as `DrawKey::request(seed, source, seq)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SourceKey(u64);
+
+impl SourceKey {
+    #[inline]
+    pub fn new(seed: u64, source: u64) -> SourceKey {
+        SourceKey(mix64(mix64(seed ^ 0xA076_1D64_78BD_642F) ^ source))
+    }
+    /// The key of request `sequence` of this source.
+    #[inline]
+    pub fn request(self, sequence: u64) -> DrawKey {
+        DrawKey { source: self, sequence, call_path: 0, attempt: 0 }
+    }
+}
+
+/// The key of one request's (or one call attempt's) randomness: `(seed, source, sequence,
+/// call path, attempt)`, the seed and the source folded into a [`SourceKey`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DrawKey {
-    /// Master seed of the run.
-    pub seed: u64,
-    /// Stable id of the traffic source (use [`name_id`] of its name).
-    pub source: u64,
+    /// Master seed of the run and the stable id of the traffic source (use [`name_id`] of
+    /// its name), hashed.
+    pub source: SourceKey,
     /// Request sequence number within the source (or row of a trace, or user×turn).
     pub sequence: u64,
     /// Position of the call within the request's pipeline (0 for the request itself).
@@ -92,16 +111,14 @@ pub struct DrawKey {
 
 impl DrawKey {
     pub fn request(seed: u64, source: u64, sequence: u64) -> DrawKey {
-        DrawKey { seed, source, sequence, call_path: 0, attempt: 0 }
+        SourceKey::new(seed, source).request(sequence)
     }
     pub fn with_call(self, call_path: u32, attempt: u32) -> DrawKey {
         DrawKey { call_path, attempt, ..self }
     }
     #[inline]
     fn base(&self) -> u64 {
-        let mut h = mix64(self.seed ^ 0xA076_1D64_78BD_642F);
-        h = mix64(h ^ self.source);
-        h = mix64(h ^ self.sequence);
+        let h = mix64(self.source.0 ^ self.sequence);
         mix64(h ^ ((self.call_path as u64) << 32 | self.attempt as u64))
     }
     /// The uniforms of one attribute: an endless, reproducible sequence (most attributes use
@@ -144,6 +161,21 @@ impl UniformSource for KeyedDraws {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The source's part of the hash, computed once, gives the draws of the full chain
+    /// `mix(mix(mix(mix(seed ^ c) ^ source) ^ sequence) ^ (path << 32 | attempt))`.
+    #[test]
+    fn a_source_key_is_the_full_chain() {
+        let (seed, source, seq, path, attempt) = (7u64, name_id("chat"), 42u64, 3u32, 1u32);
+        let mut h = mix64(seed ^ 0xA076_1D64_78BD_642F);
+        h = mix64(h ^ source);
+        h = mix64(h ^ seq);
+        let base = mix64(h ^ ((path as u64) << 32 | attempt as u64));
+        let want = bits_to_open01(mix64(mix64(base ^ 5u64.wrapping_mul(0x9E37_79B9_7F4A_7C15))));
+        let k = SourceKey::new(seed, source).request(seq).with_call(path, attempt);
+        assert_eq!(k.uniform(5), want);
+        assert_eq!(k, DrawKey::request(seed, source, seq).with_call(path, attempt));
+    }
 
     #[test]
     fn streams_are_reproducible_and_distinct() {

@@ -162,6 +162,7 @@ impl QueueingWorld {
                     .unwrap_or(0),
                 name: s.name.clone(),
                 key: name_id(&s.name),
+                draw: SourceKey::new(run.seed, name_id(&s.name)),
                 stream: Stream::new(run.seed, &format!("arrivals/{}", s.name)),
                 interarrival: s.interarrival.clone(),
                 // A scripted source replays its rows like a trace (`crate::scripted`).
@@ -211,7 +212,6 @@ impl QueueingWorld {
             .map(|k| Self::mirrored_source(&sources, sc.users.is_some(), k))
             .collect();
         let mut w = QueueingWorld {
-            seed: run.seed,
             warmup: SimTime::ZERO + run.warmup,
             traffic: traffic::Traffic {
                 sources,

@@ -4,15 +4,15 @@ use super::*;
 
 impl QueueingWorld {
     fn call(&self, slot: u32) -> &Call {
-        self.calls.slots[slot as usize].as_ref().expect("live call")
+        self.calls.slots.get(slot).expect("live call")
     }
     fn call_mut(&mut self, slot: u32) -> &mut Call {
-        self.calls.slots[slot as usize].as_mut().expect("live call")
+        self.calls.slots.get_mut(slot).expect("live call")
     }
 
     pub(super) fn info(&self, slot: u32) -> CallInfo {
         let c = self.call(slot);
-        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
+        let r = self.reqs.slots.get(c.req).expect("live request");
         // Drawn with the call's path where its site has governors (`site_draw`); else here.
         let draw = if self.sites[c.site as usize].stack.is_empty() {
             self.governor_draw(c.req, c.path)
@@ -46,8 +46,10 @@ impl QueueingWorld {
     /// The governors' bits of request `req`'s call on `path` (a keyed draw: stable across
     /// policies).
     pub(super) fn governor_draw(&self, req: u32, path: u32) -> u64 {
-        let r = self.reqs.slots[req as usize].as_ref().expect("live request");
-        DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
+        let r = self.reqs.slots.get(req).expect("live request");
+        self.traffic.sources[r.source as usize]
+            .draw
+            .request(r.seq)
             .with_call(path, 0)
             .bits(attr::GOVERNOR_BITS)
     }
@@ -61,7 +63,7 @@ impl QueueingWorld {
         if site.class_timeout.is_empty() {
             return site.timeout;
         }
-        let class = self.reqs.slots[c.req as usize].as_ref().expect("live request").class;
+        let class = self.reqs.slots.get(c.req).expect("live request").class;
         site.class_timeout[class as usize].unwrap_or(site.timeout)
     }
 
@@ -121,6 +123,7 @@ impl QueueingWorld {
         c.timer = None;
         c.attempt += 1;
         (c.up, c.on_backup) = (None, false);
+        c.rekey();
         let site = c.site as usize;
         self.series_retry(site, ctx);
         self.descend(slot, level, ctx);
@@ -159,7 +162,7 @@ impl QueueingWorld {
         };
         let now = ctx.now();
         let c = self.call(slot);
-        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
+        let r = self.reqs.slots.get(c.req).expect("live request");
         let source = r.source;
         let job = Job {
             slot,
@@ -188,7 +191,7 @@ impl QueueingWorld {
     pub(super) fn reach_station(&mut self, st: u16, mut job: Job, ctx: &mut Ctx<'_, Ev>) {
         let (now, slot) = (ctx.now(), job.slot);
         self.series_reached(Upstream::Station(st), ctx);
-        let live = self.calls.slots[slot as usize].as_ref().is_some_and(|c| c.awaits(job.id));
+        let live = self.calls.slots.get(slot).is_some_and(|c| c.awaits(job.id));
         if !live && self.upstreams.stations[st as usize].st.cancellation {
             return;
         }
@@ -231,9 +234,10 @@ impl QueueingWorld {
 
     pub(super) fn start_service(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let key =
-            DrawKey::request(self.seed, self.traffic.sources[job.source as usize].key, job.seq)
-                .with_call(job.path, job.attempt);
+        let key = self.traffic.sources[job.source as usize]
+            .draw
+            .request(job.seq)
+            .with_call(job.path, job.attempt);
         let station = &self.upstreams.stations[st as usize];
         let mut service = station.service_time(&job, key);
         let cancellable = station.st.cancellation;
@@ -242,8 +246,7 @@ impl QueueingWorld {
             service = s.service;
         }
         let done = Ev::ServiceDone { station: st, slot: job.slot, id: job.id };
-        let Some(c) = self.calls.slots[job.slot as usize].as_mut().filter(|c| c.awaits(job.id))
-        else {
+        let Some(c) = self.calls.slots.get_mut(job.slot).filter(|c| c.awaits(job.id)) else {
             // Abandoned by its client while waiting, not cancelled: the work is done anyway.
             ctx.schedule_in(service, done);
             if let Some(m) = &mut self.upstreams.stations[st as usize].running {
@@ -263,7 +266,7 @@ impl QueueingWorld {
         if plain && self.upstreams.stations[st as usize].stream.is_some() {
             service = self.plan_stream(st, &job, key, service, ctx);
         }
-        let c = self.calls.slots[job.slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots.get_mut(job.slot).expect("live call");
         if cancellable {
             c.service_timer = Some(ctx.timer_in(service, done));
         } else {
@@ -279,8 +282,7 @@ impl QueueingWorld {
     /// The station's work for `job` is over (done, cancelled or refused): the upstreams
     /// settle its quota ticket and its cost (`world/upstreams.rs`).
     fn work_ended(&mut self, st: u16, job: &Job, served: bool, now: SimTime) {
-        let abandoned =
-            self.calls.slots[job.slot as usize].as_ref().is_none_or(|c| !c.awaits(job.id));
+        let abandoned = self.calls.slots.get(job.slot).is_none_or(|c| !c.awaits(job.id));
         self.upstreams.work_ended(st, job, served, abandoned, now);
     }
 
@@ -295,7 +297,7 @@ impl QueueingWorld {
             self.start_service(st, next, ctx);
         }
         self.update_station_gauges(st, ctx);
-        let Some(c) = self.calls.slots[slot as usize].as_mut().filter(|c| c.awaits(id)) else {
+        let Some(c) = self.calls.slots.get_mut(slot).filter(|c| c.awaits(id)) else {
             // Abandoned work finished: nobody is waiting for it.
             ctx.metrics.incr(self.upstreams.stations[st as usize].wasted);
             self.upstreams.stations[st as usize].abandoned_done += 1;
@@ -306,7 +308,7 @@ impl QueueingWorld {
         if let Some(s) = c.stream.take() {
             self.stream_completed(s, ctx);
         }
-        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots.get_mut(slot).expect("live call");
         let outcome = match c.upstream_error {
             // Only a scripted answer is a 429 here (a quota's comes at admission).
             Some(Reason::Upstream429) => Outcome::Rejected(Reason::Upstream429),
@@ -330,8 +332,8 @@ impl QueueingWorld {
         if site.split.is_empty() {
             return site.upstream;
         }
-        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
-        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
+        let r = self.reqs.slots.get(c.req).expect("live request");
+        let key = self.traffic.sources[r.source as usize].draw.request(r.seq);
         let total: u64 = site.split.iter().map(|s| s.1 as u64).sum();
         let mut x = (key.with_call(c.path, 0).uniform(attr::ROUTE) * total as f64) as u64;
         for &(up, w) in &site.split {
@@ -361,6 +363,7 @@ impl QueueingWorld {
         }
         let c = self.call_mut(slot);
         c.on_backup = true;
+        c.rekey();
         c.upstream_error = None;
         true
     }
@@ -528,7 +531,7 @@ impl QueueingWorld {
             guard += 1;
             assert!(guard <= bound, "wake-up loop");
             let (slot, generation) = slot_of(w.call);
-            let c = self.calls.slots[slot as usize].as_mut().expect("woken call is live");
+            let c = self.calls.slots.get_mut(slot).expect("woken call is live");
             assert_eq!(c.generation, generation, "woken call id is current");
             // The call's own stack: its instance's copies of per-instance governors.
             let stack = self.sites[c.site as usize].stack_for(c.inst);
@@ -549,10 +552,7 @@ impl QueueingWorld {
                         ctx.cancel(h);
                     }
                     self.descend(slot, level + 1, ctx);
-                    if self.calls.slots[slot as usize]
-                        .as_ref()
-                        .is_none_or(|c| c.generation != generation)
-                    {
+                    if self.calls.slots.get(slot).is_none_or(|c| c.generation != generation) {
                         continue; // it ended below: the answer is stale
                     }
                 }

@@ -42,7 +42,7 @@ impl QueueingWorld {
         let src = &self.traffic.sources[source as usize];
         let cl = src.traffic.closed.as_ref().expect("a closed-loop source");
         let turn = src.traffic.clients[user as usize].turn;
-        let mut u = DrawKey::request(self.seed, src.key, sequence(user, turn)).attribute(id);
+        let mut u = src.draw.request(sequence(user, turn)).attribute(id);
         match id {
             attr::THINK_TIME => cl.think_time.sample(&mut u),
             _ => cl.retry.as_ref().expect("a retry").delay.sample(&mut u),
@@ -118,7 +118,7 @@ impl QueueingWorld {
         let src = &self.traffic.sources[source as usize];
         let cl = src.traffic.closed.as_ref().expect("a closed-loop source");
         let c = &src.traffic.clients[user as usize];
-        let last = DrawKey::request(self.seed, src.key, sequence(user, c.turn - 1));
+        let last = src.draw.request(sequence(user, c.turn - 1));
         let next = after_wait(end, cl.retry.as_ref(), c.retries, last.uniform(attr::USER_RETRY));
         let delay = match next {
             NextSend::Retry => self.delay(source, user, attr::USER_RETRY_DELAY),

@@ -46,7 +46,7 @@ impl QueueingWorld {
     /// sent now, `false` if it waits (connecting, stale, waiting for a connection).
     pub(super) fn borrow_conn(&mut self, slot: u32, p: u16, ctx: &mut Ctx<'_, Ev>) -> bool {
         let now = ctx.now();
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots.get(slot).expect("live call");
         let (call, route) = (call_id(slot, c.generation), c.site);
         let b = self.upstreams.conns[p as usize].pool.borrow(call, route, now);
         let go = self.on_borrow(slot, b, ctx);
@@ -56,7 +56,7 @@ impl QueueingWorld {
 
     fn on_borrow(&mut self, slot: u32, b: Borrow, ctx: &mut Ctx<'_, Ev>) -> bool {
         let now = ctx.now();
-        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots.get_mut(slot).expect("live call");
         let id = c.job_id();
         match b {
             Borrow::Reuse { conn, extra_delay: d } | Borrow::Connect { conn, delay: d }
@@ -89,8 +89,7 @@ impl QueueingWorld {
 
     /// A connection is ready (or its staleness surfaced).
     pub(super) fn on_conn_ready(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let c =
-            self.calls.slots[slot as usize].as_mut().expect("a call waiting for its connection");
+        let c = self.calls.slots.get_mut(slot).expect("a call waiting for its connection");
         c.timer = None;
         match c.conn {
             Some(ConnState::Opening(conn)) => {
@@ -107,7 +106,7 @@ impl QueueingWorld {
 
     /// No connection within `connection_request_timeout`.
     pub(super) fn on_conn_deadline(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls.slots[slot as usize].as_mut().expect("a call waiting for a connection");
+        let c = self.calls.slots.get_mut(slot).expect("a call waiting for a connection");
         c.timer = None;
         assert_eq!(c.conn, Some(ConnState::Waiting));
         c.conn = None;
@@ -122,7 +121,7 @@ impl QueueingWorld {
     /// The call's upstream exchange is over: its connection goes back (reusable after a
     /// clean answer; closed after a timeout, a connect error or a refusal mid-flight).
     pub(super) fn release_conn(&mut self, slot: u32, o: Outcome, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots.get_mut(slot).expect("live call");
         let Some(state) = c.conn.take() else { return };
         let p = self.sites[c.site as usize].conn_pool.expect("a pooled site");
         let conn = match state {
@@ -142,7 +141,7 @@ impl QueueingWorld {
         self.upstreams.conns[p as usize].pool.take_woken(&mut woken);
         for (call, b) in woken {
             let (slot, generation) = slot_of(call);
-            let c = self.calls.slots[slot as usize].as_mut().expect("a woken call is live");
+            let c = self.calls.slots.get_mut(slot).expect("a woken call is live");
             assert_eq!(c.generation, generation);
             assert_eq!(c.conn, Some(ConnState::Waiting));
             if let Some(h) = c.timer.take() {

@@ -29,7 +29,7 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) {
         let now = ctx.now();
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots.get(slot).expect("live call");
         let (site, inst) = (c.site as usize, c.inst);
         // The call's own stack (its instance's copies of per-instance governors).
         let stack: Vec<usize> = self.sites[site].stack_for(inst).to_vec();
@@ -75,8 +75,8 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) {
         let now = ctx.now();
-        let site = self.calls.slots[slot as usize].as_ref().expect("live call").site as usize;
-        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
+        let site = self.calls.slots.get(slot).expect("live call").site as usize;
+        let c = self.calls.slots.get_mut(slot).expect("live call");
         if let Some(h) = c.timer.take() {
             ctx.cancel(h);
         }

@@ -129,12 +129,7 @@ fn worker_free(pool: &PoolSet<u32>) -> bool {
 
 impl QueueingWorld {
     fn entry(&mut self, slot: u32) -> &mut ReqEntry {
-        self.reqs.slots[slot as usize]
-            .as_mut()
-            .expect("live request")
-            .entry
-            .as_mut()
-            .expect("entry")
+        self.reqs.slots.get_mut(slot).expect("live request").entry.as_mut().expect("entry")
     }
     fn inst(&mut self, app: u16, inst: u16) -> &mut InstanceRt {
         &mut self.entry_path.apps[app as usize].instances[inst as usize]
@@ -154,7 +149,7 @@ impl QueueingWorld {
         advance: Advance,
         ctx: &mut Ctx<'_, Ev>,
     ) {
-        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+        let r = self.reqs.slots.get(slot).expect("live");
         let a = &mut self.entry_path.apps[app as usize];
         let n = a.instances.len() as u64;
         let inst = match a.spec.balancer {
@@ -166,8 +161,7 @@ impl QueueingWorld {
                 (0..n).min_by_key(|&i| (a.instances[i as usize].outstanding, i)).expect("≥ 1")
             }
             Balancer::Random => {
-                let key =
-                    DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
+                let key = self.traffic.sources[r.source as usize].draw.request(r.seq);
                 ((key.uniform(attr::BALANCER) * n as f64) as u64).min(n - 1)
             }
         } as u16;
@@ -176,7 +170,7 @@ impl QueueingWorld {
         let i = &mut a.instances[inst as usize];
         i.outstanding += 1;
         i.assigned += 1;
-        self.reqs.slots[slot as usize].as_mut().expect("live").entry = Some(ReqEntry {
+        self.reqs.slots.get_mut(slot).expect("live").entry = Some(ReqEntry {
             app,
             inst,
             stage: Stage::Backlog,
@@ -200,7 +194,7 @@ impl QueueingWorld {
     /// A gateway thread hands the request to the dispatcher or the pool.
     pub(super) fn entry_admit(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let class = self.reqs.slots[slot as usize].as_ref().expect("live").class;
+        let class = self.reqs.slots.get(slot).expect("live").class;
         let e = self.entry(slot);
         let (app, inst) = (e.app, e.inst);
         e.stage = Stage::Waiting;
@@ -225,8 +219,7 @@ impl QueueingWorld {
                 Placed::Discarded => self.end_request(slot, Outcome::Failed(Reason::Shed), ctx),
                 Placed::DiscardedOldest { dropped, .. } => {
                     i.pool_waiting[class as usize] += 1;
-                    let dc =
-                        self.reqs.slots[dropped as usize].as_ref().expect("queued is live").class;
+                    let dc = self.reqs.slots.get(dropped).expect("queued is live").class;
                     self.inst(app, inst).pool_waiting[dc as usize] -= 1;
                     self.end_request(dropped, Outcome::Failed(Reason::Shed), ctx);
                 }
@@ -261,7 +254,7 @@ impl QueueingWorld {
     /// The request's thread starts: its dispatch wait ends; the local work needs a core.
     fn entry_work(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+        let r = self.reqs.slots.get(slot).expect("live");
         if r.entry.as_ref().is_some_and(|e| e.continuation) {
             // A continuation on its new thread: straight on (still through an event).
             let id = r.id.0;
@@ -289,11 +282,8 @@ impl QueueingWorld {
 
     /// The local work runs now (on a core, if cores are modelled).
     fn entry_cpu(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
-        let (id, key) = (
-            r.id.0,
-            DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq),
-        );
+        let r = self.reqs.slots.get(slot).expect("live");
+        let (id, key) = (r.id.0, self.traffic.sources[r.source as usize].draw.request(r.seq));
         let e = r.entry.as_ref().expect("entry");
         let a = &self.entry_path.apps[e.app as usize];
         let i = &a.instances[e.inst as usize];
@@ -320,7 +310,7 @@ impl QueueingWorld {
     /// The local work is done: the core is freed, a non-blocking thread too; the pipeline
     /// starts.
     pub(super) fn on_local_work_done(&mut self, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs.slots[slot as usize].as_mut().expect("a request in local work is live");
+        let r = self.reqs.slots.get_mut(slot).expect("a request in local work is live");
         assert_eq!(r.id.0, id, "a request cannot end during its local work");
         let e = r.entry.as_mut().expect("entry");
         assert_eq!(e.stage, Stage::LocalWork);
@@ -385,7 +375,7 @@ impl QueueingWorld {
             let pool = self.inst(app, inst).pool.as_mut().expect("a worker has a pool");
             match pool.finish(&w, now) {
                 Then::Next(task, _, r) => {
-                    let c = self.reqs.slots[task as usize].as_ref().expect("queued is live").class;
+                    let c = self.reqs.slots.get(task).expect("queued is live").class;
                     self.inst(app, inst).pool_waiting[c as usize] -= 1;
                     self.entry_start(task, Some(r), ctx);
                 }

@@ -184,7 +184,6 @@ impl QueueingWorld {
                     .reqs
                     .slots
                     .iter()
-                    .flatten()
                     .filter_map(|r| r.entry.as_ref())
                     .filter(|e| e.app as usize == ai && e.inst as usize == k)
                     .collect();

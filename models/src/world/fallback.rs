@@ -103,7 +103,7 @@ impl QueueingWorld {
     /// Call `slot` reached its site at level 0: is the site switched off? Then the call
     /// goes straight to the fallback (or ends `Rejected(shed)`), and `true` is returned.
     pub(super) fn switched_off(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) -> bool {
-        let site = self.calls.slots[slot as usize].as_ref().expect("live call").site as usize;
+        let site = self.calls.slots.get(slot).expect("live call").site as usize;
         if self.sites[site].enabled {
             return false;
         }
@@ -126,7 +126,7 @@ impl QueueingWorld {
         off: bool,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Option<Outcome> {
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots.get(slot).expect("live call");
         if c.degrade.is_none() && self.sites[c.site as usize].fallback.is_none() {
             return Some(o); // the common case: no chain here
         }
@@ -141,11 +141,11 @@ impl QueueingWorld {
         off: bool,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Option<Outcome> {
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots.get(slot).expect("live call");
         let site = c.site as usize;
         let first = c.degrade.map(|d| d.first);
         let on = self.sites[site].fallback.as_ref().map(|f| f.on);
-        if self.reqs.slots[c.req as usize].as_ref().expect("live request").expired {
+        if self.reqs.slots.get(c.req).expect("live request").expired {
             return Some(o); // its budget ran out: nothing further is issued, not even a fallback
         }
         let AfterEnd::Fallback { first } = fb::after_end(o, first, on, off) else {
@@ -194,10 +194,12 @@ impl QueueingWorld {
     /// The busy layer's cache lookup: the best cached similar answer, stale entries
     /// accepted; the question is the call's own (its bits before any hop).
     fn stale_lookup(&mut self, slot: u32, g: usize, now: SimTime) -> bool {
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
-        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
+        let c = self.calls.slots.get(slot).expect("live call");
+        let r = self.reqs.slots.get(c.req).expect("live request");
         let path = c.degrade.map_or(c.path, |d| d.orig_path);
-        let draw = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
+        let draw = self.traffic.sources[r.source as usize]
+            .draw
+            .request(r.seq)
             .with_call(path, 0)
             .bits(attr::GOVERNOR_BITS);
         let key = r.key;
@@ -216,9 +218,9 @@ impl QueueingWorld {
         trim: Option<&Trim>,
         ctx: &mut Ctx<'_, Ev>,
     ) {
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
-        let prompt = Self::prompt_of(c, self.reqs.slots[c.req as usize].as_ref().expect("live"));
-        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots.get(slot).expect("live call");
+        let prompt = Self::prompt_of(c, self.reqs.slots.get(c.req).expect("live"));
+        let c = self.calls.slots.get_mut(slot).expect("live call");
         assert!(
             c.timer.is_none()
                 && c.parked_at.is_none()
@@ -242,18 +244,19 @@ impl QueueingWorld {
         c.path = d.orig_path | ((d.hops as u32) << 28);
         let (req, path) = (c.req, c.path);
         let draw = self.site_draw(next as usize, req, path);
-        let c = self.calls.slots[slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots.get_mut(slot).expect("live call");
         c.draw = draw;
         c.site = next;
         c.attempt = 0;
         (c.up, c.on_backup, c.upstream_error, c.upstream_retry_after) = (None, false, None, None);
+        c.rekey();
         self.descend(slot, 0, ctx);
     }
 
     /// I41–I42: live calls on a chain have ≤ `MAX_HOPS` hops and the hop's draw path; busy
     /// answers per window within their cap.
     pub(super) fn fallback_violations(&self, out: &mut Vec<String>) {
-        for c in self.calls.slots.iter().flatten() {
+        for c in self.calls.slots.iter() {
             if let Some(d) = c.degrade
                 && (d.hops == 0
                     || d.hops > MAX_HOPS

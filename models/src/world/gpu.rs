@@ -73,8 +73,8 @@ impl QueueingWorld {
     /// Sends call `slot` (job `job`) to GPU server `g` as `batch` sequences.
     pub(super) fn send_to_gpu(&mut self, slot: u32, g: u16, batch: u32, ctx: &mut Ctx<'_, Ev>) {
         let now = ctx.now();
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
-        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
+        let c = self.calls.slots.get(slot).expect("live call");
+        let r = self.reqs.slots.get(c.req).expect("live request");
         let job = c.job_id();
         let (prompt, output) =
             (Self::prompt_of(c, r).unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
@@ -117,7 +117,7 @@ impl QueueingWorld {
         let timeout = self.call_timeout(slot);
         if timeout > SimDuration::ZERO {
             let h = ctx.timer_at(now + timeout, Ev::UpstreamTimeout { slot, id: job });
-            self.calls.slots[slot as usize].as_mut().expect("live call").upstream_timer = Some(h);
+            self.calls.slots.get_mut(slot).expect("live call").upstream_timer = Some(h);
         }
         self.kick_gpu(g, ctx);
     }
@@ -148,7 +148,7 @@ impl QueueingWorld {
                 SeqEvent::FirstToken { id, at } => {
                     let &(slot, job, sent) = gpu.seqs.get(&id).expect("a sequence of ours");
                     ctx.metrics.record(gpu.ttft, (at - sent).0);
-                    let live = self.calls.slots[slot as usize].as_ref().filter(|c| c.awaits(job));
+                    let live = self.calls.slots.get(slot).filter(|c| c.awaits(job));
                     if let Some(req) = live.map(|c| c.req) {
                         self.request_started(req, at);
                     }
@@ -167,7 +167,7 @@ impl QueueingWorld {
         }
         self.kick_gpu(g, ctx);
         for (slot, job) in done.drain(..) {
-            let Some(c) = self.calls.slots[slot as usize].as_mut().filter(|c| c.awaits(job)) else {
+            let Some(c) = self.calls.slots.get_mut(slot).filter(|c| c.awaits(job)) else {
                 self.upstreams.gpus[g as usize].abandoned_done += 1;
                 continue;
             };

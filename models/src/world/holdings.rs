@@ -19,8 +19,8 @@ impl QueueingWorld {
     /// Requests and calls in the system, and the estimated bytes of what grows with them.
     pub(super) fn holdings_now(&self) -> sim_core::Holdings {
         let cap = |n: usize, each: usize| (n as u64).saturating_mul(each as u64);
-        let bytes = cap(self.reqs.slots.capacity(), size_of::<Option<Req>>())
-            + cap(self.calls.slots.capacity(), size_of::<Option<Call>>())
+        let bytes = cap(self.reqs.slots.capacity(), inflight::Slots::<Req>::SLOT_BYTES)
+            + cap(self.calls.slots.capacity(), inflight::Slots::<Call>::SLOT_BYTES)
             + cap(self.reqs.free.capacity() + self.calls.free.capacity(), 4)
             + cap(self.calls.generations.capacity(), 4)
             + cap(self.govs.woken.capacity(), size_of::<Woken>())
@@ -47,7 +47,7 @@ impl QueueingWorld {
             Site(u16),
         }
         let mut places = std::collections::BTreeMap::<Place, u64>::new();
-        for c in self.calls.slots.iter().flatten() {
+        for c in self.calls.slots.iter() {
             let site = &self.sites[c.site as usize];
             let place = match (c.parked_at, c.up) {
                 (Some(l), _) => Place::Governor(site.stack_for(c.inst)[l]),
@@ -58,7 +58,7 @@ impl QueueingWorld {
             *places.entry(place).or_default() += 1;
         }
         let mut per_source = vec![0u64; self.traffic.sources.len()];
-        for r in self.reqs.slots.iter().flatten() {
+        for r in self.reqs.slots.iter() {
             per_source[r.source as usize] += 1;
         }
         let mut out = Vec::new();

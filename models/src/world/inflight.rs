@@ -89,15 +89,30 @@ pub(super) struct Call {
     /// On its degradation chain: moved on from a failing site (`world/fallback.rs`).
     pub(super) degrade: Option<fallback::CallFallback>,
     pub(super) generation: u32,
+    /// [`Call::job_id`], kept: [`Call::rekey`] after every change of its attempt, backup
+    /// or hops (read at every hand-off: `awaits`).
+    pub(super) job: u64,
 }
 
 impl Call {
     /// The id of its current attempt's work at a station: an abandoned attempt's work,
     /// finishing later, is never taken for the answer to a retry.
+    #[inline(always)]
     pub(super) fn job_id(&self) -> u64 {
+        debug_assert_eq!(self.job, self.work_id(), "rekeyed after each attempt, backup, hop");
+        self.job
+    }
+
+    /// The id [`Call::job_id`] keeps: the call's id, its attempt, backup and hops.
+    fn work_id(&self) -> u64 {
         debug_assert!(self.id < 1 << 47 && self.attempt < 1 << 8);
         let hops = self.degrade.map_or(0, |d| d.hops as u64);
         self.id | ((self.attempt as u64) << 48) | ((self.on_backup as u64) << 47) | (hops << 56)
+    }
+
+    /// Its attempt, backup or hops changed: its work has a new id.
+    pub(super) fn rekey(&mut self) {
+        self.job = self.work_id();
     }
 
     /// Is the call waiting for the station's work `id`? Not while it waits to be re-sent
@@ -108,10 +123,159 @@ impl Call {
     }
 }
 
+/// Records by slot, each with a live flag. A record is written into its slot and a release
+/// clears the flag: neither moves the whole record (a `Vec<Option<Req>>` built the 200-byte
+/// record on the stack and copied it in, and copied a 200-byte `None` over it at release:
+/// bench/NOTES.md, session 6). A released slot keeps its dead record until the slot's next
+/// insert overwrites it; nothing reads a dead record.
+pub(super) struct Slots<T> {
+    slots: Vec<Slot<T>>,
+}
+
+struct Slot<T> {
+    rec: T,
+    live: bool,
+}
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Slots { slots: Vec::new() }
+    }
+}
+
+/// A record that a new one overwrites in place, field by field (`Slots::fill`).
+pub(super) trait Record {
+    fn overwrite(&mut self, new: Self);
+}
+
+/// `overwrite` for a struct: every field named (a field added to the struct and not here
+/// fails to compile: a dead record's value is never kept), each stored on its own (a
+/// whole-record assignment builds the record on the stack and copies it).
+macro_rules! overwrite_fields {
+    ($t:ident { $($f:ident),* $(,)? }) => {
+        impl Record for $t {
+            #[inline(always)]
+            fn overwrite(&mut self, new: $t) {
+                let $t { $($f),* } = new;
+                $(self.$f = $f;)*
+            }
+        }
+    };
+}
+
+overwrite_fields!(Req {
+    id,
+    source,
+    class,
+    seq,
+    pipeline,
+    arrival,
+    start,
+    tokens,
+    user,
+    key,
+    weight,
+    client,
+    progress,
+    live_calls,
+    entry,
+    deadline,
+    expired,
+});
+
+overwrite_fields!(Call {
+    id,
+    req,
+    site,
+    issue,
+    path,
+    attempt,
+    draw,
+    upstream_error,
+    upstream_retry_after,
+    in_service,
+    service_timer,
+    upstream_timer,
+    parked_at,
+    on_deadline,
+    timer,
+    retry_level,
+    conn,
+    up,
+    inst,
+    on_backup,
+    stream,
+    degrade,
+    generation,
+    job,
+});
+
+impl<T> Slots<T> {
+    /// The live record in `slot`, if any.
+    #[inline(always)]
+    pub fn get(&self, slot: u32) -> Option<&T> {
+        match self.slots.get(slot as usize) {
+            Some(s) if s.live => Some(&s.rec),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    pub fn get_mut(&mut self, slot: u32) -> Option<&mut T> {
+        match self.slots.get_mut(slot as usize) {
+            Some(s) if s.live => Some(&mut s.rec),
+            _ => None,
+        }
+    }
+
+    /// The live records, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.slots.iter().filter(|s| s.live).map(|s| &s.rec)
+    }
+
+    /// Slots, live or free.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Slots allocated (for the memory estimate).
+    pub fn capacity(&self) -> usize {
+        self.slots.capacity()
+    }
+
+    /// Bytes of one slot (for the memory estimate).
+    pub const SLOT_BYTES: usize = std::mem::size_of::<Slot<T>>();
+
+    /// Marks live slot `slot` free (its record stays, dead, until the slot is filled again).
+    #[inline(always)]
+    fn clear(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        debug_assert!(s.live, "frees a live slot");
+        s.live = false;
+    }
+}
+
+impl<T: Record> Slots<T> {
+    /// Writes `rec` into free slot `slot` (or a new slot at the end: `slot == len()`) and
+    /// marks it live. Inlined, so the caller's record is stored straight into the slot.
+    #[inline(always)]
+    fn fill(&mut self, slot: u32, rec: T) {
+        let i = slot as usize;
+        if i == self.slots.len() {
+            self.slots.push(Slot { rec, live: true });
+        } else {
+            let s = &mut self.slots[i];
+            debug_assert!(!s.live, "a free slot");
+            s.rec.overwrite(rec);
+            s.live = true;
+        }
+    }
+}
+
 /// Requests in the system, by slot.
 #[derive(Default)]
 pub(super) struct Requests {
-    pub slots: Vec<Option<Req>>,
+    pub slots: Slots<Req>,
     pub free: Vec<u32>,
     /// Requests in the system.
     pub live: u64,
@@ -125,30 +289,22 @@ impl Requests {
     #[inline(always)]
     pub fn insert(&mut self, r: Req) -> u32 {
         self.live += 1;
-        match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = Some(r);
-                s
-            }
-            None => {
-                self.slots.push(Some(r));
-                (self.slots.len() - 1) as u32
-            }
-        }
+        let slot = self.free.pop().unwrap_or(self.slots.len() as u32);
+        self.slots.fill(slot, r);
+        slot
     }
 
     /// The request in `slot`, ending: the caller reads what it needs in place, then
     /// [`Requests::release`]s the slot (no whole-record move).
     #[inline]
     pub fn ending(&mut self, slot: u32) -> &mut Req {
-        self.slots[slot as usize].as_mut().expect("ends once")
+        self.slots.get_mut(slot).expect("ends once")
     }
 
-    /// Frees `slot` (its request ended once), dropping the record in place.
+    /// Frees `slot` (its request ended once): the record stays in place, dead.
     #[inline]
     pub fn release(&mut self, slot: u32) {
-        debug_assert!(self.slots[slot as usize].is_some(), "ends once");
-        self.slots[slot as usize] = None;
+        self.slots.clear(slot);
         self.free.push(slot);
         self.live -= 1;
     }
@@ -157,7 +313,7 @@ impl Requests {
 /// Calls in the system, by slot, with each slot's generation.
 #[derive(Default)]
 pub(super) struct Calls {
-    pub slots: Vec<Option<Call>>,
+    pub slots: Slots<Call>,
     pub generations: Vec<u32>,
     pub free: Vec<u32>,
     /// Calls in the system.
@@ -178,25 +334,24 @@ impl Calls {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
-                self.slots.push(None);
                 self.generations.push(0);
-                (self.slots.len() - 1) as u32
+                self.slots.len() as u32
             }
         };
         c.generation = self.generations[slot as usize];
-        self.slots[slot as usize] = Some(c);
+        self.slots.fill(slot, c);
         slot
     }
 
-    /// Ends the call in `slot` (once): the slot's generation moves on and the record is
-    /// dropped in place; returns what its request needs to move on (its request's slot and
+    /// Ends the call in `slot` (once): the slot's generation moves on and the record stays
+    /// in place, dead; returns what its request needs to move on (its request's slot and
     /// its pipeline step), not the whole record.
     #[inline]
     pub fn remove(&mut self, slot: u32) -> (u32, Issue) {
-        let c = self.slots[slot as usize].as_ref().expect("a call ends once");
+        let c = self.slots.get(slot).expect("a call ends once");
         debug_assert!(c.timer.is_none() && c.parked_at.is_none() && c.retry_level.is_none());
         let ended = (c.req, c.issue);
-        self.slots[slot as usize] = None;
+        self.slots.clear(slot);
         self.generations[slot as usize] = self.generations[slot as usize].wrapping_add(1);
         self.free.push(slot);
         self.live -= 1;

@@ -84,7 +84,7 @@ impl QueueingWorld {
 
     #[inline(never)]
     fn leg_delay(&self, slot: u32, response: bool) -> Option<SimDuration> {
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots.get(slot).expect("live call");
         let Some(Upstream::Station(st)) = c.up else { return None };
         let spec = self.net.spec(c.site as usize, st)?;
         let (d, id) = if response {
@@ -95,8 +95,10 @@ impl QueueingWorld {
         if is_zero(d) {
             return None;
         }
-        let r = self.reqs.slots[c.req as usize].as_ref().expect("live request");
-        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq)
+        let r = self.reqs.slots.get(c.req).expect("live request");
+        let key = self.traffic.sources[r.source as usize]
+            .draw
+            .request(r.seq)
             .with_call(c.path, c.attempt | ((c.on_backup as u32) << 31));
         Some(d.sample(&mut key.attribute(id)))
     }
@@ -111,7 +113,7 @@ impl QueueingWorld {
 
     #[inline(never)]
     fn send_on_wire(&mut self, st: u16, job: Job, ctx: &mut Ctx<'_, Ev>) -> bool {
-        let site = self.calls.slots[job.slot as usize].as_ref().expect("live call").site as usize;
+        let site = self.calls.slots.get(job.slot).expect("live call").site as usize;
         if self.net.spec(site, st).is_none() {
             return false;
         }
@@ -119,7 +121,7 @@ impl QueueingWorld {
         if timeout > SimDuration::ZERO {
             let ev = Ev::UpstreamTimeout { slot: job.slot, id: job.id };
             let h = ctx.timer_at(job.sent + timeout, ev);
-            let c = self.calls.slots[job.slot as usize].as_mut().expect("live call");
+            let c = self.calls.slots.get_mut(job.slot).expect("live call");
             debug_assert!(c.upstream_timer.is_none(), "one client timeout per attempt");
             c.upstream_timer = Some(h);
         }
@@ -150,7 +152,7 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) {
         if let Some(d) = self.net_delay(slot, true) {
-            let id = self.calls.slots[slot as usize].as_ref().expect("live call").job_id();
+            let id = self.calls.slots.get(slot).expect("live call").job_id();
             self.net.legs.insert((slot, id), Leg::Response { outcome, retry_after });
             ctx.schedule_in(d, Ev::NetReturn { slot, id });
             return;
@@ -165,9 +167,7 @@ impl QueueingWorld {
         retry_after: Option<SimDuration>,
         ctx: &mut Ctx<'_, Ev>,
     ) {
-        if let Some(h) =
-            self.calls.slots[slot as usize].as_mut().expect("live call").upstream_timer.take()
-        {
+        if let Some(h) = self.calls.slots.get_mut(slot).expect("live call").upstream_timer.take() {
             ctx.cancel(h);
         }
         self.answer_with(slot, outcome, retry_after, ctx);
@@ -179,7 +179,7 @@ impl QueueingWorld {
         let Some(Leg::Response { outcome, retry_after }) = self.net.legs.remove(&(slot, id)) else {
             unreachable!("a response leg returns once")
         };
-        if self.calls.slots[slot as usize].as_ref().is_some_and(|c| c.awaits(id)) {
+        if self.calls.slots.get(slot).is_some_and(|c| c.awaits(id)) {
             self.deliver(slot, outcome, retry_after, ctx);
             self.resume_woken(ctx);
         }
@@ -190,7 +190,7 @@ impl QueueingWorld {
     /// work, a response travelling is ignored when it arrives.
     pub(super) fn net_on_wire(&self, slot: u32) -> bool {
         !self.net.legs.is_empty() && {
-            let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+            let c = self.calls.slots.get(slot).expect("live call");
             self.net.legs.contains_key(&(slot, c.job_id()))
         }
     }
@@ -204,7 +204,7 @@ impl QueueingWorld {
     /// I49 (module doc).
     pub(super) fn net_violations(&self, out: &mut Vec<String>) {
         for (&(slot, id), leg) in &self.net.legs {
-            let Some(c) = self.calls.slots[slot as usize].as_ref().filter(|c| c.awaits(id)) else {
+            let Some(c) = self.calls.slots.get(slot).filter(|c| c.awaits(id)) else {
                 continue; // its client gave up: it travels on its own
             };
             let placed = c.in_service || c.parked_at.is_some() || c.retry_level.is_some();

@@ -46,7 +46,7 @@ impl QueueingWorld {
         // Ages at the end of the measured requests still in flight, per source and class.
         let mut ages: Vec<Vec<SimDuration>> = vec![Vec::new(); self.traffic.sources.len()];
         let mut class_ages: Vec<Vec<SimDuration>> = vec![Vec::new(); self.traffic.classes.len()];
-        for r in self.reqs.slots.iter().flatten() {
+        for r in self.reqs.slots.iter() {
             let o = &mut oldest[r.source as usize];
             *o = Some(o.map_or(r.arrival, |t| t.min(r.arrival)));
             if r.arrival >= self.warmup {
@@ -72,7 +72,7 @@ impl QueueingWorld {
         // (From the requests' own classes: a population or trace rule can give a request
         // another class than its source's.)
         let mut class_oldest: Vec<Option<SimTime>> = vec![None; self.traffic.classes.len()];
-        for r in self.reqs.slots.iter().flatten() {
+        for r in self.reqs.slots.iter() {
             let o = &mut class_oldest[r.class as usize];
             *o = Some(o.map_or(r.arrival, |t| t.min(r.arrival)));
         }
@@ -176,7 +176,7 @@ impl QueueingWorld {
         self.fallback_violations(&mut v);
         self.net_violations(&mut v);
         let mut live_per_source = vec![0u64; self.traffic.sources.len()];
-        for r in self.reqs.slots.iter().flatten() {
+        for r in self.reqs.slots.iter() {
             live_per_source[r.source as usize] += 1;
         }
         for (s, live) in self.traffic.sources.iter().zip(live_per_source) {
@@ -188,8 +188,7 @@ impl QueueingWorld {
             }
         }
         for (k, c) in self.traffic.classes.iter().enumerate() {
-            let live =
-                self.reqs.slots.iter().flatten().filter(|r| r.class as usize == k).count() as u64;
+            let live = self.reqs.slots.iter().filter(|r| r.class as usize == k).count() as u64;
             let stats = self.traffic.class_stats(k);
             if stats.offered != stats.ended + live {
                 v.push(format!(
@@ -204,8 +203,8 @@ impl QueueingWorld {
                 self.calls.issued, self.calls.ended, self.calls.live
             ));
         }
-        let live_calls = self.calls.slots.iter().flatten().count() as u64;
-        let per_request: u64 = self.reqs.slots.iter().flatten().map(|r| r.live_calls as u64).sum();
+        let live_calls = self.calls.slots.iter().count() as u64;
+        let per_request: u64 = self.reqs.slots.iter().map(|r| r.live_calls as u64).sum();
         if live_calls != self.calls.live || per_request != self.calls.live {
             v.push(format!(
                 "I22 call conservation: {live_calls} call slots, {per_request} per request, counter {}",
@@ -233,7 +232,6 @@ impl QueueingWorld {
                 .calls
                 .slots
                 .iter()
-                .flatten()
                 .filter(|c| self.sites[c.site as usize].conn_pool == Some(p as u16))
                 .filter(|c| c.conn.is_some_and(|s| s != conn::ConnState::Waiting))
                 .count() as u64;
@@ -287,7 +285,7 @@ impl QueueingWorld {
     /// ended, followed by the requests still in the system, by id.
     pub fn take_records(&mut self) -> Vec<RequestRecord> {
         let Some(mut out) = self.obs.records.take() else { return Vec::new() };
-        let mut open: Vec<&Req> = self.reqs.slots.iter().flatten().collect();
+        let mut open: Vec<&Req> = self.reqs.slots.iter().collect();
         open.sort_by_key(|r| r.id);
         out.extend(open.into_iter().map(|r| RequestRecord {
             request_id: r.id.0,

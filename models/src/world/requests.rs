@@ -67,8 +67,8 @@ impl QueueingWorld {
         ctx.metrics.incr(src.arrivals);
         let id = RequestId(self.reqs.next_id);
         self.reqs.next_id += 1;
-        let (pipeline, src_key, app) = (src.pipeline, src.key, src.app);
-        let key = DrawKey::request(self.seed, src_key, seq);
+        let (pipeline, app) = (src.pipeline, src.app);
+        let key = src.draw.request(seq);
         let pl = &self.pipelines[pipeline as usize];
         let fast = pl.direct && app.is_none();
         let (progress, advance) = if fast {
@@ -122,7 +122,7 @@ impl QueueingWorld {
     }
 
     fn issue_call(&mut self, req: u32, issue: Issue, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs.slots[req as usize].as_mut().expect("live request");
+        let r = self.reqs.slots.get_mut(req).expect("live request");
         r.live_calls += 1;
         let pl = &self.pipelines[r.pipeline as usize];
         let site = pl.sites[issue.stage as usize][issue.step as usize];
@@ -158,6 +158,8 @@ impl QueueingWorld {
             degrade: None,
             inst,
             generation: 0,
+            // The first attempt's work, on no backup and no hop: the call's id.
+            job: id,
         });
         self.descend(slot, 0, ctx);
         self.resume_woken(ctx);
@@ -173,7 +175,7 @@ impl QueueingWorld {
     /// A call is over: its request's pipeline moves on.
     pub(super) fn call_done(&mut self, slot: u32, outcome: Outcome, ctx: &mut Ctx<'_, Ev>) {
         let (req, issue) = self.calls.remove(slot);
-        let r = self.reqs.slots[req as usize].as_mut().expect("a call's request outlives it");
+        let r = self.reqs.slots.get_mut(req).expect("a call's request outlives it");
         r.live_calls -= 1;
         if r.expired {
             // Its budget ran out: nothing more is issued; it ends with its last call.
@@ -188,7 +190,7 @@ impl QueueingWorld {
             self.end_request(req, outcome, ctx);
             return;
         }
-        let key = DrawKey::request(self.seed, self.traffic.sources[r.source as usize].key, r.seq);
+        let key = self.traffic.sources[r.source as usize].draw.request(r.seq);
         let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
         let advance = r.progress.call_ended(&pl.p, issue, outcome, &mut draw);
         self.advance(req, advance, ctx);
@@ -251,7 +253,7 @@ impl QueueingWorld {
     /// The first service start of a request's calls: its wait is measured once.
     #[inline(always)]
     pub(super) fn request_started(&mut self, req: u32, now: SimTime) {
-        let r = self.reqs.slots[req as usize].as_mut().expect("live request");
+        let r = self.reqs.slots.get_mut(req).expect("live request");
         if r.start.is_some() {
             return;
         }

@@ -34,8 +34,10 @@ impl QueueingWorld {
             self.upstreams.stations[st as usize].script.as_ref()?;
         }
         // The waiting client's timeout (`Some(ZERO)`: none; `None`: nobody waits any more).
-        let timeout = self.calls.slots[job.slot as usize]
-            .as_ref()
+        let timeout = self
+            .calls
+            .slots
+            .get(job.slot)
             .filter(|c| c.awaits(job.id))
             .map(|_| self.call_timeout(job.slot));
         if let Some(a) = own {

@@ -95,12 +95,11 @@ impl QueueingWorld {
             ctx.metrics.incr(rt.stalls_counter);
         }
         let ttft = SimDuration((now + timing.first).0 - job.sent.0);
-        let site = &self.sites
-            [self.calls.slots[job.slot as usize].as_ref().expect("live call").site as usize];
+        let site = &self.sites[self.calls.slots.get(job.slot).expect("live call").site as usize];
         let timeout = self.call_timeout(job.slot);
         let total = (timeout > SimDuration::ZERO).then(|| job.sent + timeout);
         let close = timing.close_at(site.read_timeout).map(|off| now + off);
-        let c = self.calls.slots[job.slot as usize].as_mut().expect("live call");
+        let c = self.calls.slots.get_mut(job.slot).expect("live call");
         if let Some(t) = close
             && total.is_none_or(|d| t < d)
         {
@@ -154,7 +153,7 @@ impl QueueingWorld {
     }
 
     fn call_mut_for_stream(&mut self, slot: u32) -> &mut Call {
-        self.calls.slots[slot as usize].as_mut().expect("a stream closes for a live call")
+        self.calls.slots.get_mut(slot).expect("a stream closes for a live call")
     }
 
     /// Summary columns of a streaming station.
@@ -173,7 +172,7 @@ impl QueueingWorld {
     /// I39 and I40.
     pub(super) fn stream_invariants(&self, v: &mut Vec<String>) {
         let mut live = vec![0u64; self.upstreams.stations.len()];
-        for c in self.calls.slots.iter().flatten() {
+        for c in self.calls.slots.iter() {
             if let Some(s) = &c.stream {
                 live[s.station as usize] += 1;
                 if !c.in_service || c.up != Some(Upstream::Station(s.station)) {

@@ -66,17 +66,16 @@ impl TimeoutsRt {
 impl QueueingWorld {
     /// Arms a new request's budget timer (if its source or pipeline has a budget).
     pub(super) fn arm_budget(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+        let r = self.reqs.slots.get(slot).expect("live");
         let Some(b) = self.traffic.sources[r.source as usize].budget else { return };
         let id = r.id.0;
         let h = ctx.timer_at(r.arrival + b, Ev::RequestDeadline { slot, id });
-        self.reqs.slots[slot as usize].as_mut().expect("live").deadline = Some(h);
+        self.reqs.slots.get_mut(slot).expect("live").deadline = Some(h);
     }
 
     /// A request's total budget ran out.
     pub(super) fn on_request_deadline(&mut self, slot: u32, id: u64, ctx: &mut Ctx<'_, Ev>) {
-        let r =
-            self.reqs.slots[slot as usize].as_mut().expect("a budget timer dies with its request");
+        let r = self.reqs.slots.get_mut(slot).expect("a budget timer dies with its request");
         assert_eq!(r.id.0, id, "a budget timer dies with its request");
         r.deadline = None;
         r.expired = true;
@@ -92,7 +91,7 @@ impl QueueingWorld {
             Some(Stage::CpuQueue) => Place::CpuQueue,
             Some(Stage::LocalWork) => Place::LocalWork,
         };
-        let live = |w: &Self| w.reqs.slots[slot as usize].as_ref().is_some_and(|r| r.id.0 == id);
+        let live = |w: &Self| w.reqs.slots.get(slot).is_some_and(|r| r.id.0 == id);
         match crate::timeouts::on_budget_expiry(place) {
             Expiry::AfterLocalWork => {} // `on_local_work_done` ends it
             Expiry::Dequeue => {
@@ -100,16 +99,18 @@ impl QueueingWorld {
                 self.end_request(slot, Outcome::Failed(Reason::Timeout), ctx);
             }
             Expiry::CutCalls => {
-                let victims: Vec<(u32, u32)> = (0..self.calls.slots.len())
+                let victims: Vec<(u32, u32)> = (0..self.calls.slots.len() as u32)
                     .filter_map(|k| {
-                        let c = self.calls.slots[k].as_ref()?;
-                        (c.req == slot).then_some((k as u32, c.generation))
+                        let c = self.calls.slots.get(k)?;
+                        (c.req == slot).then_some((k, c.generation))
                     })
                     .collect();
                 for (k, generation) in victims {
                     // A cut may wake or answer a sibling, even end it, or end the request.
-                    let current = self.calls.slots[k as usize]
-                        .as_ref()
+                    let current = self
+                        .calls
+                        .slots
+                        .get(k)
                         .is_some_and(|c| c.generation == generation && c.req == slot);
                     if !live(self) || !current {
                         continue;
@@ -121,7 +122,7 @@ impl QueueingWorld {
                     self.resume_woken(ctx);
                 }
                 if live(self) {
-                    let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+                    let r = self.reqs.slots.get(slot).expect("live");
                     assert_eq!(r.live_calls, 0, "every call of an expired request was cut");
                     self.end_request(slot, Outcome::Failed(Reason::Timeout), ctx);
                 }
@@ -132,7 +133,7 @@ impl QueueingWorld {
     /// Cuts one call of an expired request: abandoned wherever it is, every level it passed
     /// sees the timeout, and it ends `Failed(Timeout)` (its request does not advance).
     fn cut_call(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
-        let c = self.calls.slots[slot as usize].as_ref().expect("live call");
+        let c = self.calls.slots.get(slot).expect("live call");
         let (site, inst) = (c.site as usize, c.inst);
         let stack: Vec<usize> = self.sites[site].stack_for(inst).to_vec();
         let info = self.info(slot);
@@ -145,9 +146,8 @@ impl QueueingWorld {
 
     /// Takes a request out of the entry queue it waits in (backlog, dispatcher, pool, CPU).
     fn entry_dequeue(&mut self, slot: u32, now: SimTime) {
-        let class = self.reqs.slots[slot as usize].as_ref().expect("live").class;
-        let e =
-            self.reqs.slots[slot as usize].as_ref().and_then(|r| r.entry.as_ref()).expect("entry");
+        let class = self.reqs.slots.get(slot).expect("live").class;
+        let e = self.reqs.slots.get(slot).and_then(|r| r.entry.as_ref()).expect("entry");
         let (app, inst, stage) = (e.app, e.inst, e.stage);
         let i = &mut self.entry_path.apps[app as usize].instances[inst as usize];
         let found = match stage {
@@ -184,13 +184,13 @@ impl QueueingWorld {
         };
         let from_pool = i.pool.as_mut().map_or(Vec::new(), |p| p.expire(now));
         for &t in &from_pool {
-            let c = self.reqs.slots[t as usize].as_ref().expect("queued is live").class;
+            let c = self.reqs.slots.get(t).expect("queued is live").class;
             self.entry_path.apps[app as usize].instances[inst as usize].pool_waiting[c as usize] -=
                 1;
         }
         expired.extend(from_pool);
         for slot in expired {
-            let r = self.reqs.slots[slot as usize].as_ref().expect("queued is live");
+            let r = self.reqs.slots.get(slot).expect("queued is live");
             if r.arrival >= self.warmup {
                 self.timeouts.queue_timeouts[r.class as usize] += 1;
             }
@@ -224,7 +224,7 @@ impl QueueingWorld {
 
     /// Does request `slot` (with an entry) need a thread for stage `stage` of its pipeline?
     pub(super) fn stage_needs_thread(&self, slot: u32, stage: u16) -> bool {
-        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+        let r = self.reqs.slots.get(slot).expect("live");
         let e = r.entry.as_ref().expect("entry");
         let blocking = self.entry_path.apps[e.app as usize].spec.blocking;
         let pl = &self.pipelines[r.pipeline as usize].p;
@@ -243,7 +243,7 @@ impl QueueingWorld {
             Advance::Issue(v) if !v.is_empty() => v[0].stage,
             _ => return Some(advance),
         };
-        let r = self.reqs.slots[slot as usize].as_ref().expect("live");
+        let r = self.reqs.slots.get(slot).expect("live");
         let Some(e) = r.entry.as_ref() else { return Some(advance) };
         let (app, inst) = (e.app, e.inst);
         if self.entry_path.apps[app as usize].spec.pool.is_none() {
@@ -275,12 +275,7 @@ impl QueueingWorld {
     }
 
     pub(super) fn entry_mut(&mut self, slot: u32) -> &mut ReqEntry {
-        self.reqs.slots[slot as usize]
-            .as_mut()
-            .expect("live request")
-            .entry
-            .as_mut()
-            .expect("entry")
+        self.reqs.slots.get_mut(slot).expect("live request").entry.as_mut().expect("entry")
     }
 
     pub(super) fn timeouts_summary(&self, out: &mut Summary) {
@@ -304,7 +299,7 @@ impl QueueingWorld {
 
     /// I37 (budgets) and I38 (queue-wait timers).
     pub(super) fn timeouts_invariants(&self, v: &mut Vec<String>) {
-        for r in self.reqs.slots.iter().flatten() {
+        for r in self.reqs.slots.iter() {
             let has = self.traffic.sources[r.source as usize].budget.is_some();
             if r.deadline.is_some() != (has && !r.expired) {
                 v.push(format!("I37 budget: request {} timer {:?}", r.id.0, r.deadline));

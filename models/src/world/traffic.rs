@@ -176,7 +176,7 @@ impl QueueingWorld {
     pub(super) fn draw_attributes(&self, source: u16, seq: u64, client: Option<u32>) -> Attributes {
         let src = &self.traffic.sources[source as usize];
         let t = &src.traffic;
-        let key = DrawKey::request(self.seed, src.key, seq);
+        let key = src.draw.request(seq);
         let row = src.trace.as_ref().and_then(|t| t.data.as_ref());
         let mut tokens = row
             .map(|d| Tokens {
@@ -274,9 +274,8 @@ impl QueueingWorld {
     /// The request a live call belongs to (`None` once the call has ended).
     fn request_of_call(&self, call: CallId) -> Option<&Req> {
         let (slot, generation) = slot_of(call);
-        let c =
-            self.calls.slots.get(slot as usize)?.as_ref().filter(|c| c.generation == generation)?;
-        Some(self.reqs.slots[c.req as usize].as_ref().expect("a call's request outlives it"))
+        let c = self.calls.slots.get(slot).filter(|c| c.generation == generation)?;
+        Some(self.reqs.slots.get(c.req).expect("a call's request outlives it"))
     }
 
     /// The tokens of the request a live call belongs to (prompt and output separately, for

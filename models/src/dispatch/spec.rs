@@ -193,16 +193,20 @@ crate::params::declare_params! {
             p => p.to_string(),
         },
         check = DispatcherSpec::validate,
-        parts = QUEUE => queues[ClassQueueSpec; MAX_QUEUES];
-    defer_capacity: Count { min: 0, max: 100_000_000 }, "tasks", runtime,
+        parts = QUEUE => queues[ClassQueueSpec; MAX_QUEUES],
+        state = super::Dispatcher<T>, generics = [T];
+    defer_capacity: Count { min: 0, max: 100_000_000 }, "tasks",
+        runtime(apply = |d, n| d.set_defer_capacity(n)),
         "bound on the async (deferred) queue; lowering it evicts nothing", default = 10_000,
         get = |s| s.defer.capacity, set = |s, n| s.defer.capacity = n;
-    drain_rate_per_s: Float { min: 1e-6, max: 1e9 }, "1/s", runtime,
+    drain_rate_per_s: Float { min: 1e-6, max: 1e9 }, "1/s",
+        runtime(apply = |d, x| d.set_drain_rate_per_s(x)),
         "replay rate of deferred tasks while healthy", default = 10.0,
         get = |s| s.defer.drain_rate_per_s, set = |s, x| s.defer.drain_rate_per_s = x;
     // The Aging policy only.
     max_wait: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
-        "ns", runtime, "Aging policy only: a task waiting this long is served next",
+        "ns", runtime(apply = |d, w| d.set_max_wait(w)),
+        "Aging policy only: a task waiting this long is served next",
         opt_get = |s| aging_of(&s.policy).map(|p| p.1), set = |s, d| *aging(s)?.1 = d;
     aging_step: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
         fixed, "Aging only: score per class index (0 = strict priority)", default = SimDuration::ZERO,

@@ -96,8 +96,8 @@ pub(crate) use param_choices;
 /// `runtime(apply = |st, x, now| …)` (a change during the run: `st` the component's
 /// run-time state, `x` the value as the setter's argument type, `now` the instant; the
 /// setter returns `()` or `Result<(), String>`, an `Err` refusing the change, e.g. a
-/// cross-field rule), or a bare `runtime` (a value the world re-reads from the spec it
-/// mirrors: the dispatcher's rows only). `state = <type>` after the kind (`, generics = [T:
+/// cross-field rule); a bare `runtime` does not compile (every run-time parameter names
+/// its setter). `state = <type>` after the kind (`, generics = [T:
 /// Copy]` for a generic one) names the state whose [`ApplyParam`](super::ApplyParam) the
 /// `apply` rows generate: the parameter's name is written once, in its row; `apply` on a
 /// `fixed` row does not compile. A component whose run-time state the world owns (a
@@ -129,6 +129,7 @@ macro_rules! declare_params {
             $(, set = |$ss:ident, $sv:ident| $set:expr)?
         );* $(;)?
     ) => {
+        $( $crate::params::declare_params!(@needs_setter $rt $(, $as)?); )*
         $crate::params::declare_params!(@state [$($state)*], $label;
             $( ($param, $rt $(, |$as, $av $(: $avt)? $(, $an)?| $apply)?) )*
         );
@@ -257,6 +258,11 @@ macro_rules! declare_params {
                 }
             }
         }
+    };
+    (@needs_setter fixed) => {};
+    (@needs_setter runtime, $as:ident) => {};
+    (@needs_setter runtime) => {
+        compile_error!("a run-time parameter names its setter: `runtime(apply = |st, x| …)`");
     };
     (@applied runtime) => {};
     (@applied fixed) => {

@@ -150,8 +150,9 @@ fn fields_parse_with_their_rows() {
     type D = Defaults<Spec>;
     type R = Ranged<Spec>;
     declare_params! {
-        Spec: "spec", name = |s| s.name;
-        rate: FloatAbove { above: 0.0, max: 100.0 }, "%", runtime, "a rate", default = 50.0;
+        Spec: "spec", name = |s| s.name, state = Spec;
+        rate: FloatAbove { above: 0.0, max: 100.0 }, "%", runtime(apply = |s, x| s.rate = x),
+            "a rate", default = 50.0;
         cap: OptCount { min: 1, max: 10 }, "calls", fixed, "a cap";
         wait: Duration { min: SimDuration(1), max: SimDuration::from_secs(60) }, "ns", fixed,
             "a wait", opt_get = |s| s.wait, set = |s, d| s.wait = Some(d);

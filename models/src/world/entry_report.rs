@@ -301,10 +301,9 @@ fn entry_apply(
             Ok(())
         }
         "dispatcher" => {
-            let d = a.spec.dispatcher.as_mut().expect("hit");
-            d.set(param, v).ok(); // max_wait of a non-Aging policy: no field
+            a.spec.dispatcher.as_mut().expect("hit").set(param, v.clone())?;
             for i in &mut a.instances {
-                sync_dispatcher(i.disp.as_mut().expect("has one"), d);
+                i.disp.as_mut().expect("has one").apply_param(param, v.clone(), now)?;
             }
             Ok(())
         }
@@ -315,17 +314,6 @@ fn entry_apply(
             }
             Ok(())
         }
-    }
-}
-
-/// A dispatcher's run-time values re-read from its mirrored spec. Its rows
-/// (`dispatch/spec.rs`) name no setter yet; each setter is an assignment, so the values not
-/// changed are set to what they already are.
-fn sync_dispatcher(d: &mut Dispatcher<u32>, spec: &crate::dispatch::DispatcherSpec) {
-    d.set_defer_capacity(spec.defer.capacity);
-    d.set_drain_rate_per_s(spec.defer.drain_rate_per_s);
-    if let crate::dispatch::DispatchPolicy::Aging { max_wait, .. } = spec.policy {
-        d.set_max_wait(max_wait);
     }
 }
 

@@ -159,6 +159,7 @@ impl Limit {
     }
     /// `Ok(())` when `amount` fits now; otherwise the exact wait until it fits (`None`:
     /// never, the amount exceeds the limit).
+    #[inline]
     fn check(&self, w: QuotaWindow, amount: u64, now: SimTime) -> Result<(), Option<SimDuration>> {
         if amount > self.per_min {
             return Err(None);
@@ -189,6 +190,7 @@ impl Limit {
             }
         }
     }
+    #[inline]
     fn take(&mut self, w: QuotaWindow, amount: u64, now: SimTime) {
         match w {
             QuotaWindow::Bucket => self.level -= amount as u128 * PERIOD_NS as u128,

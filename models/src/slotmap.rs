@@ -119,7 +119,11 @@ impl<V> SlotMap<V> {
 
     /// Every entry with its tag, in no particular order (see the module doc).
     pub fn iter_unordered(&self) -> impl Iterator<Item = (u64, &V)> {
-        self.dense.iter().flatten().map(|(t, v)| (*t, v)).chain(self.overflow.iter().map(|(t, v)| (*t, v)))
+        self.dense
+            .iter()
+            .flatten()
+            .map(|(t, v)| (*t, v))
+            .chain(self.overflow.iter().map(|(t, v)| (*t, v)))
     }
 }
 

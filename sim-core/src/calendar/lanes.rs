@@ -195,9 +195,7 @@ mod tests {
                 assert!(cal.cancel(old).is_some());
             }
             assert_eq!(cal.len(), live.len() + 1);
-            assert!(
-                cal.lanes[0].queue.len() <= COMPACT_RATIO * cal.lanes[0].live + COMPACT_SLACK
-            );
+            assert!(cal.lanes[0].queue.len() <= COMPACT_RATIO * cal.lanes[0].live + COMPACT_SLACK);
         }
         assert!(cal.timer_capacity() <= 103, "timer slots are recycled");
         assert_eq!(cal.pop(), Some((SimTime(1_000_000_000), 0)));

@@ -185,14 +185,22 @@ impl Retry {
 
     /// Forgets a call (cancelled while in backoff or anywhere below): its entry goes and
     /// its Envoy slot, if any, is returned.
+    #[inline]
     pub fn forget(&mut self, call: CallId) {
+        // Inlined: at every first call the lookup misses (a fresh id), at every final
+        // outcome it hits.
         if let Some(st) = self.calls.remove(&call) {
-            if st.retry_in_flight {
-                self.budget.on_retry_done();
-            }
-            if self.ordered {
-                self.tidy_order();
-            }
+            self.forgotten(st);
+        }
+    }
+
+    /// [`Self::forget`] of a tracked call: its Envoy slot back, the eviction order tidied.
+    fn forgotten(&mut self, st: CallState) {
+        if st.retry_in_flight {
+            self.budget.on_retry_done();
+        }
+        if self.ordered {
+            self.tidy_order();
         }
     }
 

@@ -116,14 +116,21 @@ pub struct Woken {
 }
 
 /// Collects the calls governor `g` woke or answered.
+#[inline]
 pub fn drain(g: usize, govs: &mut [GovernorKind], woken: &mut impl Extend<Woken>) {
     // On the hot path (every level of every climb) both lists are nearly always empty: a
-    // governor that says so is not asked for them, and the empty extends are skipped (the
-    // order is kept).
+    // governor that says so is not asked for them (the test inlined into the climb), and
+    // the empty extends are skipped (the order is kept).
     if !govs[g].has_released() {
         debug_assert!(released_nothing(&mut govs[g]), "governor {g} hid a released call");
         return;
     }
+    drain_released(g, govs, woken);
+}
+
+/// [`drain`] of a governor that holds a released call.
+#[inline(never)]
+fn drain_released(g: usize, govs: &mut [GovernorKind], woken: &mut impl Extend<Woken>) {
     let mut ids = Vec::new();
     govs[g].take_woken(&mut ids);
     if !ids.is_empty() {

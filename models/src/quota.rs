@@ -143,6 +143,7 @@ impl Limit {
     fn cap(per_min: u64) -> u128 {
         per_min as u128 * PERIOD_NS as u128
     }
+    #[inline]
     fn refill(&mut self, elapsed: SimDuration) {
         let cap = Self::cap(self.per_min);
         self.level = cap.min(self.level + elapsed.as_ns() as u128 * self.per_min as u128);
@@ -158,6 +159,7 @@ impl Limit {
     }
     /// `Ok(())` when `amount` fits now; otherwise the exact wait until it fits (`None`:
     /// never, the amount exceeds the limit).
+    #[inline]
     fn check(&self, w: QuotaWindow, amount: u64, now: SimTime) -> Result<(), Option<SimDuration>> {
         if amount > self.per_min {
             return Err(None);
@@ -188,6 +190,7 @@ impl Limit {
             }
         }
     }
+    #[inline]
     fn take(&mut self, w: QuotaWindow, amount: u64, now: SimTime) {
         match w {
             QuotaWindow::Bucket => self.level -= amount as u128 * PERIOD_NS as u128,
@@ -270,14 +273,35 @@ impl Quota {
 
     /// Brings refills and expiries up to `now` (before reading the `remaining_*` gauges;
     /// every decision does it itself).
+    ///
+    /// At the instant of the last advance there is nothing to do: no time to refill for, and
+    /// the expiries up to `now` are done (an entry taken since, at `now`, expires later).
+    #[inline]
     pub fn advance(&mut self, now: SimTime) {
         assert!(now >= self.last, "time went backwards");
+        if now == self.last {
+            return;
+        }
         let elapsed = now - self.last;
         self.last = now;
-        for l in [&mut self.rpm, &mut self.tpm].into_iter().flatten() {
-            match self.window {
-                QuotaWindow::Bucket => l.refill(elapsed),
-                QuotaWindow::Rolling => l.expire(now),
+        // Written out, rpm then tpm (twice per call on the hot path: at admission and at
+        // completion).
+        match self.window {
+            QuotaWindow::Bucket => {
+                if let Some(l) = &mut self.rpm {
+                    l.refill(elapsed);
+                }
+                if let Some(l) = &mut self.tpm {
+                    l.refill(elapsed);
+                }
+            }
+            QuotaWindow::Rolling => {
+                if let Some(l) = &mut self.rpm {
+                    l.expire(now);
+                }
+                if let Some(l) = &mut self.tpm {
+                    l.expire(now);
+                }
             }
         }
     }

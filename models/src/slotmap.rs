@@ -116,6 +116,15 @@ impl<V> SlotMap<V> {
     pub fn values_unordered(&self) -> impl Iterator<Item = &V> {
         self.dense.iter().flatten().map(|(_, v)| v).chain(self.overflow.values())
     }
+
+    /// Every entry with its tag, in no particular order (see the module doc).
+    pub fn iter_unordered(&self) -> impl Iterator<Item = (u64, &V)> {
+        self.dense
+            .iter()
+            .flatten()
+            .map(|(t, v)| (*t, v))
+            .chain(self.overflow.iter().map(|(t, v)| (*t, v)))
+    }
 }
 
 /// A [`SlotMap`] keyed by [`CallId`] (slot = its low 32 bits).
@@ -160,6 +169,11 @@ impl<V> CallMap<V> {
     /// Every value, in no particular order (only for order-independent folds).
     pub fn values_unordered(&self) -> impl Iterator<Item = &V> {
         self.0.values_unordered()
+    }
+    /// Every entry with its call, in no particular order (only for order-independent folds,
+    /// or to be sorted).
+    pub fn iter_unordered(&self) -> impl Iterator<Item = (CallId, &V)> {
+        self.0.iter_unordered().map(|(t, v)| (CallId(t), v))
     }
 }
 

@@ -26,7 +26,11 @@
 //!
 //! Architecture invariant: per-call state lives in a `CallMap` keyed by `CallId`, bounded
 //! by `max_tracked_calls` (when full, the call tracked longest is forgotten: its outcome
-//! later passes up un-retried, counted in `evicted`). An entry is removed when the call's
+//! later passes up un-retried, counted in `evicted`). The eviction order (a FIFO of first
+//! sightings) is kept only from the moment the table is half full, built then from the
+//! table sorted by (first time, call id): below half of the bound no call can be evicted,
+//! and the FIFO's upkeep (a push per call, dead entries behind a long call, compactions)
+//! was a tenth of the surge bench's governor cost (bench/NOTES.md, session 6). An entry is removed when the call's
 //! outcome passes up or the call is forgotten ([`Governor::on_abandon`] / [`Retry::forget`]).
 //! `active() == calls.len()`; the Envoy budget's retries in flight ≤ `active()`.
 //!
@@ -91,10 +95,13 @@ pub struct Retry {
     budget: BudgetState,
     max_tracked: usize,
     calls: CallMap<CallState>,
-    /// Eviction order: (first-call time, call) in the order calls were first seen, which
-    /// is time order. Forgotten calls stay until they reach the front or a compaction
-    /// (`tidy_order`); an entry is live while its call is tracked with that first time.
+    /// Eviction order, once `ordered`: (first-call time, call) in the order calls were
+    /// first seen, which is time order. Forgotten calls stay until they reach the front or
+    /// a compaction (`tidy_order`); an entry is live while its call is tracked with that
+    /// first time. Empty while not `ordered`.
     order: VecDeque<(SimTime, CallId)>,
+    /// Is `order` kept? From the first time the table is half full (`keep_order`) on.
+    ordered: bool,
     /// Attempts sent (first calls + retries).
     pub attempts: u64,
     pub retries: u64,
@@ -140,6 +147,7 @@ impl Retry {
             max_tracked: spec.max_tracked_calls as usize,
             calls: CallMap::new(),
             order: VecDeque::new(),
+            ordered: false,
             attempts: 0,
             retries: 0,
             retries_denied_by_budget: 0,
@@ -177,13 +185,38 @@ impl Retry {
 
     /// Forgets a call (cancelled while in backoff or anywhere below): its entry goes and
     /// its Envoy slot, if any, is returned.
+    #[inline]
     pub fn forget(&mut self, call: CallId) {
+        // Inlined: at every first call the lookup misses (a fresh id), at every final
+        // outcome it hits.
         if let Some(st) = self.calls.remove(&call) {
-            if st.retry_in_flight {
-                self.budget.on_retry_done();
-            }
+            self.forgotten(st);
+        }
+    }
+
+    /// [`Self::forget`] of a tracked call: its Envoy slot back, the eviction order tidied.
+    fn forgotten(&mut self, st: CallState) {
+        if st.retry_in_flight {
+            self.budget.on_retry_done();
+        }
+        if self.ordered {
             self.tidy_order();
         }
+    }
+
+    /// Starts keeping the eviction order when the table is half full: built from the
+    /// table sorted by (first time, call id), the order an ordered set of both gives, as
+    /// [`Self::oldest`] reads it. A call can be evicted only at a full table, and the
+    /// table grows by one call at a time, so the order exists before any eviction.
+    fn keep_order(&mut self) {
+        if self.ordered || 2 * self.calls.len() < self.max_tracked {
+            return;
+        }
+        let mut all: Vec<(SimTime, CallId)> =
+            self.calls.iter_unordered().map(|(c, st)| (st.first, c)).collect();
+        all.sort_unstable();
+        self.order = all.into();
+        self.ordered = true;
     }
 
     fn is_live(&self, (first, call): (SimTime, CallId)) -> bool {
@@ -215,7 +248,7 @@ impl Retry {
     }
 
     fn check(&self) {
-        assert!(self.calls.len() <= self.order.len());
+        assert!(!self.ordered || self.calls.len() <= self.order.len());
         assert!(self.calls.len() <= self.max_tracked);
         if let Some(n) = self.budget.retries_in_flight() {
             assert!(n as usize <= self.calls.len(), "retries in flight ≤ active calls");
@@ -245,7 +278,11 @@ impl Governor for Retry {
             retry_in_flight: false,
         };
         self.calls.insert(call.call, st);
-        self.order.push_back((now, call.call));
+        if self.ordered {
+            self.order.push_back((now, call.call));
+        } else {
+            self.keep_order();
+        }
         self.attempts += 1;
         self.budget.on_request(now);
         self.check();

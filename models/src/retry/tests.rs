@@ -295,6 +295,49 @@ fn bounded_call_table() {
     assert_eq!(r.on_outcome(&call(2, 0), fail(Timeout), ms(3)), after(500));
 }
 
+/// Eviction follows the smallest (first time, call id) whether the order was kept from the
+/// first call or built when the table reached half its bound: the tracked set matches an
+/// ordered-set reference after every step (calls of one instant seen in any id order,
+/// outcomes in any order, tables of 1 to 64).
+#[test]
+fn eviction_matches_an_ordered_set_reference() {
+    for max in [1u64, 2, 3, 7, 64] {
+        let mut r = retry(|s| s.max_tracked_calls = max);
+        let mut reference = std::collections::BTreeSet::new(); // (first, id)
+        let (mut x, mut now, mut evicted) = (12345u64, 0u64, 0u64);
+        for i in 0..20_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let k = x >> 33;
+            if k % 3 == 0 {
+                now += k / 3 % 3; // often the same instant
+            }
+            if k % 5 < 3 || reference.is_empty() {
+                // A new call, ids in no particular order.
+                let id = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17); // a bijection of i
+                if reference.len() as u64 >= max {
+                    let oldest = *reference.iter().next().expect("full");
+                    reference.remove(&oldest);
+                    evicted += 1;
+                }
+                reference.insert((SimTime(now), CallId(id)));
+                r.on_call(&CallInfo::simple(id, 0), SimTime(now));
+            } else {
+                // An outcome for a tracked call, any of them.
+                let pick = (k / 5) as usize % reference.len();
+                let e = *reference.iter().nth(pick).expect("in range");
+                reference.remove(&e);
+                let o = r.on_outcome(&CallInfo::simple(e.1.0, 0), Outcome::Success, SimTime(now));
+                assert_eq!(o, up(Outcome::Success));
+            }
+            assert_eq!((r.active(), r.evicted), (reference.len(), evicted), "max {max}, step {i}");
+            for &(first, c) in &reference {
+                assert!(r.calls.get(&c).is_some_and(|st| st.first == first), "max {max}, step {i}");
+            }
+        }
+        assert!(r.ordered, "max {max}: the table was half full at some point");
+    }
+}
+
 /// Every field written out reads back the same (scenario files are also written).
 #[test]
 fn spec_ron_round_trip() {

@@ -173,7 +173,8 @@ pub trait AppSetters {
 }
 
 crate::params::declare_params! {
-    AppSpec: "app", name = |s| s.name, state = dyn AppSetters + '_;
+    AppSpec: "app", name = |s| s.name, part = thread_overhead[ThreadOverheadSpec],
+        state = dyn AppSetters + '_;
     healthy: Bool, "", runtime(apply = |a, on, now| a.set_healthy(on, now)),
         "health signal: deferred tasks are replayed only while true", default = true;
     instances: Count { min: 1, max: 1024 }, "", fixed, "identical instances behind the balancer",
@@ -244,6 +245,35 @@ pub fn set_queue_param(
 
 #[cfg(test)]
 mod tests {
+    /// An app's thread overhead is an optional part: its rows are listed as
+    /// `thread_overhead.<row>` where it is set, parsed with their ranges, and a sweep's
+    /// `set` writes them into it (never creating one where there is none).
+    #[test]
+    fn thread_overhead_is_an_optional_part() {
+        use crate::params::{ParamValue as V, Params};
+        let with: super::AppSpec =
+            ron::from_str(r#"App(name: "svc", thread_overhead: Some((cpu_cores: 4)))"#).unwrap();
+        let mut with = with;
+        assert_eq!(with.get("thread_overhead.cpu_cores"), Some(V::Count(4)));
+        assert_eq!(with.get("thread_overhead.overhead_per_thread"), Some(V::Float(0.0004)));
+        assert_eq!(
+            super::AppSpec::field_of("thread_overhead.knee_threads"),
+            "thread_overhead.knee_threads"
+        );
+        with.set("thread_overhead.knee_threads", V::Count(200)).unwrap();
+        assert_eq!(with.thread_overhead.as_ref().unwrap().knee_threads, 200);
+        let mut without: super::AppSpec = ron::from_str(r#"App(name: "svc")"#).unwrap();
+        assert_eq!(without.get("thread_overhead.cpu_cores"), None, "absent: not listed");
+        assert!(without.set("thread_overhead.cpu_cores", V::Count(2)).is_err());
+        assert!(without.thread_overhead.is_none());
+        let e = ron::from_str::<super::AppSpec>(
+            r#"App(name: "svc", thread_overhead: Some((cpu_cores: 0)))"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("expected an integer in [1, 1000000], found 0"), "{e}");
+    }
+
     use crate::scenario::ScenarioSpec;
 
     fn check(apps: &str, source_app: &str) -> Result<(), (String, String)> {

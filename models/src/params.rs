@@ -534,6 +534,27 @@ pub fn indexed_decls(
         .clone()
 }
 
+/// The declarations `<field>.<name>` of an optional part held in the field `field`
+/// (`thread_overhead.cpu_cores` of an app): listed where the part is present, since `get`
+/// finds nothing in an absent one; built once, the names leaked into `cache` (bounded).
+pub fn part_decls(
+    field: &str,
+    rows: fn() -> Vec<ParamDecl>,
+    cache: &'static std::sync::OnceLock<Vec<ParamDecl>>,
+) -> Vec<ParamDecl> {
+    cache
+        .get_or_init(|| {
+            rows()
+                .into_iter()
+                .map(|d| ParamDecl {
+                    name: Box::leak(format!("{field}.{}", d.name).into_boxed_str()),
+                    ..d
+                })
+                .collect()
+        })
+        .clone()
+}
+
 /// `rule3.count` → (3, "count") for the prefix `rule`.
 pub fn split_indexed<'a>(prefix: &str, p: &'a str) -> Option<(usize, &'a str)> {
     let (r, field) = p.split_once('.')?;

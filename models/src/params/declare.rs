@@ -111,7 +111,10 @@ pub(crate) use param_choices;
 /// has no path of its own ([`ParamRows`](super::ParamRows)): its component lists them under indexed names
 /// (`flow.<name>.rule<i>.count`, [`indexed_decls`](super::indexed_decls), [`split_indexed`](super::split_indexed)),
 /// declared with `parts = RULE => rules[FlowRule; MAX_RULES]` after the kind (the prefix, the
-/// field holding the parts, their type and how many at most).
+/// field holding the parts, their type and how many at most). An optional part held in an
+/// `Option` field is declared with `part = thread_overhead[ThreadOverheadSpec]` (the field
+/// and the part's type): its rows are listed as `<field>.<row>` where the part is present
+/// (`app.<name>.thread_overhead.cpu_cores`, [`part_decls`](super::part_decls)).
 macro_rules! declare_params {
     // A part declared with its own rows (a flow rule of `flow.<name>`): [`ParamRows`](super::ParamRows),
     // listed by its component under indexed names ([`indexed_decls`](super::indexed_decls)).
@@ -299,6 +302,7 @@ macro_rules! declare_params {
         $(, field_of = $field_of:expr)?
         $(, check = $check:expr)?
         $(, parts = $prefix:expr => $parts:ident [$part:ty; $max:expr])?
+        $(, part = $opt:ident [$opt_ty:ty])?
         $(, state = $state:ty $(, generics = [$($gen:tt)*])?)? ;
         $($rows:tt)*
     ) => {
@@ -324,12 +328,24 @@ macro_rules! declare_params {
                         &PARTS,
                     ));
                 )?
+                $(
+                    static PART: std::sync::OnceLock<Vec<$crate::params::ParamDecl>> =
+                        std::sync::OnceLock::new();
+                    v.extend($crate::params::part_decls(
+                        stringify!($opt),
+                        <$opt_ty as $crate::params::ParamRows>::row_decls,
+                        &PART,
+                    ));
+                )?
                 v
             }
             #[allow(unused_variables)]
             fn field_of(param: &str) -> String {
                 $(if let Some((i, f)) = $crate::params::split_indexed($prefix, param) {
                     return format!("{}[{i}].{f}", stringify!($parts));
+                })?
+                $(if param.strip_prefix(concat!(stringify!($opt), ".")).is_some() {
+                    return param.to_string();
                 })?
                 let own: fn(&str) -> String = |p| p.to_string();
                 $(let own: fn(&str) -> String = $field_of;)?
@@ -339,6 +355,9 @@ macro_rules! declare_params {
                 $(if let Some((i, f)) = $crate::params::split_indexed($prefix, p) {
                     return $crate::params::ParamRows::row_get(self.$parts.get(i)?, f);
                 })?
+                $(if let Some(f) = p.strip_prefix(concat!(stringify!($opt), ".")) {
+                    return $crate::params::ParamRows::row_get(self.$opt.as_ref()?, f);
+                })?
                 $crate::params::ParamRows::row_get(self, p)
             }
             fn set(&mut self, p: &str, v: $crate::params::ParamValue) -> Result<(), String> {
@@ -346,6 +365,11 @@ macro_rules! declare_params {
                     $(if let Some((i, f)) = $crate::params::split_indexed($prefix, p) {
                         let part = s.$parts.get_mut(i);
                         let part = part.ok_or_else(|| format!("{} has no parameter `{p}`", $kind))?;
+                        return $crate::params::ParamRows::row_set(part, f, v);
+                    })?
+                    $(if let Some(f) = p.strip_prefix(concat!(stringify!($opt), ".")) {
+                        let part = s.$opt.as_mut();
+                        let part = part.ok_or_else(|| format!("{} has no `{}`", $kind, stringify!($opt)))?;
                         return $crate::params::ParamRows::row_set(part, f, v);
                     })?
                     $crate::params::ParamRows::row_set(s, p, v)

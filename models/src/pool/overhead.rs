@@ -24,21 +24,32 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields, rename = "ThreadOverhead")]
 pub struct ThreadOverheadSpec {
     /// Cores the CPU parts of tasks share (≥ 1).
-    #[serde(default = "default_cores", deserialize_with = "crate::validate::at_least_one")]
+    #[serde(default = "D::cpu_cores", deserialize_with = "R::cpu_cores")]
     pub cpu_cores: u64,
     /// Extra CPU-time fraction per live thread beyond the knee (context switching, locks, GC).
-    #[serde(default = "default_alpha", deserialize_with = "crate::validate::probability")]
+    #[serde(default = "D::overhead_per_thread", deserialize_with = "R::overhead_per_thread")]
     pub overhead_per_thread: f64,
     /// Threads that cost nothing extra.
-    #[serde(default)]
+    #[serde(default = "D::knee_threads", deserialize_with = "R::knee_threads")]
     pub knee_threads: u64,
 }
 
-fn default_cores() -> u64 {
-    16
-}
-fn default_alpha() -> f64 {
-    0.0004
+/// The defaults declared in the rows below (those of [`ThreadOverheadSpec::incident_12`]).
+type D = crate::params::Defaults<ThreadOverheadSpec>;
+/// The fields parsed with their rows' types and ranges.
+type R = crate::params::Ranged<ThreadOverheadSpec>;
+
+// Listed under the app that holds it: `app.<name>.thread_overhead.<row>` (`part =` in
+// `app.rs`'s table).
+crate::params::declare_params! {
+    rows ThreadOverheadSpec: "thread overhead";
+    cpu_cores: Count { min: 1, max: 1_000_000 }, "cores", fixed,
+        "cores the CPU parts of tasks share (processor sharing beyond them)", default = 16;
+    overhead_per_thread: Float { min: 0.0, max: 1.0 }, "per thread", fixed,
+        "extra CPU-time fraction per live thread beyond the knee (context switches, locks, GC)",
+        default = 0.0004;
+    knee_threads: Count { min: 0, max: 100_000_000 }, "threads", fixed,
+        "live threads that cost nothing extra", default = 0;
 }
 
 impl Default for ThreadOverheadSpec {
@@ -50,7 +61,11 @@ impl Default for ThreadOverheadSpec {
 impl ThreadOverheadSpec {
     /// The parameters fitted to SPEC incident 12 (see the module doc).
     pub fn incident_12() -> Self {
-        ThreadOverheadSpec { cpu_cores: 16, overhead_per_thread: 0.0004, knee_threads: 0 }
+        ThreadOverheadSpec {
+            cpu_cores: D::cpu_cores(),
+            overhead_per_thread: D::overhead_per_thread(),
+            knee_threads: D::knee_threads(),
+        }
     }
 
     /// CPU-time multiplier with `alive` threads in the process.

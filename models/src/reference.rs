@@ -69,9 +69,11 @@ pub fn param_kinds() -> Vec<KindParams> {
 
 /// `rule7.count` → `rule<i>.count` (a flow rule's index), `degrade3.count` →
 /// `degrade<j>.count` (a resource's degrade rule), `queue2.capacity` → `queue<c>.capacity`
-/// (a dispatcher's class queue): one row for all.
+/// (a dispatcher's class queue), `class_policy1.max_attempts` → `class_policy<k>.max_attempts`
+/// (a retry's class override): one row for all.
 fn generic_name(name: &str) -> Option<String> {
-    for (prefix, index) in [("rule", "i"), ("degrade", "j"), ("queue", "c")] {
+    for (prefix, index) in [("rule", "i"), ("degrade", "j"), ("queue", "c"), ("class_policy", "k")]
+    {
         if let Some((r, field)) = name.split_once('.')
             && let Some(n) = r.strip_prefix(prefix)
             && n.parse::<u32>().is_ok()

@@ -204,15 +204,17 @@ mod reason_list {
 }
 
 crate::params::declare_params! {
-    RetrySpec: "retry", name = |s| s.name, state = super::Retry;
-    max_attempts: Count { min: 1, max: 100 }, "attempts",
+    RetrySpec: "retry", name = |s| s.name,
+        parts = CLASS_POLICY => class_policies[ClassRetryPolicy; MAX_CLASS_POLICIES],
+        state = super::Retry;
+    max_attempts: Count { min: 1, max: MAX_ATTEMPTS }, "attempts",
         runtime(apply = |r, n| r.set_max_attempts(n)),
         "attempts including the first call (classes without their own follow it)", default = 3;
     // Parsed by `reason_list` (its messages say why a reason is never retried).
     retry_on: List { of: &RETRY_REASON, min_len: 0, max_len: RETRYABLE.len() }, "", fixed,
         "reasons whose failures and rejections are retried (classes without their own follow it)",
         default = default_retry_on();
-    wait_duration: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
+    wait_duration: Duration { min: SimDuration::ZERO, max: MAX_INTERVAL },
         "ns", fixed, "the (first) backoff interval",
         get = |s| s.backoff.wait_duration(),
         set = |s, d| s.backoff.set_wait_duration(d);
@@ -226,8 +228,7 @@ crate::params::declare_params! {
         default = 0.5,
         opt_get = |s| s.jitter.randomized_wait_factor(),
         set = |s, x| s.jitter.set_randomized_wait_factor(x);
-    jitter_cap: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
-        fixed,
+    jitter_cap: Duration { min: SimDuration::ZERO, max: MAX_INTERVAL }, "ns", fixed,
         "upper bound of a decorrelated-jitter interval (Decorrelated jitter only)",
         opt_get = |s| s.jitter.cap(),
         set = |s, d| s.jitter.set_cap(d);
@@ -266,6 +267,53 @@ crate::params::declare_params! {
         "bound on calls tracked at once", default = 1_000_000;
 }
 
+/// Attempts of a policy (the default's or a class's), the first call included.
+const MAX_ATTEMPTS: u64 = 100;
+/// Bound on a backoff interval or a jitter cap.
+const MAX_INTERVAL: SimDuration = SimDuration::from_secs(86_400);
+/// The prefix of a class override's parameters: `class_policy<i>.max_attempts` for the i-th
+/// entry of `class_policies`.
+const CLASS_POLICY: &str = "class_policy";
+/// At most one override per class, and a scenario has at most 64 classes.
+const MAX_CLASS_POLICIES: usize = 64;
+
+// A class's override (`retry.<name>.class_policy<i>.<row>`), registered only where the
+// override sets the value (absent fields follow the default policy's rows above).
+crate::params::declare_params! {
+    rows ClassRetryPolicy: "class retry policy";
+    max_attempts: Count { min: 1, max: MAX_ATTEMPTS }, "attempts", fixed,
+        "this class's attempts including the first call",
+        opt_get = |s| s.max_attempts, set = |s, n| s.max_attempts = Some(n);
+    retry_on: List { of: &RETRY_REASON, min_len: 0, max_len: RETRYABLE.len() }, "", fixed,
+        "reasons retried for this class",
+        opt_get = |s| s.retry_on.clone(), set = |s, v| s.retry_on = Some(v);
+    total_budget: Duration { min: SimDuration::ZERO, max: SimDuration(u64::MAX) }, "ns", fixed,
+        "this class's time from the first call within which every retry must be sent",
+        opt_get = |s| s.total_budget, set = |s, d| s.total_budget = Some(d);
+    wait_duration: Duration { min: SimDuration::ZERO, max: MAX_INTERVAL }, "ns", fixed,
+        "this class's (first) backoff interval",
+        opt_get = |s| s.backoff.as_ref().map(|b| b.wait_duration()),
+        set = |s, d| own(&mut s.backoff)?.set_wait_duration(d);
+    backoff_multiplier: Float { min: 1.0, max: 100.0 }, "×", fixed,
+        "this class's exponential backoff factor (Exponential only)",
+        opt_get = |s| s.backoff.as_ref().and_then(|b| b.multiplier()),
+        set = |s, x| own(&mut s.backoff)?.set_multiplier(x);
+    randomized_wait_factor: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
+        "this class's randomized-interval spread (Randomized jitter only)",
+        opt_get = |s| s.jitter.as_ref().and_then(|j| j.randomized_wait_factor()),
+        set = |s, x| own(&mut s.jitter)?.set_randomized_wait_factor(x);
+    jitter_cap: Duration { min: SimDuration::ZERO, max: MAX_INTERVAL }, "ns", fixed,
+        "this class's decorrelated-jitter cap (Decorrelated jitter only)",
+        opt_get = |s| s.jitter.as_ref().and_then(|j| j.cap()),
+        set = |s, d| own(&mut s.jitter)?.set_cap(d);
+}
+
+/// A class override's own backoff or jitter, to write one of its settings (registered only
+/// where the class sets one, so a validated change always finds it).
+fn own<T>(x: &mut Option<T>) -> Result<&mut T, String> {
+    x.as_mut().ok_or_else(|| "class retry policy: the class follows the default here".into())
+}
+
 #[cfg(test)]
 mod param_tests {
     use super::*;
@@ -299,6 +347,28 @@ mod param_tests {
         let expected: Vec<&str> =
             Reason::ALL.iter().filter(|r| !NEVER_RETRIED.contains(r)).map(|r| r.name()).collect();
         assert_eq!(RETRYABLE, expected.as_slice());
+    }
+
+    /// A class's overrides are parameters `class_policy<i>.<row>` where the class sets
+    /// them; a sweep's `set` writes the override, never the default policy.
+    #[test]
+    fn class_overrides_are_indexed_parameters() {
+        let text = r#"Retry(name: "r", max_attempts: 3, class_policies: [
+            (class: "P0", max_attempts: 5, backoff: Exponential(wait_duration: "100ms")),
+            (class: "P2", retry_on: ["timeout"])])"#;
+        let mut r: RetrySpec = ron::from_str(text).unwrap();
+        assert_eq!(r.get("class_policy0.max_attempts"), Some(V::Count(5)));
+        assert_eq!(r.get("class_policy1.max_attempts"), None, "P2 follows the default");
+        assert_eq!(r.get("class_policy0.backoff_multiplier"), Some(V::Float(1.5)));
+        assert_eq!(r.get("class_policy1.retry_on"), Some(V::List(vec![V::Name("timeout".into())])));
+        assert_eq!(RetrySpec::field_of("class_policy1.retry_on"), "class_policies[1].retry_on");
+        r.set("class_policy0.max_attempts", V::Count(2)).unwrap();
+        r.set("class_policy0.wait_duration", V::Duration(SimDuration::from_ms(50))).unwrap();
+        assert_eq!(r.class_policies[0].max_attempts, Some(2));
+        assert_eq!(r.class_policies[0].backoff.as_ref().unwrap().wait_duration().0, 50_000_000);
+        assert_eq!(r.max_attempts, 3, "the default is untouched");
+        assert!(r.set("class_policy5.max_attempts", V::Count(2)).is_err(), "no sixth override");
+        assert!(r.set("class_policy1.wait_duration", V::Duration(SimDuration::ZERO)).is_err());
     }
 
     /// `retry_on` is a registered list parameter: read, swept (set) and checked as one.

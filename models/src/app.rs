@@ -174,7 +174,14 @@ pub trait AppSetters {
 
 crate::params::declare_params! {
     AppSpec: "app", name = |s| s.name, part = thread_overhead[ThreadOverheadSpec],
+        scenario_only = [
+            dispatcher: "a component of its own: `dispatcher.<name>.*`",
+            pool: "the pool layout (shared or per class); its pools are components of their own: `pool.<name>.*`",
+        ],
         state = dyn AppSetters + '_;
+    local_work: DurationDist, "ns", fixed,
+        "CPU time on the worker thread per request before its pipeline starts (declared only)",
+        opt_get = |s| s.local_work.clone(), set = |s, d| s.local_work = Some(d);
     healthy: Bool, "", runtime(apply = |a, on, now| a.set_healthy(on, now)),
         "health signal: deferred tasks are replayed only while true", default = true;
     instances: Count { min: 1, max: 1024 }, "", fixed, "identical instances behind the balancer",

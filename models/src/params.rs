@@ -498,6 +498,11 @@ pub trait Params {
     }
     /// Writes a value already checked against the declared type.
     fn set(&mut self, param: &str, value: ParamValue) -> Result<(), String>;
+    /// The fields of the declaration that are set in the scenario only, not parameters,
+    /// each with the reason (a reference to another component, a structure valid only as a
+    /// whole): `scenario_only = [...]` in its `declare_params!` header. Every other field a
+    /// declaration writes is a registered parameter ([`fields::unregistered_fields`]).
+    const SCENARIO_ONLY: &'static [(&'static str, &'static str)] = &[];
 }
 
 /// The rows of a [`declare_params!`] table: a kind's parameters by name (what [`Params`]
@@ -507,6 +512,8 @@ pub trait ParamRows {
     fn row_decls() -> Vec<ParamDecl>;
     fn row_get(&self, param: &str) -> Option<ParamValue>;
     fn row_set(&mut self, param: &str, value: ParamValue) -> Result<(), String>;
+    /// The field path of a row declared with `field = "…"` (a value held in a sub-structure).
+    fn row_field(param: &str) -> Option<&'static str>;
 }
 
 /// The declarations `<prefix><i>.<name>` for i < `n` of a part with declarations `rows`
@@ -720,6 +727,7 @@ pub trait ParamChoice: Sized + Copy + 'static {
 }
 
 mod declare;
+pub mod fields;
 pub(crate) use declare::{declare_params, param_choices};
 
 /// Splits `kind.name.param` (the instance name may not contain dots).

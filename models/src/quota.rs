@@ -41,14 +41,16 @@ const PERIOD_NS: u64 = 60_000_000_000;
 const PERIOD: SimDuration = SimDuration::from_ns(PERIOD_NS);
 const NS_PER_S: u64 = 1_000_000_000;
 
-/// How capacity comes back.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum QuotaWindow {
-    /// Continuous refill at limit/60 s; capacity = the per-minute limit (OpenAI).
-    #[default]
-    Bucket,
-    /// Admissions in the last 60 s, each released exactly 60 s after it was taken.
-    Rolling,
+crate::params::param_choices! {
+    /// How capacity comes back.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum QuotaWindow {
+        /// Continuous refill at limit/60 s; capacity = the per-minute limit (OpenAI).
+        #[default]
+        Bucket = "Bucket",
+        /// Admissions in the last 60 s, each released exactly 60 s after it was taken.
+        Rolling = "Rolling",
+    }
 }
 
 /// What a 429 says about when to come back.
@@ -80,7 +82,7 @@ pub struct QuotaSpec {
     /// Concurrent requests in progress at the provider (`None`: unlimited).
     #[serde(default = "D::max_concurrency", deserialize_with = "R::max_concurrency")]
     pub max_concurrency: Option<u64>,
-    #[serde(default)]
+    #[serde(default = "D::window")]
     pub window: QuotaWindow,
     /// Give back `reserved − used` tokens when a request completes (default: no, as
     /// OpenAI's documentation describes).
@@ -426,7 +428,11 @@ pub fn whole_seconds_up(d: SimDuration) -> SimDuration {
 }
 
 crate::params::declare_params! {
-    QuotaSpec: "quota", name = |s| s.name, state = Quota;
+    QuotaSpec: "quota", name = |s| s.name,
+        scenario_only = [
+            retry_after: "a choice carrying a value (Off, Computed, Fixed(d)): no parameter type for it",
+        ],
+        state = Quota;
     rpm: OptCount { min: 1, max: 1_000_000_000_000 }, "requests/min",
         runtime(apply = |q, n, now| q.set_rpm(n, now)),
         "requests per minute (None = unlimited)", default = None;
@@ -436,6 +442,9 @@ crate::params::declare_params! {
     max_concurrency: OptCount { min: 1, max: 1_000_000_000_000 }, "requests",
         runtime(apply = |q, n| q.set_max_concurrency(n)),
         "concurrent requests (None = unlimited)", default = None;
+    window: Enum { choices: QuotaWindow::CHOICES }, "", fixed,
+        "how capacity comes back: Bucket (continuous refill, OpenAI) or Rolling (each admission released 60 s later)",
+        default = "Bucket";
     refund_unused: Bool, "",
         runtime(apply = |q, on| q.set_refund_unused(on)),
         "give back unused reserved tokens at completion",

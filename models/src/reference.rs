@@ -25,10 +25,19 @@ pub struct KindParams {
     /// How the instance segment is written in docs (`<name>`, `<dispatcher>-<class>`).
     pub instance: &'static str,
     pub decls: Vec<ParamDecl>,
+    /// The declaration's fields set in the scenario only, with the reason
+    /// ([`Params::SCENARIO_ONLY`]).
+    pub scenario_only: &'static [(&'static str, &'static str)],
 }
 
 fn of<P: Params>(group: &'static str, instance: &'static str) -> KindParams {
-    KindParams { kind: P::KIND, group, instance, decls: P::decls() }
+    KindParams {
+        kind: P::KIND,
+        group,
+        instance,
+        decls: P::decls(),
+        scenario_only: P::SCENARIO_ONLY,
+    }
 }
 
 macro_rules! governor_params {
@@ -104,6 +113,17 @@ pub fn parameter_table() -> String {
                 if d.runtime { "yes" } else { "no" },
                 d.doc.replace('|', "\\|"),
             ));
+        }
+    }
+    out.push_str(
+        "\nFields a declaration writes that are set in the scenario only, not parameters (every \
+         other field is the root of a parameter's field path: \
+         `models/tests/suite/every_component.rs` checks a scenario with every kind):\n\n\
+         | field | why it is not a parameter |\n|---|---|\n",
+    );
+    for k in param_kinds() {
+        for (field, why) in k.scenario_only {
+            out.push_str(&format!("| `{}.{field}` | {} |\n", k.kind, why.replace('|', "\\|")));
         }
     }
     out

@@ -202,12 +202,19 @@ pub trait SourceSetters {
 
 crate::params::declare_params! {
     SourceSpec: "source", name = |s| s.name,
-        field_of = |p: &str| match p {
-            "trace_rate_scale" => "trace.rate_scale".into(),
-            "users" => "closed_loop.users".into(),
-            "think_time" => "closed_loop.think_time".into(),
-            p => p.to_string(),
-        },
+        scenario_only = [
+            target: "a reference to a pipeline or call site",
+            class: "a reference to a class",
+            app: "a reference to an app",
+            assign: "class assignment rules: a list valid as a whole",
+            prompt_tokens: "a distribution of token counts: no parameter type for one yet (durations only)",
+            output_tokens: "a distribution of token counts: no parameter type for one yet (durations only)",
+            keys: "a distribution of cache keys: no parameter type for one yet (durations only)",
+            budget: "an optional deadline: no parameter type for an optional duration yet",
+            profile: "a rate curve valid only as a whole (see above); scale it with `rate_multiplier`",
+            history_tokens: "a distribution of token counts: no parameter type for one yet (durations only)",
+            script: "scripted requests: a list valid as a whole",
+        ],
         state = dyn SourceSetters + '_;
     // Renewal sources only.
     interarrival: DurationDist, "ns", runtime(apply = |s, d| s.set_interarrival(d)),
@@ -217,6 +224,8 @@ crate::params::declare_params! {
         "time of the first arrival";
     limit: OptCount { min: 1, max: u64::MAX }, "requests", fixed,
         "stop after this many requests (None = unlimited)";
+    weight: OptCount { min: 1, max: u64::MAX }, "", fixed,
+        "weight of every request of this source, overriding its class's (None = the class's)";
     // Trace sources only.
     trace_rate_scale: Float { min: 1e-6, max: 1e6 }, "×", fixed,
         "replay speed of a trace source (2 = twice the recorded rate)",
@@ -224,7 +233,8 @@ crate::params::declare_params! {
         set = |s, x| match s.trace.as_mut() {
             Some(t) => t.rate_scale = x,
             None => return Err(absent("trace_rate_scale")),
-        };
+        },
+        field = "trace.rate_scale";
     // Renewal sources only.
     rate_multiplier: Float { min: 1e-3, max: 1e3 }, "×",
         runtime(apply = |s, x| s.set_rate_multiplier(x)),
@@ -238,12 +248,14 @@ crate::params::declare_params! {
         set = |s, n| match s.closed_loop.as_mut() {
             Some(c) => c.users = n,
             None => return Err(absent("users")),
-        };
+        },
+        field = "closed_loop.users";
     think_time: DurationDist, "ns", runtime(apply = |s, d| s.set_think_time(d)),
         "closed-loop think time (takes effect from the next think)",
         opt_get = |s| s.closed_loop.as_ref().map(|c| c.think_time.clone()),
         set = |s, d| match s.closed_loop.as_mut() {
             Some(c) => c.think_time = d,
             None => return Err(absent("think_time")),
-        };
+        },
+        field = "closed_loop.think_time";
 }

@@ -28,7 +28,7 @@ pub struct StationSpec {
     pub queue_capacity: Option<u64>,
     /// How a full station answers: `QueueFull` (a local queue) or `Upstream429` (a
     /// provider's concurrency quota).
-    #[serde(default)]
+    #[serde(default = "crate::params::Defaults::<StationSpec>::reject_as")]
     pub reject_as: RejectAs,
     /// Service time of one request.
     pub service: Dist<SimDuration>,
@@ -91,7 +91,7 @@ pub struct StationSpec {
     /// Answers are SSE streams (`crate::stream`): a first chunk after the prompt part of
     /// the service time, then the output tokens in chunks; TTFT and chunk gaps measured,
     /// stalls injectable, the call site's `stream_read_timeout` applies.
-    #[serde(default)]
+    #[serde(default = "D::streaming")]
     pub streaming: bool,
     /// Output tokens per streamed chunk (1 = a chunk per token).
     #[serde(
@@ -119,14 +119,16 @@ type R = crate::params::Ranged<StationSpec>;
 
 const MAX_SERVERS: u64 = 1_000_000;
 
-/// The answer of a full station.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RejectAs {
-    /// "System busy" from a local bounded queue (`rejected_queue_full`).
-    #[default]
-    QueueFull,
-    /// HTTP 429 from a provider over its concurrency quota (`rejected_upstream_429`).
-    Upstream429,
+crate::params::param_choices! {
+    /// The answer of a full station.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum RejectAs {
+        /// "System busy" from a local bounded queue (`rejected_queue_full`).
+        #[default]
+        QueueFull = "QueueFull",
+        /// HTTP 429 from a provider over its concurrency quota (`rejected_upstream_429`).
+        Upstream429 = "Upstream429",
+    }
 }
 
 impl RejectAs {
@@ -139,11 +141,19 @@ impl RejectAs {
 }
 
 crate::params::declare_params! {
-    StationSpec: "station", name = |s| s.name, state = Station<T>, generics = [T: Copy];
+    StationSpec: "station", name = |s| s.name,
+        scenario_only = [
+            quota: "a reference to a quota (`quotas`)",
+            script: "scripted answers: a list valid as a whole (the n-th service gets the n-th)",
+        ],
+        state = Station<T>, generics = [T: Copy];
     servers: Count { min: 1, max: MAX_SERVERS }, "servers", runtime(apply = |st, n| st.servers = n),
         "identical servers working in parallel";
     queue_capacity: OptCount { min: 0, max: u64::MAX }, "requests", fixed,
         "waiting places in front of the servers (None = unbounded, Some(0) = none)";
+    reject_as: Enum { choices: RejectAs::CHOICES }, "", fixed,
+        "a full station's answer: QueueFull (a local queue) or Upstream429 (a provider's concurrency quota)",
+        default = "QueueFull";
     cancellation: Bool, "", runtime(apply = |st, on| st.cancellation = on),
         "drop the work of calls whose client timed out (false: it runs to the end)";
     error_rate: Float { min: 0.0, max: 1.0 }, "probability",
@@ -173,6 +183,9 @@ crate::params::declare_params! {
         "price per 1000 prompt tokens (summed into station.<name>.cost)", default = 0.0;
     cost_per_1k_output_tokens: Float { min: 0.0, max: 1e6 }, "price/1000 tokens", fixed,
         "price per 1000 output tokens (summed into station.<name>.cost)", default = 0.0;
+    streaming: Bool, "", fixed,
+        "answers are SSE streams: a first chunk after the prompt part, then the output in chunks",
+        default = false;
     // Stream settings exist (are registered) only on a streaming station.
     chunk_tokens: Count { min: 1, max: crate::stream::MAX_CHUNK_TOKENS }, "tokens",
         runtime(apply = |st, n| st.stream.chunk_tokens = n),

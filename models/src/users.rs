@@ -139,7 +139,11 @@ type R = crate::params::Ranged<UsersSpec>;
 
 crate::params::declare_params! {
     // A scenario has one population: its instance is `all`.
-    UsersSpec: "users", name = |_s| "all";
+    UsersSpec: "users", name = |_s| "all",
+        scenario_only = [
+            segments: "components of their own: `segment.<name>.share`",
+            vip_class: "a reference to a class",
+        ];
     count: Count { min: 1, max: MAX_USERS }, "users", fixed, "number of users (ids 1..=count)";
     vip_share: Float { min: 0.0, max: 1.0 }, "share", fixed,
         "share of users who are VIPs (the lowest ids)", default = 0.0;

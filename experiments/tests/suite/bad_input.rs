@@ -1,7 +1,8 @@
 //! Bad input is data: every `tests/bad_input/*.ron` file must fail to load with exactly the
 //! message listed for it in `tests/bad_input/expected.txt` (`<file>:<line>:<col>: <field>:
 //! <message>`, the folder written as `<dir>/` inside messages; a file with several errors
-//! has one line per error).
+//! has one line per error). After a deliberate change of messages, regenerate the file with
+//! `UPDATE_EXPECT=1 cargo test -p experiments --test suite bad_input` and read its diff.
 
 use experiments::{RunDefaults, load};
 use std::collections::BTreeMap;
@@ -60,6 +61,13 @@ fn every_bad_file_fails_with_its_expected_message() {
                 .join("\n")
         })
         .collect();
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        let fields = scenario_fields();
+        let mut text: String = got.iter().map(|g| format!("{g}\n")).collect();
+        text = text.replace(&fields, SCENARIO_FIELDS);
+        std::fs::write(dir.join("expected.txt"), text).expect("write expected.txt");
+        return;
+    }
     // Shown in full on a failure: a new file's line can be read (and checked) here.
     let want: Vec<&String> = files.iter().filter_map(|f| expected.get(f)).collect();
     assert_eq!(

@@ -18,10 +18,10 @@ const DAY: SimDuration = SimDuration::from_secs(86_400);
 
 crate::params::declare_params! {
     CircuitBreakerSpec: "circuit_breaker", name = |s| s.name,
-        field_of = |p: &str| match p.strip_prefix("half_open_") {
-            Some(f) => format!("half_open_wait.{f}"),
-            None => p.to_string(),
-        },
+        scenario_only = [
+            record_exceptions: "outcome patterns (`<kind>` or `<kind>:<reason>`): no parameter type for patterns",
+            ignore_exceptions: "outcome patterns (`<kind>` or `<kind>:<reason>`): no parameter type for patterns",
+        ],
         state = super::CircuitBreaker;
     failure_rate_threshold: FloatAbove { above: 0.0, max: 100.0 }, "%",
         runtime(apply = |b, x| b.set_failure_rate_threshold(x)),
@@ -66,11 +66,13 @@ crate::params::declare_params! {
     half_open_max_wait: Duration { min: SimDuration::ZERO, max: DAY }, "ns", fixed,
         "half_open_wait.max_wait: how long a call waits for a probe permit",
         opt_get = |s| s.half_open_wait.as_ref().map(|w| w.max_wait),
-        set = |s, d| half_open(s)?.max_wait = d;
+        set = |s, d| half_open(s)?.max_wait = d,
+        field = "half_open_wait.max_wait";
     half_open_max_waiting: Count { min: 1, max: 100_000_000 }, "calls", fixed,
         "half_open_wait.max_waiting: bound on calls waiting for a probe permit",
         opt_get = |s| s.half_open_wait.as_ref().map(|w| w.max_waiting),
-        set = |s, n| half_open(s)?.max_waiting = n;
+        set = |s, n| half_open(s)?.max_waiting = n,
+        field = "half_open_wait.max_waiting";
     forced_open: Bool, "", runtime(apply = |b, on, now| b.set_forced_open(on, now)),
         "switched off: every call rejected (FORCED_OPEN); false → CLOSED", default = false;
     disabled: Bool, "", runtime(apply = |b, on, now| b.set_disabled(on, now)),
@@ -94,7 +96,15 @@ fn error_ratio_count(grade: CircuitBreakerStrategy, x: f64) -> Result<(), String
 }
 
 crate::params::declare_params! {
-    DegradeRuleSpec: "degrade_rule", name = |s| s.name, state = super::DegradeBreaker;
+    DegradeRuleSpec: "degrade_rule", name = |s| s.name,
+        check = |s: &DegradeRuleSpec| error_ratio_count(s.grade, s.count),
+        scenario_only = [
+            record_exceptions: "outcome patterns (`<kind>` or `<kind>:<reason>`): no parameter type for patterns",
+            ignore_exceptions: "outcome patterns (`<kind>` or `<kind>:<reason>`): no parameter type for patterns",
+        ],
+        state = super::DegradeBreaker;
+    grade: Enum { choices: CircuitBreakerStrategy::CHOICES }, "", fixed,
+        "what `count` bounds: SLOW_REQUEST_RATIO (max RT, ms), ERROR_RATIO or ERROR_COUNT";
     count: Float { min: 0.0, max: 1e12 }, "ms | ratio | errors",
         runtime(apply = |b, x| {
             error_ratio_count(b.spec().grade, x)?;

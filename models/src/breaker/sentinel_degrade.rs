@@ -42,18 +42,17 @@ use serde::{Deserialize, Serialize};
 use sim_core::SimTime;
 use sim_core::time::NS_PER_MS;
 
-/// Sentinel's `CircuitBreakerStrategy` (the rule's `grade`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CircuitBreakerStrategy {
-    /// `count` = maximum RT in ms; `slow_ratio_threshold` the ratio.
-    #[serde(rename = "SLOW_REQUEST_RATIO")]
-    SlowRequestRatio,
-    /// `count` = the error ratio in [0, 1].
-    #[serde(rename = "ERROR_RATIO")]
-    ErrorRatio,
-    /// `count` = the number of errors.
-    #[serde(rename = "ERROR_COUNT")]
-    ErrorCount,
+crate::params::param_choices! {
+    /// Sentinel's `CircuitBreakerStrategy` (the rule's `grade`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum CircuitBreakerStrategy {
+        /// `count` = maximum RT in ms; `slow_ratio_threshold` the ratio.
+        SlowRequestRatio = "SLOW_REQUEST_RATIO",
+        /// `count` = the error ratio in [0, 1].
+        ErrorRatio = "ERROR_RATIO",
+        /// `count` = the number of errors.
+        ErrorCount = "ERROR_COUNT",
+    }
 }
 
 /// A Sentinel degrade rule as written in scenarios (Sentinel's names, its defaults).

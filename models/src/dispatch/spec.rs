@@ -183,46 +183,44 @@ const MAX_QUEUES: usize = 64;
 
 crate::params::declare_params! {
     DispatcherSpec: "dispatcher", name = |s| s.name,
-        field_of = |p: &str| match p {
-            "defer_capacity" => "defer.capacity".into(),
-            "drain_rate_per_s" => "defer.drain_rate_per_s".into(),
-            "max_wait" | "rounds" | "idle_sleep" | "final_poll" | "aging_step" | "poll_every"
-            | "weights" | "start_within" => {
-                format!("policy.{p}")
-            }
-            p => p.to_string(),
-        },
         check = DispatcherSpec::validate,
         parts = QUEUE => queues[ClassQueueSpec; MAX_QUEUES],
         state = super::Dispatcher<T>, generics = [T];
     defer_capacity: Count { min: 0, max: 100_000_000 }, "tasks",
         runtime(apply = |d, n| d.set_defer_capacity(n)),
         "bound on the async (deferred) queue; lowering it evicts nothing", default = 10_000,
-        get = |s| s.defer.capacity, set = |s, n| s.defer.capacity = n;
+        get = |s| s.defer.capacity, set = |s, n| s.defer.capacity = n,
+        field = "defer.capacity";
     drain_rate_per_s: Float { min: 1e-6, max: 1e9 }, "1/s",
         runtime(apply = |d, x| d.set_drain_rate_per_s(x)),
         "replay rate of deferred tasks while healthy", default = 10.0,
-        get = |s| s.defer.drain_rate_per_s, set = |s, x| s.defer.drain_rate_per_s = x;
+        get = |s| s.defer.drain_rate_per_s, set = |s, x| s.defer.drain_rate_per_s = x,
+        field = "defer.drain_rate_per_s";
     // The Aging policy only.
     max_wait: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
         "ns", runtime(apply = |d, w| d.set_max_wait(w)),
         "Aging policy only: a task waiting this long is served next",
-        opt_get = |s| aging_of(&s.policy).map(|p| p.1), set = |s, d| *aging(s)?.1 = d;
+        opt_get = |s| aging_of(&s.policy).map(|p| p.1), set = |s, d| *aging(s)?.1 = d,
+        field = "policy.max_wait";
     aging_step: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
         fixed, "Aging only: score per class index (0 = strict priority)", default = SimDuration::ZERO,
-        opt_get = |s| aging_of(&s.policy).map(|p| p.0), set = |s, d| *aging(s)?.0 = d;
+        opt_get = |s| aging_of(&s.policy).map(|p| p.0), set = |s, d| *aging(s)?.0 = d,
+        field = "policy.aging_step";
     // The WeightedPolling policy only.
     rounds: Count { min: 1, max: 1_000_000 }, "iterations", fixed,
         "WeightedPolling only: polling iterations before the blocking poll on P0", default = 100,
-        opt_get = |s| polling_of(&s.policy).map(|p| p.0), set = |s, n| *polling(s)?.0 = n;
+        opt_get = |s| polling_of(&s.policy).map(|p| p.0), set = |s, n| *polling(s)?.0 = n,
+        field = "policy.rounds";
     idle_sleep: Duration { min: SimDuration::from_ns(1), max: SimDuration::from_secs(86_400) },
         "ns", fixed, "WeightedPolling only: sleep after an iteration that found nothing",
         default = SimDuration::from_ms(5),
-        opt_get = |s| polling_of(&s.policy).map(|p| p.1), set = |s, d| *polling(s)?.1 = d;
+        opt_get = |s| polling_of(&s.policy).map(|p| p.1), set = |s, d| *polling(s)?.1 = d,
+        field = "policy.idle_sleep";
     final_poll: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) }, "ns",
         fixed, "WeightedPolling only: the blocking poll on P0 after the rounds",
         default = SimDuration::from_ms(50),
-        opt_get = |s| polling_of(&s.policy).map(|p| p.2), set = |s, d| *polling(s)?.2 = d;
+        opt_get = |s| polling_of(&s.policy).map(|p| p.2), set = |s, d| *polling(s)?.2 = d,
+        field = "policy.final_poll";
     // Per-class lists, one entry per class queue in class order.
     poll_every: List { of: &PER_CLASS_COUNT, min_len: 1, max_len: MAX_QUEUES }, "iterations",
         fixed, "WeightedPolling only: class c is polled on iterations i with i % poll_every[c] == 0",
@@ -234,7 +232,8 @@ crate::params::declare_params! {
         set = |s, v| match &mut s.policy {
             DispatchPolicy::WeightedPolling { poll_every, .. } => *poll_every = v,
             _ => return Err("dispatcher: a parameter of the WeightedPolling policy only".into()),
-        };
+        },
+        field = "policy.poll_every";
     weights: List { of: &PER_CLASS_COUNT, min_len: 1, max_len: MAX_QUEUES }, "",
         fixed, "WeightedRoundRobin: class c's share is weights[c] / Σ weights; DeadlineFirst: the tie-break (higher first)",
         default = vec![3u64, 2, 1],
@@ -247,7 +246,8 @@ crate::params::declare_params! {
             DispatchPolicy::WeightedRoundRobin { weights }
             | DispatchPolicy::DeadlineFirst { weights, .. } => *weights = v,
             _ => return Err("dispatcher: a parameter of the weighted policies only".into()),
-        };
+        },
+        field = "policy.weights";
     start_within: List { of: &PER_CLASS_DEADLINE, min_len: 1, max_len: MAX_QUEUES }, "ns",
         fixed, "DeadlineFirst only: class c's task must start within start_within[c] of entering its queue",
         default = default_start_within(),
@@ -258,7 +258,8 @@ crate::params::declare_params! {
         set = |s, v| match &mut s.policy {
             DispatchPolicy::DeadlineFirst { start_within, .. } => *start_within = v,
             _ => return Err("dispatcher: a parameter of the DeadlineFirst policy only".into()),
-        };
+        },
+        field = "policy.start_within";
 }
 
 /// The Aging policy's `aging_step` and `max_wait`.

@@ -13,6 +13,9 @@ use sim_core::SimDuration;
 
 crate::params::declare_params! {
     ClusterFlowRuleSpec: "cluster_flow", name = |s| s.name, state = ClusterFlow;
+    threshold_type: Enum { choices: super::cluster_spec::ThresholdType::CHOICES }, "", fixed,
+        "what `count` bounds: AVG_LOCAL (per connected client) or GLOBAL (the whole cluster)",
+        default = "AVG_LOCAL";
     count: Float { min: 0.0, max: 1e9 }, "qps", runtime(apply = |c, x| c.set_count(x)),
         "threshold: cluster-wide (GLOBAL) or per client (AVG_LOCAL); the local fallback's";
     server_up: Bool, "bool", runtime(apply = |c, up| c.set_server_up(up)),

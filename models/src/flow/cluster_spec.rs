@@ -10,16 +10,16 @@
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
 
-/// `thresholdType` of Sentinel's `ClusterFlowConfig`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum ThresholdType {
-    /// `FLOW_THRESHOLD_AVG_LOCAL` (0, Sentinel's default): `count` per connected client.
-    #[default]
-    #[serde(rename = "AVG_LOCAL")]
-    AvgLocal,
-    /// `FLOW_THRESHOLD_GLOBAL` (1): `count` for the whole cluster.
-    #[serde(rename = "GLOBAL")]
-    Global,
+crate::params::param_choices! {
+    /// `thresholdType` of Sentinel's `ClusterFlowConfig`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum ThresholdType {
+        /// `FLOW_THRESHOLD_AVG_LOCAL` (0, Sentinel's default): `count` per connected client.
+        #[default]
+        AvgLocal = "AVG_LOCAL",
+        /// `FLOW_THRESHOLD_GLOBAL` (1): `count` for the whole cluster.
+        Global = "GLOBAL",
+    }
 }
 
 /// A cluster-mode flow rule (QPS grade, default behaviour), as written in scenarios.
@@ -34,7 +34,7 @@ pub struct ClusterFlowRuleSpec {
     /// (`AVG_LOCAL`); also the local fallback rule's threshold on each instance.
     #[serde(deserialize_with = "R::count")]
     pub count: f64,
-    #[serde(default)]
+    #[serde(default = "crate::params::Defaults::<ClusterFlowRuleSpec>::threshold_type")]
     pub threshold_type: ThresholdType,
     /// When the token server fails: check the rule locally (true, Sentinel's default) or
     /// let the call pass unchecked (false).

@@ -35,13 +35,15 @@ use serde::{Deserialize, Serialize};
 use sim_core::SimTime;
 use std::collections::BTreeMap;
 
-/// Which call attribute is the hot parameter (Sentinel's `paramIdx`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum HotParam {
-    /// `CallInfo::user`.
-    User,
-    /// `CallInfo::key`.
-    Key,
+crate::params::param_choices! {
+    /// Which call attribute is the hot parameter (Sentinel's `paramIdx`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum HotParam {
+        /// `CallInfo::user`.
+        User = "User",
+        /// `CallInfo::key`.
+        Key = "Key",
+    }
 }
 
 /// An exception for one value (`ParamFlowItem`: `object`, `count`).

@@ -68,8 +68,12 @@ impl ApplyParam for FlowRules {
 
 crate::params::declare_params! {
     ParamFlowRuleSpec: "param_flow", name = |s| s.name,
-        field_of = |p: &str| if p == "vip_count" { "vip.count".into() } else { p.to_string() },
+        scenario_only = [
+            param_flow_item_list: "per-value exceptions (value, threshold): a list of records",
+        ],
         state = ParamFlow;
+    param: Enum { choices: super::hot_param::HotParam::CHOICES }, "", fixed,
+        "which call attribute is the hot parameter: User or Key (Sentinel's paramIdx)";
     count: Float { min: 0.0, max: 1e9 }, "calls/duration", runtime(apply = |f, x| f.set_count(x)),
         "threshold per value per duration_in_sec";
     burst_count: Count { min: 0, max: 1_000_000_000 }, "calls",
@@ -81,7 +85,8 @@ crate::params::declare_params! {
         set = |s, n| match s.vip.as_mut() {
             Some(vip) => vip.count = n,
             None => return Err("param_flow: `vip_count` needs a `vip` list".into()),
-        };
+        },
+        field = "vip.count";
     duration_in_sec: Count { min: 1, max: 86_400 }, "s", fixed, "the statistics window",
         default = 1;
     // Listed only where set (absent: min(4000 · duration_in_sec, 200 000), as Sentinel's CacheMap).

@@ -13,7 +13,11 @@
 use super::server::{MAX_NUM_SEQS, MAX_TOKENS, ServerSpec};
 
 crate::params::declare_params! {
-    ServerSpec: "gpu_server", name = |s| s.name, check = ServerSpec::check, state = super::server::Server;
+    ServerSpec: "gpu_server", name = |s| s.name, check = ServerSpec::check,
+        scenario_only = [
+            step_time: "a fitted model: its coefficients are one least-squares solution (see above)",
+        ],
+        state = super::server::Server;
     max_num_seqs: Count { min: 1, max: MAX_NUM_SEQS }, "sequences",
         runtime(apply = |g, n| g.set_max_num_seqs(n)), "running sequences at most", default = 256;
     max_num_batched_tokens: Count { min: 1, max: MAX_TOKENS }, "tokens",

@@ -86,9 +86,15 @@ pub(crate) use param_choices;
 /// the field's serde default through [`Defaults`](super::Defaults), and the reference table's default),
 /// `get = |s| <value>` (a [`ParamField`](super::ParamField); `opt_get` for an `Option` of one, the parameter
 /// then absent from instances that return `None`) and `set = |s, v| <statement>`; without
-/// them the field of the same name is read and written. `field_of = <fn>` after the kind
-/// overrides [`Params::field_of`](super::Params::field_of); `check = <fn(&Spec) -> Result<(), String>>` after it
+/// them the field of the same name is read and written; `field = "trace.rate_scale"` (last)
+/// names the field path that holds a parameter not written as a field of its own name
+/// (error messages: [`Params::field_of`](super::Params::field_of)). `check = <fn(&Spec) -> Result<(), String>>` after it
 /// checks the whole spec after each `set` (a cross-field rule), which is undone if refused.
+/// `scenario_only = [field: "why", …]` after the kind names the declaration's fields that
+/// are set in the scenario only, each with the reason it is not a parameter (a reference, a
+/// structure valid only as a whole): [`Params::SCENARIO_ONLY`](super::Params::SCENARIO_ONLY),
+/// listed in the generated reference, and every other written field must be a row's
+/// ([`fields::unregistered_fields`](super::fields::unregistered_fields)).
 /// An enum parameter's row is `Enum { choices: Foo::CHOICES }` with `Foo` declared by
 /// [`param_choices!`].
 ///
@@ -130,6 +136,7 @@ macro_rules! declare_params {
             $(, get = |$gs:ident| $get:expr)?
             $(, opt_get = |$os:ident| $opt_get:expr)?
             $(, set = |$ss:ident, $sv:ident| $set:expr)?
+            $(, field = $field:literal)?
         );* $(;)?
     ) => {
         $( $crate::params::declare_params!(@needs_setter $rt $(, $as)?); )*
@@ -198,6 +205,13 @@ macro_rules! declare_params {
                     doc: $doc,
                     default: $crate::params::declare_params!(@default $variant $(, $default)?),
                 }),*]
+            }
+            #[allow(unused_variables)]
+            fn row_field(p: &str) -> Option<&'static str> {
+                match p {
+                    $(stringify!($param) => $crate::params::declare_params!(@field $($field)?),)*
+                    _ => None,
+                }
             }
             // (A kind with parts only, no rows of its own, matches nothing here.)
             #[allow(unused_variables, unused_imports)]
@@ -279,6 +293,8 @@ macro_rules! declare_params {
     (@value List, $d:expr) => { $crate::params::ParamField::to_value(&$d) };
     (@value FloatAbove, $d:expr) => { $crate::params::ParamValue::Float($d) };
     (@value $variant:ident, $d:expr) => { $crate::params::ParamValue::$variant($d) };
+    (@field) => { None };
+    (@field $f:literal) => { Some($f) };
     (@runtime runtime) => { true };
     (@runtime fixed) => { false };
     (@get $self:ident, $param:ident) => { Some($self.$param.to_value()) };
@@ -299,10 +315,10 @@ macro_rules! declare_params {
     // with the indexed rows of its parts (`parts = RULE => rules[FlowRule; MAX_RULES]`).
     (
         $spec:ty : $kind:literal, name = |$ns:ident| $name:expr
-        $(, field_of = $field_of:expr)?
         $(, check = $check:expr)?
         $(, parts = $prefix:expr => $parts:ident [$part:ty; $max:expr])?
         $(, part = $opt:ident [$opt_ty:ty])?
+        $(, scenario_only = [$($so_field:ident: $so_why:literal),* $(,)?])?
         $(, state = $state:ty $(, generics = [$($gen:tt)*])?)? ;
         $($rows:tt)*
     ) => {
@@ -311,6 +327,8 @@ macro_rules! declare_params {
         );
         impl $crate::params::Params for $spec {
             const KIND: &'static str = $kind;
+            $(const SCENARIO_ONLY: &'static [(&'static str, &'static str)] =
+                &[$((stringify!($so_field), $so_why)),*];)?
             fn instance_name(&self) -> &str {
                 let $ns = self;
                 &$name
@@ -342,14 +360,17 @@ macro_rules! declare_params {
             #[allow(unused_variables)]
             fn field_of(param: &str) -> String {
                 $(if let Some((i, f)) = $crate::params::split_indexed($prefix, param) {
+                    let f = <$part as $crate::params::ParamRows>::row_field(f).unwrap_or(f);
                     return format!("{}[{i}].{f}", stringify!($parts));
                 })?
-                $(if param.strip_prefix(concat!(stringify!($opt), ".")).is_some() {
-                    return param.to_string();
+                $(if let Some(f) = param.strip_prefix(concat!(stringify!($opt), ".")) {
+                    let f = <$opt_ty as $crate::params::ParamRows>::row_field(f).unwrap_or(f);
+                    return format!("{}.{f}", stringify!($opt));
                 })?
-                let own: fn(&str) -> String = |p| p.to_string();
-                $(let own: fn(&str) -> String = $field_of;)?
-                own(param)
+                match <$spec as $crate::params::ParamRows>::row_field(param) {
+                    Some(f) => f.to_string(),
+                    None => param.to_string(),
+                }
             }
             fn get(&self, p: &str) -> Option<$crate::params::ParamValue> {
                 $(if let Some((i, f)) = $crate::params::split_indexed($prefix, p) {

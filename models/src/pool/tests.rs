@@ -193,5 +193,20 @@ fn params_round_trip_and_cross_check() {
     p.set("core_pool_size", V::Count(4)).expect("core 4 ≤ max 4");
     assert!(p.set("core_pool_size", V::Count(5)).is_err(), "core 5 > max 4");
     assert!(p.set("maximum_pool_size", V::Count(3)).is_err(), "max 3 < core 4");
-    assert_eq!(ThreadPoolSpec::decls().len(), 4);
+    let names: Vec<&str> = ThreadPoolSpec::decls().iter().map(|d| d.name).collect();
+    assert_eq!(
+        names,
+        [
+            "rejection_policy",
+            "allow_core_thread_time_out",
+            "prestart_all_core_threads",
+            "core_pool_size",
+            "maximum_pool_size",
+            "keep_alive_time",
+            "queue_capacity"
+        ]
+    );
+    p.set("rejection_policy", V::Enum("CallerRuns".into())).expect("a choice");
+    assert_eq!(p.rejection_policy, RejectionPolicy::CallerRuns);
+    assert!(p.set("rejection_policy", V::Enum("Block".into())).is_err(), "not a choice");
 }

@@ -31,13 +31,15 @@ use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
 use std::collections::{BTreeMap, VecDeque};
 
-/// Java's `RejectedExecutionHandler`s.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RejectionPolicy {
-    Abort,
-    CallerRuns,
-    Discard,
-    DiscardOldest,
+crate::params::param_choices! {
+    /// Java's `RejectedExecutionHandler`s.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum RejectionPolicy {
+        Abort = "Abort",
+        CallerRuns = "CallerRuns",
+        Discard = "Discard",
+        DiscardOldest = "DiscardOldest",
+    }
 }
 
 /// Configuration of a pool, as written in scenarios (Java's parameter names).
@@ -53,12 +55,12 @@ pub struct ThreadPoolSpec {
     pub keep_alive_time: SimDuration,
     /// Bound of the work queue; 0 = `SynchronousQueue` (direct hand-off).
     pub queue_capacity: u64,
-    #[serde(default = "default_rejection")]
+    #[serde(default = "D::rejection_policy")]
     pub rejection_policy: RejectionPolicy,
-    #[serde(default)]
+    #[serde(default = "D::allow_core_thread_time_out")]
     pub allow_core_thread_time_out: bool,
     /// `prestartAllCoreThreads()` at creation.
-    #[serde(default)]
+    #[serde(default = "D::prestart_all_core_threads")]
     pub prestart_all_core_threads: bool,
     /// Queue-wait timeout: a task waiting longer than this in the work queue is removed
     /// and its request rejected with `timeout` (`None`: waits for ever; see
@@ -75,9 +77,6 @@ pub struct ThreadPoolSpec {
 type D = crate::params::Defaults<ThreadPoolSpec>;
 /// The fields parsed with their rows' types and ranges.
 type R = crate::params::Ranged<ThreadPoolSpec>;
-fn default_rejection() -> RejectionPolicy {
-    RejectionPolicy::Abort
-}
 
 impl ThreadPoolSpec {
     /// The JDK constructor's checks (`IllegalArgumentException`).
@@ -398,7 +397,18 @@ impl<T> ThreadPool<T> {
 }
 
 crate::params::declare_params! {
-    ThreadPoolSpec: "pool", name = |s| s.name, state = ThreadPool<T>, generics = [T];
+    ThreadPoolSpec: "pool", name = |s| s.name,
+        scenario_only = [
+            max_queue_wait: "registered as `pool_queue.<pool>.max_queue_wait` (run-time)",
+        ],
+        state = ThreadPool<T>, generics = [T];
+    rejection_policy: Enum { choices: RejectionPolicy::CHOICES }, "", fixed,
+        "what a full pool does with a task (Java's RejectedExecutionHandler)", default = "Abort";
+    allow_core_thread_time_out: Bool, "", fixed,
+        "idle core threads also die after keep_alive_time (allowCoreThreadTimeOut)",
+        default = false;
+    prestart_all_core_threads: Bool, "", fixed,
+        "start every core thread at creation (prestartAllCoreThreads)", default = false;
     core_pool_size: Count { min: 0, max: 1_000_000 }, "threads",
         runtime(apply = |p, n| p.set_core_pool_size(n)),
         "threads kept even when idle (setCorePoolSize)",

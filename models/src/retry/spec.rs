@@ -217,48 +217,58 @@ crate::params::declare_params! {
     wait_duration: Duration { min: SimDuration::ZERO, max: MAX_INTERVAL },
         "ns", fixed, "the (first) backoff interval",
         get = |s| s.backoff.wait_duration(),
-        set = |s, d| s.backoff.set_wait_duration(d);
+        set = |s, d| s.backoff.set_wait_duration(d),
+        field = "backoff.wait_duration";
     backoff_multiplier: Float { min: 1.0, max: 100.0 }, "×", fixed,
         "exponential backoff's factor per retry (exponentialBackoffMultiplier; Exponential only)",
         default = 1.5,
         opt_get = |s| s.backoff.multiplier(),
-        set = |s, x| s.backoff.set_multiplier(x);
+        set = |s, x| s.backoff.set_multiplier(x),
+        field = "backoff.exponential_backoff_multiplier";
     randomized_wait_factor: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
         "spread of a randomized interval (randomizedWaitFactor; Randomized jitter only)",
         default = 0.5,
         opt_get = |s| s.jitter.randomized_wait_factor(),
-        set = |s, x| s.jitter.set_randomized_wait_factor(x);
+        set = |s, x| s.jitter.set_randomized_wait_factor(x),
+        field = "jitter.randomized_wait_factor";
     jitter_cap: Duration { min: SimDuration::ZERO, max: MAX_INTERVAL }, "ns", fixed,
         "upper bound of a decorrelated-jitter interval (Decorrelated jitter only)",
         opt_get = |s| s.jitter.cap(),
-        set = |s, d| s.jitter.set_cap(d);
+        set = |s, d| s.jitter.set_cap(d),
+        field = "jitter.cap";
     budget_max_ratio: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
         "retries allowed per request in the window (Ratio budget only)", default = 0.1,
         opt_get = |s| s.budget.max_ratio(),
-        set = |s, x| s.budget.set_float("max_ratio", x);
+        set = |s, x| s.budget.set_float("max_ratio", x),
+        field = "budget.max_ratio";
     budget_window: Duration { min: SimDuration(10), max: SimDuration::from_secs(86_400) }, "ns",
         fixed,
         "the ratio's sliding window, ten buckets (Ratio budget only)",
         default = SimDuration::from_secs(10),
         opt_get = |s| s.budget.window(),
-        set = |s, d| s.budget.set_window(d);
+        set = |s, d| s.budget.set_window(d),
+        field = "budget.window";
     budget_max_tokens: FloatAbove { above: 0.0, max: 1000.0 }, "tokens", fixed,
         "gRPC retry throttling's bucket size (GrpcTokenBucket only)", default = 10.0,
         opt_get = |s| s.budget.max_tokens(),
-        set = |s, x| s.budget.set_float("max_tokens", x);
+        set = |s, x| s.budget.set_float("max_tokens", x),
+        field = "budget.max_tokens";
     budget_token_ratio: FloatAbove { above: 0.0, max: 1.0 }, "tokens", fixed,
         "tokens a success gives back (GrpcTokenBucket only)", default = 0.1,
         opt_get = |s| s.budget.token_ratio(),
-        set = |s, x| s.budget.set_float("token_ratio", x);
+        set = |s, x| s.budget.set_float("token_ratio", x),
+        field = "budget.token_ratio";
     budget_percent: Float { min: 0.0, max: 100.0 }, "%", fixed,
         "retries in flight allowed as a share of requests in flight (EnvoyBudget only)",
         default = 20.0,
         opt_get = |s| s.budget.budget_percent(),
-        set = |s, x| s.budget.set_float("budget_percent", x);
+        set = |s, x| s.budget.set_float("budget_percent", x),
+        field = "budget.budget_percent";
     budget_min_retry_concurrency: Count { min: 0, max: 1_000_000 }, "retries", fixed,
         "retries in flight always allowed (EnvoyBudget only)", default = 3,
         opt_get = |s| s.budget.min_retry_concurrency(),
-        set = |s, n| s.budget.set_min_retry_concurrency(n);
+        set = |s, n| s.budget.set_min_retry_concurrency(n),
+        field = "budget.min_retry_concurrency";
     // Registered where a total budget is set.
     total_budget: Duration { min: SimDuration::ZERO, max: SimDuration(u64::MAX) }, "ns", fixed,
         "time from the first call within which every retry must be sent",
@@ -293,19 +303,23 @@ crate::params::declare_params! {
     wait_duration: Duration { min: SimDuration::ZERO, max: MAX_INTERVAL }, "ns", fixed,
         "this class's (first) backoff interval",
         opt_get = |s| s.backoff.as_ref().map(|b| b.wait_duration()),
-        set = |s, d| own(&mut s.backoff)?.set_wait_duration(d);
+        set = |s, d| own(&mut s.backoff)?.set_wait_duration(d),
+        field = "backoff.wait_duration";
     backoff_multiplier: Float { min: 1.0, max: 100.0 }, "×", fixed,
         "this class's exponential backoff factor (Exponential only)",
         opt_get = |s| s.backoff.as_ref().and_then(|b| b.multiplier()),
-        set = |s, x| own(&mut s.backoff)?.set_multiplier(x);
+        set = |s, x| own(&mut s.backoff)?.set_multiplier(x),
+        field = "backoff.exponential_backoff_multiplier";
     randomized_wait_factor: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
         "this class's randomized-interval spread (Randomized jitter only)",
         opt_get = |s| s.jitter.as_ref().and_then(|j| j.randomized_wait_factor()),
-        set = |s, x| own(&mut s.jitter)?.set_randomized_wait_factor(x);
+        set = |s, x| own(&mut s.jitter)?.set_randomized_wait_factor(x),
+        field = "jitter.randomized_wait_factor";
     jitter_cap: Duration { min: SimDuration::ZERO, max: MAX_INTERVAL }, "ns", fixed,
         "this class's decorrelated-jitter cap (Decorrelated jitter only)",
         opt_get = |s| s.jitter.as_ref().and_then(|j| j.cap()),
-        set = |s, d| own(&mut s.jitter)?.set_cap(d);
+        set = |s, d| own(&mut s.jitter)?.set_cap(d),
+        field = "jitter.cap";
 }
 
 /// A class override's own backoff or jitter, to write one of its settings (registered only
@@ -362,6 +376,20 @@ mod param_tests {
         assert_eq!(r.get("class_policy0.backoff_multiplier"), Some(V::Float(1.5)));
         assert_eq!(r.get("class_policy1.retry_on"), Some(V::List(vec![V::Name("timeout".into())])));
         assert_eq!(RetrySpec::field_of("class_policy1.retry_on"), "class_policies[1].retry_on");
+        // Values held in the backoff, jitter and budget choices name their place in the file
+        // (`field = "…"` in their rows), so a range error points there.
+        for (p, f) in [
+            ("wait_duration", "backoff.wait_duration"),
+            ("backoff_multiplier", "backoff.exponential_backoff_multiplier"),
+            ("jitter_cap", "jitter.cap"),
+            ("budget_max_ratio", "budget.max_ratio"),
+            (
+                "class_policy2.backoff_multiplier",
+                "class_policies[2].backoff.exponential_backoff_multiplier",
+            ),
+        ] {
+            assert_eq!(RetrySpec::field_of(p), f, "{p}");
+        }
         r.set("class_policy0.max_attempts", V::Count(2)).unwrap();
         r.set("class_policy0.wait_duration", V::Duration(SimDuration::from_ms(50))).unwrap();
         assert_eq!(r.class_policies[0].max_attempts, Some(2));

@@ -94,6 +94,15 @@ macro_rules! governor_ref {
                 $( self.$list.iter().for_each(|c| r.add_component(c)); )*
             }
 
+            /// The governors' fields that are neither a parameter nor declared
+            /// scenario-only ([`crate::params::fields::unregistered_fields`]).
+            pub(crate) fn unregistered_governor_fields(&self, out: &mut Vec<String>) {
+                $( for c in &self.$list {
+                    out.extend(crate::params::fields::unregistered_fields(c)
+                        .unwrap_or_else(|e| vec![format!("{}: {e}", <$spec as Params>::KIND)]));
+                } )*
+            }
+
             /// Names unique within each governor list.
             pub(crate) fn check_governor_names(&self) -> Result<(), SpecError> {
                 $( super::unique(

@@ -176,14 +176,14 @@ pub struct CallSiteSpec {
     /// The client's timeout on the upstream call, from sending it until the answer
     /// (provider-side queueing included); `"0s"` = none. A timed-out call fails with
     /// `timeout`; whether the upstream keeps working on it is the station's `cancellation`.
-    #[serde(default)]
+    #[serde(default = "crate::params::Defaults::<CallSiteSpec>::timeout")]
     pub timeout: SimDuration,
     /// The client's read timeout between two chunks of a streamed answer (a `streaming`
     /// station; SPEC: 20 s, or 15 s for a "no chunk for 15 s" rule), from the first chunk
     /// on: a longer gap closes the stream at (last chunk + this) and the call fails with
     /// `stream_interrupted`; `"0s"` (default) = none. `timeout` stays the total call
     /// timeout.
-    #[serde(default)]
+    #[serde(default = "crate::params::Defaults::<CallSiteSpec>::stream_read_timeout")]
     pub stream_read_timeout: SimDuration,
     /// The degradation chain's next layer for calls this site fails (`crate::fallback`):
     /// another call site (smaller model, trimmed context), a capped busy answer, a reject.
@@ -309,6 +309,38 @@ impl<V> ScenarioSpec<V> {
             q.register(&mut r);
         }
         r
+    }
+
+    /// The fields this scenario's components write that are neither a registered
+    /// parameter (the root of its field path) nor declared scenario-only with a reason
+    /// ([`Params::SCENARIO_ONLY`]), as `<kind>.<field>`, sorted, without repeats: empty
+    /// when every configurable value written is a parameter
+    /// (`models/tests/suite/every_component.rs` holds it for a scenario with every kind).
+    pub fn unregistered_fields(&self) -> Vec<String> {
+        fn of<P: Params + serde::Serialize>(v: &[&P], out: &mut Vec<String>) {
+            for c in v {
+                out.extend(
+                    crate::params::fields::unregistered_fields(*c)
+                        .unwrap_or_else(|e| vec![format!("{}: {e}", P::KIND)]),
+                );
+            }
+        }
+        let mut out = Vec::new();
+        of(&self.classes.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.sources.iter().collect::<Vec<_>>(), &mut out);
+        self.unregistered_governor_fields(&mut out);
+        of(&self.stations.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.quotas.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.gpu_servers.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.call_sites.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.connection_pools.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.users.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.apps.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.apps.iter().filter_map(|a| a.dispatcher.as_ref()).collect::<Vec<_>>(), &mut out);
+        of(&self.apps.iter().flat_map(|a| a.pools()).collect::<Vec<_>>(), &mut out);
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Checks the traffic attributes: populations, trace assignment rules.

@@ -90,15 +90,22 @@ pub trait CallSiteSetters {
 // `network_request` / `network_response`: a declared network's legs (`crate::network`).
 crate::params::declare_params! {
     super::CallSiteSpec: "call_site", name = |s| s.name,
-        field_of = |p: &str| match p {
-            "network_request" => "network.request".into(),
-            "network_response" => "network.response".into(),
-            "busy_max_per_second" => "fallback.to.max_per_second".into(),
-            p => p.to_string(),
-        },
+        scenario_only = [
+            upstream: "a reference to a station or GPU server",
+            governors: "references to governors, in stack order",
+            split: "weighted references to upstreams",
+            backup: "a reference to an upstream",
+            connection_pool: "a reference to a connection pool (`connpool.<name>.*`)",
+        ],
         state = dyn CallSiteSetters + '_;
     enabled: Bool, "", runtime(apply = |s, on| s.set_enabled(on)),
         "the model is on; off: every call goes straight to the site's fallback";
+    timeout: Duration { min: SimDuration::ZERO, max: SimDuration::MAX }, "ns", fixed,
+        "the client's timeout on the upstream call, sending to answer (0s = none)",
+        default = SimDuration::ZERO;
+    stream_read_timeout: Duration { min: SimDuration::ZERO, max: SimDuration::MAX }, "ns", fixed,
+        "the client's read timeout between two chunks of a streamed answer (0s = none)",
+        default = SimDuration::ZERO;
     // A declared network's legs only.
     network_request: DurationDist, "ns", runtime(apply = |s, d| s.set_network_request(d)),
         "client → server delay (declared `network` only); inside the call's timeout",
@@ -106,14 +113,16 @@ crate::params::declare_params! {
         set = |s, d| match s.network.as_mut() {
             Some(n) => n.request = d,
             None => return Err("call_site has no network: `network_request`".into()),
-        };
+        },
+        field = "network.request";
     network_response: DurationDist, "ns", runtime(apply = |s, d| s.set_network_response(d)),
         "server → client delay (declared `network` only); inside the call's timeout",
         opt_get = |s| s.network.as_ref().map(|n| n.response.clone()),
         set = |s, d| match s.network.as_mut() {
             Some(n) => n.response = d,
             None => return Err("call_site has no network: `network_response`".into()),
-        };
+        },
+        field = "network.response";
     // A site whose fallback is `Busy` only.
     busy_max_per_second: OptCount { min: 1, max: 1_000_000_000 }, "answers/s",
         runtime(apply = |s, n| s.set_busy_max_per_second(n)),
@@ -125,5 +134,6 @@ crate::params::declare_params! {
         set = |s, n| match s.fallback.as_mut().map(|f| &mut f.to) {
             Some(crate::fallback::FallbackTo::Busy { max_per_second, .. }) => *max_per_second = n,
             _ => return Err("call_site: `busy_max_per_second` needs a Busy fallback".into()),
-        };
+        },
+        field = "fallback.to.max_per_second";
 }

@@ -229,6 +229,15 @@ fn refused_changes_are_recorded_never_applied() {
     }
 }
 
+/// Every value this scenario (every component kind, most fields written) configures is a
+/// registered parameter or a field its kind declares scenario-only with the reason
+/// (`scenario_only = [...]` in the kind's `declare_params!` header, listed in
+/// docs/scenario-reference.md): a field added to a spec without a row fails here.
+#[test]
+fn every_written_field_is_a_parameter_or_declared_scenario_only() {
+    assert_eq!(load().unregistered_fields(), Vec::<String>::new());
+}
+
 /// Every kind this scenario (every component) registers is in the parameter catalogue
 /// (`models::reference`), so it is documented and enumerable (GUI knobs).
 #[test]

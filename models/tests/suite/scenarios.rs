@@ -123,6 +123,8 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
         paths,
         [
             "call_site.llm_call.enabled",
+            "call_site.llm_call.stream_read_timeout",
+            "call_site.llm_call.timeout",
             "class.P0.sla",
             "class.P0.weight",
             "class.P1.sla",
@@ -136,6 +138,7 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
             "source.chat.limit",
             "source.chat.rate_multiplier",
             "source.chat.start",
+            "source.chat.weight",
             "station.llm.business_error_rate",
             "station.llm.cancellation",
             "station.llm.cost_per_1k_output_tokens",
@@ -146,14 +149,38 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
             "station.llm.per_output_token",
             "station.llm.per_prompt_token",
             "station.llm.queue_capacity",
+            "station.llm.reject_as",
             "station.llm.servers",
             "station.llm.service",
+            "station.llm.streaming",
         ]
     );
     sc.set_param("station.llm.servers", ParamValue::Count(8)).unwrap();
     assert_eq!(sc.stations[0].servers, 8);
     let e = sc.set_param("station.llm.servers", ParamValue::Count(0)).unwrap_err();
     assert!(e.contains("expected an integer in [1, 1000000], found 0"), "{e}");
+}
+
+/// A fixed parameter set on the scenario (as a sweep or a variant does) reaches the run:
+/// `call_site.llm_call.timeout` = 500 ms against a log-normal service of mean 800 ms, cv 0.5
+/// (median ≈ 716 ms, so well over half the admitted calls run past 500 ms) times calls out,
+/// where the declared default (0 s = none) times out none.
+#[test]
+fn a_fixed_parameter_set_before_the_run_reaches_it() {
+    let mut sc = load(GATED);
+    let c = cfg(3, 20, None);
+    let base = models::run(&sc, &c);
+    assert_eq!(base.summary.get("source.chat.failed_timeout").unwrap(), 0.0);
+    sc.set_param("call_site.llm_call.timeout", ParamValue::Duration(SimDuration::from_ms(500)))
+        .unwrap();
+    assert_eq!(sc.call_sites[0].timeout, SimDuration::from_ms(500));
+    let r = models::run(&sc, &c);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let (out, done) = (
+        r.summary.get("source.chat.failed_timeout").unwrap(),
+        r.summary.get("source.chat.completed").unwrap(),
+    );
+    assert!(out > done, "timed out {out}, completed {done}");
 }
 
 /// The GUI drives a world step by step; that must be the same run as one go.

@@ -247,10 +247,10 @@ impl crate::scenario::CallSiteSetters for SiteChange<'_> {
         self.world.sites[self.site].enabled = on;
     }
     fn set_network_request(&mut self, d: sim_core::Dist<SimDuration>) {
-        self.world.net_legs_mut(self.site).request = d;
+        self.world.net_set_leg(self.site, false, d);
     }
     fn set_network_response(&mut self, d: sim_core::Dist<SimDuration>) {
-        self.world.net_legs_mut(self.site).response = d;
+        self.world.net_set_leg(self.site, true, d);
     }
     fn set_busy_max_per_second(&mut self, n: Option<u64>) -> Result<(), String> {
         match &mut self.world.sites[self.site].fallback {

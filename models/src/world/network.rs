@@ -12,6 +12,7 @@
 
 use super::*;
 use crate::network::{NetworkSpec, is_zero};
+use sim_core::Dist;
 use std::collections::BTreeMap;
 
 pub(super) struct NetRt {
@@ -49,11 +50,15 @@ impl NetRt {
                     .collect()
             })
             .collect();
-        let sites: Vec<Option<NetworkSpec>> = sites;
-        let routes: Vec<Vec<(u16, Option<NetworkSpec>)>> = routes;
-        let any =
-            sites.iter().any(Option::is_some) || routes.iter().flatten().any(|(_, n)| n.is_some());
-        NetRt { any, sites, routes, legs: BTreeMap::new() }
+        let mut net = NetRt { any: false, sites, routes, legs: BTreeMap::new() };
+        net.any = net.has_legs();
+        net
+    }
+
+    /// Does some call site or route have a leg? (`any`, recomputed whenever a leg changes.)
+    fn has_legs(&self) -> bool {
+        self.sites.iter().any(Option::is_some)
+            || self.routes.iter().flatten().any(|(_, n)| n.is_some())
     }
 
     /// The legs of calls from `site` to station `st`: its route's, else the site's.
@@ -195,10 +200,21 @@ impl QueueingWorld {
         }
     }
 
-    /// The legs of call site `site` for a run-time change of one of them (a declared
-    /// network only: the registry lists no other; both legs zero are kept as none).
-    pub(super) fn net_legs_mut(&mut self, site: usize) -> &mut NetworkSpec {
-        self.net.sites[site].get_or_insert_with(NetworkSpec::default)
+    /// A run-time change of one leg of call site `site` (a declared network only: the
+    /// registry lists no other), for calls (`response`: answers) sent from now on. Both legs
+    /// zero are kept as none, as at build; the gate `any` is recomputed, so a site of a run
+    /// built without any leg gets its delay (calls already on the wire keep theirs).
+    pub(super) fn net_set_leg(&mut self, site: usize, response: bool, d: Dist<SimDuration>) {
+        let n = self.net.sites[site].get_or_insert_with(NetworkSpec::default);
+        if response {
+            n.response = d;
+        } else {
+            n.request = d;
+        }
+        if is_zero(&n.request) && is_zero(&n.response) {
+            self.net.sites[site] = None;
+        }
+        self.net.any = self.net.has_legs();
     }
 
     /// I49 (module doc).

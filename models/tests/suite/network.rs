@@ -292,3 +292,109 @@ fn bad_routes_are_refused_with_their_path() {
     assert_eq!(e.path, "call_sites[0].route_networks[0]");
     assert!(e.message.contains("\"st\" is a streaming station"), "{e}");
 }
+
+/// One source every second, one station (one server, a constant 100 ms: no call ever
+/// waits), one site "site" with `network` (`None`: undeclared), and `timeline`.
+fn changed(network: Option<&str>, timeline: &str) -> String {
+    let network = network.map_or(String::new(), |n| format!(", network: {n}"));
+    format!(
+        r#"Scenario(
+            name: "net-change",
+            sources: [(name: "in", interarrival: Constant("1s"), target: "site")],
+            call_sites: [(name: "site", upstream: "st"{network})],
+            stations: [(name: "st", servers: 1, service: Constant("100ms"))],
+            timeline: [{timeline}],
+        )"#
+    )
+}
+
+const ZERO: &str = r#"(request: Constant("0s"), response: Constant("0s"))"#;
+
+/// Every request's response time against the change of `leg` to 50 ms at t = 5 s. A call
+/// never waits (1 s apart, 100 ms of service), so a request is 100 ms, plus 50 ms where the
+/// changed leg starts after the change. A change stamped 5 s applies after every event at
+/// 5 s: the request leg of the call sent at 5 s (its arrival) left before it, so requests
+/// arriving at ≤ 5 s take 100 ms and later ones 150 ms; the response leg of that call
+/// leaves at 5.1 s, after it, so requests arriving at < 5 s take 100 ms and the others 150.
+fn assert_the_leg_grows_after_5s(r: &models::RunOutput, leg: &str) {
+    let five = SimDuration::from_secs(5).0;
+    let ended: Vec<_> = r.requests.iter().filter(|q| q.end.is_some()).collect();
+    assert!(ended.len() >= 19, "{} requests", ended.len());
+    for q in ended {
+        let a = q.arrival.0;
+        let later = if leg == "request" { a > five } else { a >= five };
+        let want = if later { 150.0 } else { 100.0 };
+        assert_eq!(q.outcome, Some(Outcome::Success), "request {}", q.request_id);
+        assert_eq!(ms(q.end.unwrap() - q.arrival), want, "{leg}: arrival {}", q.arrival);
+    }
+    // The event log records the change, at its instant, with its old and new value.
+    let logged: Vec<_> = r.state_events.iter().filter(|e| e.kind == "config_change").collect();
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    let e = logged[0];
+    assert_eq!((e.time.0, e.component.as_str()), (five, "call_site.site"), "{e:?}");
+    assert!(e.from.starts_with(&format!("network_{leg} = ")), "{e:?}");
+    assert_eq!(e.to, format!(r#"network_{leg} = Constant("50ms")"#), "{e:?}");
+}
+
+/// A site declared with both legs zero is no network when the world is built (no site of
+/// the run has one), yet its legs are registered: a run-time change of either (timeline, or
+/// a session's change at the same instant) delays every call sent, or answer sent, after it.
+#[test]
+fn a_leg_set_at_run_time_on_a_zero_network_delays_every_later_call() {
+    for leg in ["request", "response"] {
+        let entry = format!(
+            r#"(at: "5s", path: "call_site.site.network_{leg}", value: DurationDist(Constant("50ms")))"#
+        );
+        let sc = load(&changed(Some(ZERO), &entry));
+        let timeline = stepped(&sc, &cfg(1, 20));
+        assert_the_leg_grows_after_5s(&timeline, leg);
+        // The same change made in a session at 5 s: the same physics, the same run.
+        let plain = load(&changed(Some(ZERO), ""));
+        let mut s = models::Session::new(plain, cfg(1, 20));
+        s.run_until(sim_core::SimTime::ZERO + SimDuration::from_secs(5)).expect("runs");
+        let path = format!("call_site.site.network_{leg}");
+        let d = sim_core::Dist::constant(SimDuration::from_ms(50));
+        s.apply(&path, models::params::ParamValue::DurationDist(d)).expect("a registered leg");
+        s.run_to_end().expect("runs");
+        let session = s.finish();
+        assert!(session.violations.is_empty(), "{:?}", session.violations);
+        assert_the_leg_grows_after_5s(&session, leg);
+        assert_eq!(session.fingerprint, timeline.fingerprint, "{leg}: session = timeline");
+    }
+}
+
+/// A site without `network` has no legs to change: the registry lists neither, and a
+/// timeline entry naming one is refused when the scenario is checked.
+#[test]
+fn a_site_without_a_network_has_no_leg_to_change() {
+    let entry = r#"(at: "5s", path: "call_site.site.network_request", value: DurationDist(Constant("50ms")))"#;
+    let sc: models::scenario::ScenarioSpec<models::params::ParamValue> =
+        ron::from_str(&changed(None, entry)).expect("parses");
+    sc.check().expect("consistent");
+    assert!(sc.registry().get("call_site.site.network_request").is_none());
+    assert!(sc.registry().get("call_site.site.network_response").is_none());
+    let e = sc.check_timeline().unwrap_err();
+    assert!(e.path.starts_with("timeline[0]"), "{e}");
+}
+
+/// The request leg set to 50 ms at 5 s and back to zero at 10 s: requests arriving in
+/// (5 s, 10 s] take 100 + 50 ms, the others 100 ms (a call never waits; a change applies
+/// after every event at its instant, so the call sent at 10 s still has its leg).
+#[test]
+fn a_leg_set_back_to_zero_is_no_leg_again() {
+    let set = |at: &str, d: &str| {
+        format!(
+            r#"(at: "{at}", path: "call_site.site.network_request", value: DurationDist(Constant("{d}")))"#
+        )
+    };
+    let timeline = format!("{}, {}", set("5s", "50ms"), set("10s", "0s"));
+    let r = stepped(&load(&changed(Some(ZERO), &timeline)), &cfg(1, 20));
+    let (five, ten) = (SimDuration::from_secs(5).0, SimDuration::from_secs(10).0);
+    let ended: Vec<_> = r.requests.iter().filter(|q| q.end.is_some()).collect();
+    assert!(ended.len() >= 19, "{} requests", ended.len());
+    for q in ended {
+        let want = if q.arrival.0 > five && q.arrival.0 <= ten { 150.0 } else { 100.0 };
+        assert_eq!(ms(q.end.unwrap() - q.arrival), want, "arrival {}", q.arrival);
+    }
+    assert_eq!(r.state_events.iter().filter(|e| e.kind == "config_change").count(), 2);
+}

@@ -203,6 +203,7 @@ impl Serialize for Bare {
             ParamValue::OptCount(n) => n.serialize(s),
             ParamValue::Duration(d) => d.serialize(s),
             ParamValue::DurationDist(d) => d.serialize(s),
+            ParamValue::NumberDist(d) => d.serialize(s),
             ParamValue::Float(x) => x.serialize(s),
             ParamValue::Bool(b) => b.serialize(s),
             // A choice is a bare identifier (`CLOSED`), as the scenario writes it.

@@ -116,7 +116,7 @@ fn type_kind(t: &ParamType) -> &'static str {
     match t {
         ParamType::Count { .. } | ParamType::OptCount { .. } => "count",
         ParamType::Duration { .. } => "duration",
-        ParamType::DurationDist => "distribution",
+        ParamType::DurationDist | ParamType::NumberDist => "distribution",
         ParamType::Float { .. } | ParamType::FloatAbove { .. } => "number",
         ParamType::Bool => "boolean",
         ParamType::Enum { .. } | ParamType::Name { .. } => "choice",
@@ -299,7 +299,7 @@ pub(crate) fn resolve_constraints(
                 .get(&c.left)
                 .ok_or_else(|| src.error_at(&format!("{field}.left"), reg.unknown(&c.left)))?;
             if let Some(what) = match left.ty {
-                ParamType::DurationDist => Some("a distribution"),
+                ParamType::DurationDist | ParamType::NumberDist => Some("a distribution"),
                 ParamType::Bool => Some("a boolean"),
                 ParamType::Enum { .. } | ParamType::Name { .. } => Some("a choice"),
                 ParamType::List { .. } => Some("a list"),

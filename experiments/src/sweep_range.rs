@@ -34,6 +34,7 @@ pub(crate) fn expand(
             ParamType::Float { min: 0.0, max: f64::MAX }
         }
         ParamType::DurationDist
+        | ParamType::NumberDist
         | ParamType::Bool
         | ParamType::Enum { .. }
         | ParamType::Name { .. }
@@ -122,6 +123,7 @@ pub fn numeric(v: &ParamValue) -> Option<f64> {
         ParamValue::Duration(d) => Some(d.0 as f64),
         ParamValue::Float(x) => Some(*x),
         ParamValue::DurationDist(_)
+        | ParamValue::NumberDist(_)
         | ParamValue::Bool(_)
         | ParamValue::Enum(_)
         | ParamValue::Name(_)

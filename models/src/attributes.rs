@@ -37,6 +37,29 @@ pub enum KeySpec {
     Zipf { n: u64, s: f64 },
 }
 
+impl KeySpec {
+    /// The key space's size (`source.<name>.keys_n`).
+    pub fn n(&self) -> u64 {
+        let KeySpec::Zipf { n, .. } = *self;
+        n
+    }
+    /// The Zipf exponent (`source.<name>.keys_s`).
+    pub fn s(&self) -> f64 {
+        let KeySpec::Zipf { s, .. } = *self;
+        s
+    }
+    /// Sets the size; the registry checked the range ([1, MAX_KEYS]).
+    pub fn set_n(&mut self, to: u64) {
+        let KeySpec::Zipf { n, .. } = self;
+        *n = to;
+    }
+    /// Sets the exponent; the registry checked the range ([0, 10]).
+    pub fn set_s(&mut self, to: f64) {
+        let KeySpec::Zipf { s, .. } = self;
+        *s = to;
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 enum KeySpecRaw {

@@ -31,6 +31,8 @@ pub enum ParamType {
     Duration { min: SimDuration, max: SimDuration },
     /// A distribution of durations (`Exponential(mean: "100ms")`).
     DurationDist,
+    /// A distribution of numbers (token counts: `LogNormal(mean: 800.0, cv: 1.0)`).
+    NumberDist,
     /// A real number in `[min, max]`.
     Float { min: f64, max: f64 },
     /// A real number in `(above, max]`: a lower bound the value must exceed (a percentage
@@ -58,6 +60,7 @@ pub enum ParamValue {
     OptCount(Option<u64>),
     Duration(SimDuration),
     DurationDist(Dist<SimDuration>),
+    NumberDist(Dist<f64>),
     Float(f64),
     Bool(bool),
     /// A choice of a [`ParamType::Enum`], by name (`"CLOSED"`).
@@ -76,6 +79,7 @@ impl fmt::Display for ParamValue {
             ParamValue::OptCount(Some(n)) => write!(f, "Some({n})"),
             ParamValue::Duration(d) => write!(f, "\"{d}\""),
             ParamValue::DurationDist(d) => write!(f, "{}", dist_to_text(d)),
+            ParamValue::NumberDist(d) => write!(f, "{}", number_dist_to_text(d)),
             ParamValue::Float(x) => write!(f, "{x}"),
             ParamValue::Bool(b) => write!(f, "{b}"),
             ParamValue::Enum(c) => f.write_str(c),
@@ -94,17 +98,29 @@ impl fmt::Display for ParamValue {
     }
 }
 
-/// A distribution in scenario syntax, e.g. `Exponential(mean: "100ms")`.
+/// A distribution of durations in scenario syntax, e.g. `Exponential(mean: "100ms")`.
 pub fn dist_to_text(d: &Dist<SimDuration>) -> String {
+    dist_text(d, |v| format!("\"{v}\""))
+}
+
+/// A distribution of numbers in scenario syntax, e.g. `LogNormal(mean: 800.0, cv: 1.0)`.
+pub fn number_dist_to_text(d: &Dist<f64>) -> String {
+    dist_text(d, |v| format!("{v:?}"))
+}
+
+/// A distribution written with each value as `value` writes it.
+fn dist_text<V: sim_core::dist::DistValue>(d: &Dist<V>, value: impl Fn(&V) -> String) -> String {
     use sim_core::DistSpec as S;
     match d.spec() {
-        S::Constant(v) => format!("Constant(\"{v}\")"),
-        S::Exponential { mean } => format!("Exponential(mean: \"{mean}\")"),
-        S::LogNormal { mean, cv } => format!("LogNormal(mean: \"{mean}\", cv: {cv})"),
-        S::Gamma { mean, cv } => format!("Gamma(mean: \"{mean}\", cv: {cv})"),
-        S::Weibull { scale, shape } => format!("Weibull(scale: \"{scale}\", shape: {shape})"),
-        S::Pareto { scale, shape } => format!("Pareto(scale: \"{scale}\", shape: {shape})"),
-        S::Uniform { low, high } => format!("Uniform(low: \"{low}\", high: \"{high}\")"),
+        S::Constant(v) => format!("Constant({})", value(v)),
+        S::Exponential { mean } => format!("Exponential(mean: {})", value(mean)),
+        S::LogNormal { mean, cv } => format!("LogNormal(mean: {}, cv: {cv})", value(mean)),
+        S::Gamma { mean, cv } => format!("Gamma(mean: {}, cv: {cv})", value(mean)),
+        S::Weibull { scale, shape } => {
+            format!("Weibull(scale: {}, shape: {shape})", value(scale))
+        }
+        S::Pareto { scale, shape } => format!("Pareto(scale: {}, shape: {shape})", value(scale)),
+        S::Uniform { low, high } => format!("Uniform(low: {}, high: {})", value(low), value(high)),
         S::Empirical { samples } => format!("Empirical(samples: [{} values])", samples.len()),
     }
 }
@@ -122,6 +138,9 @@ impl ParamType {
             }
             ParamType::DurationDist => {
                 "a distribution of durations, e.g. Exponential(mean: \"100ms\")".into()
+            }
+            ParamType::NumberDist => {
+                "a distribution of numbers, e.g. LogNormal(mean: 800.0, cv: 1.0)".into()
             }
             ParamType::Float { min, max } => format!("a number in [{min}, {max}]"),
             ParamType::FloatAbove { above, max } => format!("a number in ({above}, {max}]"),
@@ -178,6 +197,7 @@ impl ParamType {
                 ParamValue::Duration(v)
             }
             ParamType::DurationDist => ParamValue::DurationDist(Dist::deserialize(d)?),
+            ParamType::NumberDist => ParamValue::NumberDist(Dist::deserialize(d)?),
             ParamType::Float { min, max } => {
                 let x = f64::deserialize(d)?;
                 if !(x >= *min && x <= *max) {
@@ -226,6 +246,7 @@ impl ParamType {
             }
             (ParamType::Duration { min, max }, ParamValue::Duration(d)) => d >= min && d <= max,
             (ParamType::DurationDist, ParamValue::DurationDist(_)) => true,
+            (ParamType::NumberDist, ParamValue::NumberDist(_)) => true,
             (ParamType::Float { min, max }, ParamValue::Float(x)) => x >= min && x <= max,
             (ParamType::FloatAbove { above, max }, ParamValue::Float(x)) => x > above && x <= max,
             (ParamType::Bool, ParamValue::Bool(_)) => true,
@@ -687,6 +708,7 @@ param_field!(u64, Count);
 param_field!(Option<u64>, OptCount);
 param_field!(SimDuration, Duration);
 param_field!(Dist<SimDuration>, DurationDist);
+param_field!(Dist<f64>, NumberDist);
 param_field!(f64, Float);
 param_field!(bool, Bool);
 

@@ -207,12 +207,8 @@ crate::params::declare_params! {
             class: "a reference to a class",
             app: "a reference to an app",
             assign: "class assignment rules: a list valid as a whole",
-            prompt_tokens: "a distribution of token counts: no parameter type for one yet (durations only)",
-            output_tokens: "a distribution of token counts: no parameter type for one yet (durations only)",
-            keys: "a distribution of cache keys: no parameter type for one yet (durations only)",
             budget: "an optional deadline: no parameter type for an optional duration yet",
             profile: "a rate curve valid only as a whole (see above); scale it with `rate_multiplier`",
-            history_tokens: "a distribution of token counts: no parameter type for one yet (durations only)",
             script: "scripted requests: a list valid as a whole",
         ],
         state = dyn SourceSetters + '_;
@@ -224,6 +220,32 @@ crate::params::declare_params! {
         "time of the first arrival";
     limit: OptCount { min: 1, max: u64::MAX }, "requests", fixed,
         "stop after this many requests (None = unlimited)";
+    prompt_tokens: NumberDist, "tokens", fixed,
+        "prompt tokens per request (rounded; a trace's own column takes precedence)",
+        opt_get = |s| s.prompt_tokens.clone(), set = |s, d| s.prompt_tokens = Some(d);
+    output_tokens: NumberDist, "tokens", fixed,
+        "output tokens per request (rounded; a trace's own column takes precedence)",
+        opt_get = |s| s.output_tokens.clone(), set = |s, d| s.output_tokens = Some(d);
+    history_tokens: NumberDist, "tokens", fixed,
+        "conversation history tokens per request (rounded)",
+        opt_get = |s| s.history_tokens.clone(), set = |s, d| s.history_tokens = Some(d);
+    // Sources with a key space only.
+    keys_n: Count { min: 1, max: crate::attributes::MAX_KEYS }, "keys", fixed,
+        "size of the Zipf key space (keys: Zipf(n, s))",
+        opt_get = |s| s.keys.as_ref().map(|k| k.n()),
+        set = |s, n| match s.keys.as_mut() {
+            Some(k) => k.set_n(n),
+            None => return Err(absent("keys_n")),
+        },
+        field = "keys.n";
+    keys_s: Float { min: 0.0, max: 10.0 }, "", fixed,
+        "Zipf exponent of key popularity (0 = uniform; higher = hotter head)",
+        opt_get = |s| s.keys.as_ref().map(|k| k.s()),
+        set = |s, x| match s.keys.as_mut() {
+            Some(k) => k.set_s(x),
+            None => return Err(absent("keys_s")),
+        },
+        field = "keys.s";
     weight: OptCount { min: 1, max: u64::MAX }, "", fixed,
         "weight of every request of this source, overriding its class's (None = the class's)";
     // Trace sources only.

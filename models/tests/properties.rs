@@ -316,6 +316,9 @@ fn value_of(ty: &ParamType, pick: u64) -> ParamValue {
         ParamType::DurationDist => ParamValue::DurationDist(
             ron::from_str(&format!("Exponential(mean: \"{}ms\")", 1 + pick % 100)).unwrap(),
         ),
+        ParamType::NumberDist => ParamValue::NumberDist(
+            ron::from_str(&format!("LogNormal(mean: {}.0, cv: 0.5)", 1 + pick % 1000)).unwrap(),
+        ),
         ParamType::Float { min, max } => {
             let u = (pick % 1001) as f64 / 1000.0;
             ParamValue::Float((min + (max.min(min + 4.0) - min) * u).clamp(*min, *max))

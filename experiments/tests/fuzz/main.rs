@@ -93,7 +93,8 @@ fn setup() -> Fuzzer {
 
 /// `value: Count(3)` → `value: 3` (the model tests' typed `ParamValue`s, as files write them).
 fn untype_timeline_values(v: &mut tree::V) {
-    const TYPED: [&str; 6] = ["Count", "OptCount", "Duration", "DurationDist", "Float", "Bool"];
+    const TYPED: [&str; 7] =
+        ["Count", "OptCount", "Duration", "DurationDist", "NumberDist", "Float", "Bool"];
     if let tree::V::Paren { items, .. } = v {
         for it in items.iter_mut() {
             if let tree::Item::Field(f, x) = it

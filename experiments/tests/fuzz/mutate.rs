@@ -72,6 +72,18 @@ const EDGE_DURATIONS: &[&str] = &[
     "1 minute",
 ];
 
+/// Token-count distributions at their edges: zero, huge, negative, a heavy tail.
+const EDGE_NUMBER_DISTS: &[&str] = &[
+    "Constant(0.0)",
+    "Constant(-1.0)",
+    "Constant(1e12)",
+    "Exponential(mean: 0.0)",
+    "LogNormal(mean: 800.0, cv: 50.0)",
+    "Pareto(scale: 1.0, shape: 1.0)",
+    "Uniform(low: 5.0, high: 1.0)",
+    "Empirical(samples: [0.0])",
+];
+
 const EDGE_DISTS: &[&str] = &[
     "Constant(\"0s\")",
     "Constant(\"1ns\")",
@@ -161,6 +173,7 @@ pub fn typed_value(rng: &mut Rng, ty: &ParamType) -> V {
             _ => format!("\"{}\"", rng.pick(EDGE_DURATIONS).unwrap()),
         },
         ParamType::DurationDist => rng.pick(EDGE_DISTS).unwrap().to_string(),
+        ParamType::NumberDist => rng.pick(EDGE_NUMBER_DISTS).unwrap().to_string(),
         // The bound itself: in range for a closed one, just out of it for an open one.
         ParamType::Float { min, max } | ParamType::FloatAbove { above: min, max } => {
             match rng.below(3) {

@@ -54,6 +54,20 @@ fn typed_parsing_keeps_enum_names_and_checks_ranges() {
             Err("expected a duration string in [\"0s\", \"1m\"], found \"2m\""),
         ),
         (ParamType::Float { min: 0.0, max: 1.0 }, "0.5", Ok("0.5")),
+        // A distribution of numbers is written back as it parses (a GUI text knob).
+        (
+            ParamType::NumberDist,
+            "LogNormal(mean: 800.0, cv: 1.5)",
+            Ok("LogNormal(mean: 800.0, cv: 1.5)"),
+        ),
+        // (and what it writes parses again: a whole `cv` is written `1`)
+        (
+            ParamType::NumberDist,
+            "LogNormal(mean: 800.0, cv: 1)",
+            Ok("LogNormal(mean: 800.0, cv: 1)"),
+        ),
+        (ParamType::NumberDist, "Constant(128.0)", Ok("Constant(128.0)")),
+        (ParamType::NumberDist, "Exponential(mean: \"1s\")", Err("")),
         // An open lower bound: the bound itself is refused, anything above it is in range.
         (ParamType::FloatAbove { above: 0.0, max: 100.0 }, "1e-300", Ok("0.000")),
         (

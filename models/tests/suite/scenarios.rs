@@ -183,6 +183,26 @@ fn a_fixed_parameter_set_before_the_run_reaches_it() {
     assert!(out > done, "timed out {out}, completed {done}");
 }
 
+/// A token distribution is a parameter: `source.chat.prompt_tokens` set to `Constant(2000.0)`
+/// where the scenario says `Constant(1000.0)` doubles the prompt cost exactly (no output
+/// tokens; the same seed gives the same calls, cost = tokens / 1000 × price summed per call).
+#[test]
+fn a_token_distribution_is_a_parameter_and_reaches_the_run() {
+    let text = GATED
+        .replace("target: \"llm_call\")", "target: \"llm_call\", prompt_tokens: Constant(1000.0))")
+        .replace("cv: 0.5))]", "cv: 0.5), cost_per_1k_prompt_tokens: 0.01)]");
+    let mut sc = load(&text);
+    let c = cfg(5, 10, None);
+    let before = models::run(&sc, &c).summary.get("station.llm.cost").unwrap();
+    assert!(before > 0.0, "the scenario has a prompt cost");
+    let v = ron::from_str("Constant(2000.0)").unwrap();
+    sc.set_param("source.chat.prompt_tokens", ParamValue::NumberDist(v)).unwrap();
+    let r = models::run(&sc, &c);
+    let after = r.summary.get("station.llm.cost").unwrap();
+    assert!((after - 2.0 * before).abs() <= 1e-9 * after, "cost {before} → {after}");
+    assert!(sc.registry().get("source.chat.prompt_tokens").is_some());
+}
+
 /// The GUI drives a world step by step; that must be the same run as one go.
 #[test]
 fn stepping_the_world_in_chunks_equals_one_go() {

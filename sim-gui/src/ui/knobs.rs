@@ -235,9 +235,11 @@ fn editor(
         // A distribution or a list: edited as text in the scenario's syntax, parsed (and
         // range-checked) by the parameter's own type on Enter.
         (ParamType::DurationDist, val @ ParamValue::DurationDist(_))
+        | (ParamType::NumberDist, val @ ParamValue::NumberDist(_))
         | (ParamType::List { .. }, val @ ParamValue::List(_)) => {
             let shown = match &*val {
                 ParamValue::DurationDist(d) => models::params::dist_to_text(d),
+                ParamValue::NumberDist(d) => models::params::number_dist_to_text(d),
                 other => other.to_string(),
             };
             let buf = dist_text.entry(s.path.clone()).or_insert(shown);

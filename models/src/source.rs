@@ -207,7 +207,6 @@ crate::params::declare_params! {
             class: "a reference to a class",
             app: "a reference to an app",
             assign: "class assignment rules: a list valid as a whole",
-            budget: "an optional deadline: no parameter type for an optional duration yet",
             profile: "a rate curve valid only as a whole (see above); scale it with `rate_multiplier`",
             script: "scripted requests: a list valid as a whole",
         ],
@@ -262,7 +261,19 @@ crate::params::declare_params! {
         runtime(apply = |s, x| s.set_rate_multiplier(x)),
         "scales the arrival rate (renewal sources; composes with the profile; the pending arrival is rescaled exactly)",
         default = 1.0, opt_get = |s| s.interarrival.is_some().then_some(s.rate_multiplier);
+    // Sources that declare a budget only.
+    budget: Duration { min: SimDuration::from_ns(1), max: crate::timeouts::MAX_BUDGET }, "ns", fixed,
+        "total budget of each request from its arrival (overrides its pipeline's)",
+        opt_get = |s| s.budget, set = |s, d| s.budget = Some(d);
     // Closed-loop sources only.
+    give_up: Duration { min: SimDuration::ZERO, max: SimDuration::MAX }, "ns", fixed,
+        "a closed-loop user stops waiting after this long (0s = waits for ever)",
+        opt_get = |s| s.closed_loop.as_ref().map(|c| c.give_up),
+        set = |s, d| match s.closed_loop.as_mut() {
+            Some(c) => c.give_up = d,
+            None => return Err(absent("give_up")),
+        },
+        field = "closed_loop.give_up";
     users: Count { min: 1, max: crate::closed_loop::MAX_CLIENTS }, "users",
         runtime(apply = |s, n| s.set_users(n)),
         "closed-loop users (more start at once; fewer stop after their current request)",

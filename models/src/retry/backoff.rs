@@ -185,6 +185,21 @@ impl Backoff {
             Backoff::Fixed { .. } => None,
         }
     }
+    /// The exponential backoff's cap, where one is declared.
+    pub fn max_wait(&self) -> Option<SimDuration> {
+        match self {
+            Backoff::Exponential { exponential_max_wait_duration, .. } => {
+                *exponential_max_wait_duration
+            }
+            Backoff::Fixed { .. } => None,
+        }
+    }
+    /// Sets the cap of an exponential backoff (`retry.<name>.backoff_max_wait`).
+    pub fn set_max_wait(&mut self, d: SimDuration) {
+        if let Backoff::Exponential { exponential_max_wait_duration, .. } = self {
+            *exponential_max_wait_duration = Some(d);
+        }
+    }
     pub fn set_multiplier(&mut self, x: f64) {
         if let Backoff::Exponential { exponential_backoff_multiplier, .. } = self {
             *exponential_backoff_multiplier = x;

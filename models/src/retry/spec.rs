@@ -225,6 +225,11 @@ crate::params::declare_params! {
         opt_get = |s| s.backoff.multiplier(),
         set = |s, x| s.backoff.set_multiplier(x),
         field = "backoff.exponential_backoff_multiplier";
+    backoff_max_wait: Duration { min: SimDuration::ZERO, max: SimDuration::MAX }, "ns", fixed,
+        "exponential backoff's cap on one interval (exponentialMaxWaitDuration; where declared)",
+        opt_get = |s| s.backoff.max_wait(),
+        set = |s, d| s.backoff.set_max_wait(d),
+        field = "backoff.exponential_max_wait_duration";
     randomized_wait_factor: Float { min: 0.0, max: 1.0 }, "ratio", fixed,
         "spread of a randomized interval (randomizedWaitFactor; Randomized jitter only)",
         default = 0.5,

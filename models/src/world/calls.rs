@@ -305,7 +305,9 @@ impl QueueingWorld {
         };
         c.in_service = false;
         c.service_timer = None;
-        if let Some(s) = c.stream.take() {
+        // Taken only when there (a `take` of `None` copies the empty record out anyway).
+        if c.stream.is_some() {
+            let s = c.stream.take().expect("checked");
             self.stream_completed(s, ctx);
         }
         let c = self.calls.slots.get_mut(slot).expect("live call");

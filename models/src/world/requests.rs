@@ -207,7 +207,9 @@ impl QueueingWorld {
         let r = self.reqs.ending(slot);
         assert_eq!(r.live_calls, 0, "a request ends after its last call");
         let (id, source, class, arrival, client) = (r.id, r.source, r.class, r.arrival, r.client);
-        let (deadline, entry) = (r.deadline, r.entry.take());
+        // Taken only when there (a `take` of `None` copies the empty record out anyway).
+        let entry = if r.entry.is_some() { r.entry.take() } else { None };
+        let deadline = r.deadline;
         if let Some(recs) = &mut self.obs.records {
             recs.push(RequestRecord {
                 request_id: id.0,

@@ -69,7 +69,7 @@ impl QueueingWorld {
 
     /// Sends call `slot` down its call site from `level`, and acts on the verdict.
     pub(super) fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
-        let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
+        let site = self.call(slot).site as usize;
         if level == 0 && self.switched_off(slot, ctx) {
             return;
         }
@@ -78,6 +78,14 @@ impl QueueingWorld {
             self.send_to_station(slot, ctx);
             return;
         }
+        self.descend_stack(slot, level, ctx);
+    }
+
+    /// [`Self::descend`] through the governors from `level`. Out of line: the fast path
+    /// then saves no registers (bench/NOTES.md, session 7).
+    #[inline(never)]
+    fn descend_stack(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
+        let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
         let info = self.info(slot);
         let next = callsite::descend(
             self.sites[site].stack_for(inst),

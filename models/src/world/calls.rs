@@ -69,7 +69,7 @@ impl QueueingWorld {
 
     /// Sends call `slot` down its call site from `level`, and acts on the verdict.
     pub(super) fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
-        let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
+        let site = self.call(slot).site as usize;
         if level == 0 && self.switched_off(slot, ctx) {
             return;
         }
@@ -78,6 +78,14 @@ impl QueueingWorld {
             self.send_to_station(slot, ctx);
             return;
         }
+        self.descend_stack(slot, level, ctx);
+    }
+
+    /// [`Self::descend`] through the governors from `level`. Out of line: the fast path
+    /// then saves no registers (bench/NOTES.md, session 7).
+    #[inline(never)]
+    fn descend_stack(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
+        let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
         let info = self.info(slot);
         let next = callsite::descend(
             self.sites[site].stack_for(inst),
@@ -305,7 +313,9 @@ impl QueueingWorld {
         };
         c.in_service = false;
         c.service_timer = None;
-        if let Some(s) = c.stream.take() {
+        // Taken only when there (a `take` of `None` copies the empty record out anyway).
+        if c.stream.is_some() {
+            let s = c.stream.take().expect("checked");
             self.stream_completed(s, ctx);
         }
         let c = self.calls.slots.get_mut(slot).expect("live call");

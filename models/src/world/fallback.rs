@@ -107,13 +107,20 @@ impl QueueingWorld {
         if self.sites[site].enabled {
             return false;
         }
+        self.switch_off(slot, site, ctx);
+        true
+    }
+
+    /// Call `slot` meets its site `site` switched off. Out of line: the common case, the
+    /// site on, then saves no registers in [`Self::descend`].
+    #[inline(never)]
+    fn switch_off(&mut self, slot: u32, site: usize, ctx: &mut Ctx<'_, Ev>) {
         if let Some(f) = &mut self.sites[site].fallback {
             f.switched_off += 1;
         }
         if let Some(o) = self.chain_step(slot, Outcome::Rejected(Reason::Shed), true, ctx) {
             self.call_done(slot, o, ctx);
         }
-        true
     }
 
     /// The call ended at its site with `o`: its final outcome, or `None` when it moved on

@@ -71,12 +71,12 @@ impl QueueingWorld {
         let key = src.draw.request(seq);
         let pl = &self.pipelines[pipeline as usize];
         let fast = pl.direct && app.is_none();
-        let (progress, advance) = if fast {
-            (Progress::single(), Advance::Issue(Vec::new()))
-        } else {
+        // A direct call's request goes in with its progress a constant (nothing built on
+        // the stack and copied); a pipeline's starts here and is put in after.
+        let started = (!fast).then(|| {
             let mut draw = |stage: u16, step: u16| fanout_draw(key, stage, step);
             Progress::start(&pl.p, &mut draw)
-        };
+        });
         // Built in the argument: the inlined insert writes it straight into its slot.
         let slot = self.reqs.insert(Req {
             id,
@@ -91,17 +91,22 @@ impl QueueingWorld {
             key: a.key,
             weight: a.weight,
             client: client.unwrap_or(traffic::NO_CLIENT),
-            progress,
+            progress: Progress::single(),
             live_calls: 0,
             entry: None,
             deadline: None,
             expired: false,
         });
+        let Some((progress, advance)) = started else {
+            // A direct call: issued here, without building the pipeline's list.
+            self.arm_budget(slot, ctx);
+            self.issue_call(slot, Issue { stage: 0, step: 0, index: 0 }, ctx);
+            return id;
+        };
+        self.reqs.slots.get_mut(slot).expect("inserted").progress = progress;
         self.arm_budget(slot, ctx);
         match app {
             Some(app) => self.entry_arrive(slot, app, advance, ctx),
-            // A direct call: issued here, without building the pipeline's list.
-            None if fast => self.issue_call(slot, Issue { stage: 0, step: 0, index: 0 }, ctx),
             None => self.advance(slot, advance, ctx),
         }
         id
@@ -202,7 +207,9 @@ impl QueueingWorld {
         let r = self.reqs.ending(slot);
         assert_eq!(r.live_calls, 0, "a request ends after its last call");
         let (id, source, class, arrival, client) = (r.id, r.source, r.class, r.arrival, r.client);
-        let (deadline, entry) = (r.deadline, r.entry.take());
+        // Taken only when there (a `take` of `None` copies the empty record out anyway).
+        let entry = if r.entry.is_some() { r.entry.take() } else { None };
+        let deadline = r.deadline;
         if let Some(recs) = &mut self.obs.records {
             recs.push(RequestRecord {
                 request_id: id.0,

@@ -110,11 +110,7 @@ crate::params::declare_params! {
             error_ratio_count(b.spec().grade, x)?;
             b.set_count(x)
         }),
-        "max RT (SLOW_REQUEST_RATIO), error ratio ≤ 1 (ERROR_RATIO) or error count",
-        set = |s, x| {
-            error_ratio_count(s.grade, x)?;
-            s.count = x
-        };
+        "max RT (SLOW_REQUEST_RATIO), error ratio ≤ 1 (ERROR_RATIO) or error count";
     // Registered for SLOW_REQUEST_RATIO rules only.
     slow_ratio_threshold: Float { min: 0.0, max: 1.0 }, "ratio",
         runtime(apply = |b, x| b.set_slow_ratio_threshold(x)),
@@ -214,5 +210,11 @@ mod tests {
         let mut ratio = DegradeRuleSpec::new("r", CircuitBreakerStrategy::ErrorRatio, 0.5, 1);
         assert!(ratio.set("count", V::Float(2.0)).is_err());
         assert_eq!(ratio.get("slow_ratio_threshold"), None, "only for SLOW_REQUEST_RATIO");
+        // The grade and the count are checked together (the header's `check`), either side set.
+        let mut slow =
+            DegradeRuleSpec::new("s", CircuitBreakerStrategy::SlowRequestRatio, 200.0, 1);
+        assert!(slow.set("grade", V::Enum("ERROR_RATIO".into())).is_err(), "count 200 > 1");
+        assert_eq!(slow.grade, CircuitBreakerStrategy::SlowRequestRatio, "refused, undone");
+        slow.set("grade", V::Enum("ERROR_COUNT".into())).expect("200 errors is a count");
     }
 }

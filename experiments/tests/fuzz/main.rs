@@ -7,7 +7,10 @@
 //! - `cargo test -p experiments --test fuzz` (CI): a fixed-seed slice of [`SLICE`]
 //!   executions, plus every committed regression input (`tests/fuzz_regressions/`, each
 //!   with its expected outcome in `expected.txt`).
-//! - `scripts/fuzz SECONDS [SEED]`: the same for a given time (`FUZZ_SECONDS`, `FUZZ_SEED`).
+//! - `scripts/fuzz SECONDS [SEED]`: the same for a given time (`FUZZ_SECONDS`, `FUZZ_SEED`);
+//!   `FUZZ_EXECUTIONS=N` instead stops after N executions, so a campaign is reproducible by
+//!   its seed and count (`FUZZ_EXECUTIONS=1000000 scripts/fuzz 0 SEED`). A long hunt prints
+//!   a progress line every [`PROGRESS_EVERY`] executions.
 //!   A crashing input is minimised and written to `target/fuzz-crashes/` with its message;
 //!   commit it under `tests/fuzz_regressions/` with the fix.
 //!
@@ -30,6 +33,9 @@ use std::time::{Duration, Instant};
 
 /// Executions of the CI slice (about half a minute in a debug build).
 const SLICE: u64 = 6000;
+
+/// A long hunt's progress line comes every this many executions.
+const PROGRESS_EVERY: u64 = 50_000;
 
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
 
@@ -288,8 +294,17 @@ fn fuzz(seed: u64, count: u64, until: Option<Instant>) -> Stats {
     let mut rng = Rng(seed);
     let mut stats = Stats::default();
     let current = corpus::root().join("target/fuzz-current.ron");
+    let started = Instant::now();
     while stats.executions < count && until.is_none_or(|u| Instant::now() < u) {
         stats.executions += 1;
+        if count > SLICE && stats.executions.is_multiple_of(PROGRESS_EVERY) {
+            eprintln!(
+                "fuzz: {} executions, {:.0}s, {} crashes",
+                stats.executions,
+                started.elapsed().as_secs_f64(),
+                stats.crashes.len()
+            );
+        }
         let (input, result) = if rng.chance(8) {
             let text = csv::generate(&mut rng);
             let bytes = text.clone().into_bytes();
@@ -297,7 +312,7 @@ fn fuzz(seed: u64, count: u64, until: Option<Instant>) -> Stats {
             (Input { path: PathBuf::from("trace.csv"), kind: "csv".into(), bytes }, r)
         } else {
             let input = make_input(&fz, &mut rng);
-            if until.is_some() {
+            if until.is_some() || count > SLICE {
                 // A long hunt keeps the input in progress: an abort (stack overflow, a
                 // failed allocation) leaves it for `scripts/fuzz` to report.
                 let _ = std::fs::write(&current, &input.bytes);
@@ -331,10 +346,12 @@ fn fuzz(seed: u64, count: u64, until: Option<Instant>) -> Stats {
 fn fuzz_slice() {
     let seed = std::env::var("FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED);
     let secs: Option<u64> = std::env::var("FUZZ_SECONDS").ok().and_then(|s| s.parse().ok());
+    let count: Option<u64> = std::env::var("FUZZ_EXECUTIONS").ok().and_then(|s| s.parse().ok());
     let started = Instant::now();
-    let stats = match secs {
-        Some(s) => fuzz(seed, u64::MAX, Some(started + Duration::from_secs(s))),
-        None => fuzz(seed, SLICE, None),
+    let stats = match (count, secs) {
+        (Some(n), _) => fuzz(seed, n, None),
+        (None, Some(s)) => fuzz(seed, u64::MAX, Some(started + Duration::from_secs(s))),
+        (None, None) => fuzz(seed, SLICE, None),
     };
     stats.print(seed, started.elapsed().as_secs_f64());
     assert!(stats.crashes.is_empty(), "crashes:\n{}", stats.crashes.join("\n"));

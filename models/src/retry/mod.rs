@@ -104,6 +104,8 @@ pub struct Retry {
     ordered: bool,
     /// Attempts sent (first calls + retries).
     pub attempts: u64,
+    /// Retries decided (`retry.<n>.retries`): over the whole run, warm-up included, like
+    /// every governor counter (the `source.*` columns count measured requests only).
     pub retries: u64,
     pub retries_denied_by_budget: u64,
     /// Retryable outcomes that had used all their attempts.

@@ -4,6 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+#[path = "docs/checks.rs"]
+mod checks;
+#[path = "docs/map.rs"]
+mod map;
 #[path = "docs/replay.rs"]
 mod replay;
 
@@ -43,8 +47,8 @@ fn parameter_table_matches_the_registry() {
     generated_block(&path, "parameter table", &models::reference::parameter_table());
 }
 
-/// No import cycles between the top-level modules of `models` (the same rule as
-/// `python3 ../shared/tools/modcycles.py models/src`): a module's non-test code names
+/// No import cycles between the top-level modules of `models` (the rule of the
+/// structure tools' module-cycle check): a module's non-test code names
 /// `crate::<module>` paths; the graph of those names must be acyclic, so the schema layer
 /// (`scenario`) never depends back on the runtime that depends on it.
 #[test]

@@ -1,4 +1,4 @@
-//! The retry governor (SPEC §3.10, DESIGN §3 "Retries and budgets").
+//! The retry governor (docs/domain.md §3.10, §7.4).
 //!
 //! A call passes this level at once (`on_call` always passes and starts tracking it). When
 //! its outcome climbs back, the governor either passes it up or answers

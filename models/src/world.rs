@@ -32,6 +32,8 @@ use sim_core::rng::{DrawKey, SourceKey, Stream, name_id};
 use sim_core::{Ctx, Phase, SimDuration, SimTime, TimerHandle};
 
 /// Keyed attribute ids (never renumber: they select the random numbers a request gets).
+/// Each id's doc says what it is keyed by and what it draws; the table and the next free
+/// id are generated into `docs/map.md`.
 pub mod attr {
     /// Keyed by request, call path, attempt: a call's service time at its station.
     pub const SERVICE_TIME: u32 = 1;

@@ -1,7 +1,7 @@
 //! The promotion surge at scale: upstream calls per wall-clock second through the full
 //! governor stack, against a floor written for the same call path.
 //!
-//! Based on SPEC §6 incident 5 (`experiments/incidents/05-promotion-surge.ron`): entry
+//! Based on docs/domain.md §6, incident 5 (`experiments/incidents/05-promotion-surge.ron`): entry
 //! requests fan out into parallel LLM calls, `Choice` 3 / 4 / 5 (30 % each) / 8 (10 %),
 //! mean 4.4 — here at 2,000 entry requests/s (≈ 8,800 calls/s) for one simulated hour
 //! (≈ 32 M upstream calls). Every call goes through `Retry → CircuitBreaker → FlowRules

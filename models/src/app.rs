@@ -1,4 +1,4 @@
-//! Application instances: the request's entry path (SPEC §3.2–§3.4, DESIGN §2 "Composition").
+//! Application instances: the request's entry path (docs/domain.md §3.2–§3.4, ARCHITECTURE.md: the request path is data).
 //!
 //! An app is `instances` identical copies of one service process behind a load balancer.
 //! Each instance has its own copy of the priority dispatcher ([`crate::dispatch`]) and of
@@ -80,7 +80,7 @@ pub struct AppSpec {
     /// while it is true (and, with `health_from`, while that breaker is CLOSED).
     #[serde(default = "D::healthy")]
     pub healthy: bool,
-    /// The breaker whose state is the resource's health (SPEC §3.3: deferred work is
+    /// The breaker whose state is the resource's health (docs/domain.md §3.3: deferred work is
     /// replayed "once its breaker closed"): `"circuit_breaker.<name>"` or
     /// `"degrade_rule.<name>"`. Healthy = `healthy` and the breaker CLOSED (HALF_OPEN is not
     /// healthy yet). A per-instance breaker (`per_instance`) gates each instance by its

@@ -1,4 +1,4 @@
-//! A request batcher (SPEC §3.13, incident 16): calls collected for up to `window` or
+//! A request batcher (docs/domain.md §3.13, incident 16): calls collected for up to `window` or
 //! until `max_batch` are sent upstream as one batched inference.
 //!
 //! A call arriving when no batch is open opens one; later calls join it. The batch is

@@ -3,7 +3,7 @@
 //! Classes are ordered: the first is the most important (P0). Every request carries the
 //! class of its source; governors see it in `CallInfo::class`, and results are reported per
 //! class as well as per source (`class.<name>.*`, with the share of answers within the SLA).
-//! Without a `classes` list a scenario has the SPEC's three: P0 real-time chat (SLA 3 s),
+//! Without a `classes` list a scenario has the domain's three (docs/domain.md §2): P0 real-time chat (SLA 3 s),
 //! P1 near-real-time, P2 batch.
 
 use crate::validate;
@@ -29,7 +29,7 @@ pub struct ClassSpec {
 /// The defaults declared in the parameter rows (`declare_params!` below).
 type D = crate::params::Defaults<ClassSpec>;
 
-/// The SPEC's default classes.
+/// The domain's default classes (docs/domain.md §2).
 pub fn default_classes() -> Vec<ClassSpec> {
     vec![
         ClassSpec { name: "P0".into(), weight: 3, sla: SimDuration::from_secs(3) },

@@ -1,5 +1,5 @@
 //! An HTTP connection pool (Apache HttpClient `PoolingHttpClientConnectionManager` /
-//! OkHttp `ConnectionPool`), SPEC §3.7 and incident 10 (the stale first request after an
+//! OkHttp `ConnectionPool`), docs/domain.md §3.7 and incident 10 (the stale first request after an
 //! idle spell).
 //!
 //! Connections belong to a route (an upstream, by `u16` id). At most `max_total`

@@ -1,4 +1,4 @@
-//! The degradation chain (SPEC §3.11, §3.16): where a call goes when its call site fails
+//! The degradation chain (docs/domain.md §3.11, §3.16): where a call goes when its call site fails
 //! it, or when its model is switched off.
 //!
 //! A call site may name a [`FallbackSpec`]: the failure reasons it covers (`on`) and where

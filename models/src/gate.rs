@@ -1,4 +1,4 @@
-//! A fixed concurrency gate (a semaphore at the convergence point, SPEC §3.5).
+//! A fixed concurrency gate (a semaphore at the convergence point, docs/domain.md §3.5).
 //!
 //! `permits` calls may be past the gate at once. A call that finds no permit waits up to
 //! `acquire_timeout` (Java's `tryAcquire(timeout)`) in FIFO order, or is rejected at once

@@ -13,6 +13,73 @@
 //! architecture invariant and API boundary is in `ARCHITECTURE.md`. Entry points:
 //! [`scenario`] (the RON types), [`params`] (the registry), [`world`] (the running model),
 //! [`run`] (one run → [`summary`] and records).
+//!
+//! ## A run from RON text
+//!
+//! A scenario is read with serde (here from RON text; `experiments` reads files), checked,
+//! and run for one seed. A client sends every 100 ms to a provider that answers in 50 ms:
+//! nothing ever waits, so every latency is exactly 50 ms.
+//!
+//! ```
+//! use models::{RunConfig, Scenario};
+//! use sim_core::SimDuration;
+//!
+//! let scenario: Scenario = ron::from_str(r#"Scenario(
+//!     name: "steady",
+//!     sources: [(name: "chat", interarrival: Constant("100ms"), target: "llm")],
+//!     call_sites: [(name: "llm", upstream: "provider")],
+//!     stations: [(name: "provider", servers: 1, service: Constant("50ms"))],
+//! )"#).expect("valid RON");
+//! scenario.check().expect("a consistent scenario");
+//! let out = models::run(&scenario, &RunConfig::new(7, SimDuration::from_secs(10)));
+//! assert!(out.error.is_none() && out.violations.is_empty());
+//! let col = |c: &str| out.summary.get(&format!("source.chat.{c}")).unwrap();
+//! assert_eq!(col("latency_ms_mean"), 50.0);
+//! assert_eq!(col("latency_ms_p99"), 50.0);
+//! assert_eq!(col("wait_ms_mean"), 0.0);
+//! // Every arrival is accounted for: answered, failed, refused or still in flight.
+//! let ended = col("completed") + col("failed") + col("rejected") + col("in_flight_end");
+//! assert_eq!(col("offered"), ended);
+//! assert!((99.0..=101.0).contains(&col("offered")), "one every 100 ms for 10 s");
+//! ```
+//!
+//! ## A session: a run driven from outside
+//!
+//! [`Session`] runs the same world in steps — event by event, up to an instant — and takes
+//! run-time changes between them (what the workbench does). One server of 150 ms under one
+//! arrival per 100 ms builds a queue; a second server added at 5 s drains it.
+//!
+//! ```
+//! use models::params::ParamValue;
+//! use models::{RunConfig, Scenario, Session};
+//! use sim_core::metrics::MetricReading;
+//! use sim_core::{SimDuration, SimTime};
+//!
+//! let scenario: Scenario = ron::from_str(r#"Scenario(
+//!     name: "overloaded",
+//!     sources: [(name: "chat", interarrival: Constant("100ms"), target: "llm")],
+//!     call_sites: [(name: "llm", upstream: "provider")],
+//!     stations: [(name: "provider", servers: 1, service: Constant("150ms"))],
+//! )"#).unwrap();
+//! scenario.check().unwrap();
+//! let mut s = Session::new(scenario, RunConfig::new(1, SimDuration::from_secs(20)));
+//! assert!(s.step().unwrap()); // one event: the first arrival
+//! let secs = |n| SimTime::ZERO + SimDuration::from_secs(n);
+//! s.run_until(secs(5)).unwrap();
+//! let queue = |s: &Session| match s.read("station.provider.queue_depth") {
+//!     Some(MetricReading::Gauge(n)) => n,
+//!     other => panic!("{other:?}"),
+//! };
+//! // 5 s: ~50 arrivals, ~33 served at 150 ms each: a queue of about 17.
+//! assert!((15..=18).contains(&queue(&s)), "{}", queue(&s));
+//! s.apply("station.provider.servers", ParamValue::Count(2)).unwrap();
+//! s.run_until(secs(15)).unwrap();
+//! // Two servers serve 13.3 a second against 10 arriving: the queue is gone.
+//! assert_eq!(queue(&s), 0);
+//! s.run_to_end().unwrap();
+//! let out = s.finish();
+//! assert!(out.error.is_none() && out.violations.is_empty());
+//! ```
 
 pub mod adaptive;
 pub mod adaptive_concurrency;

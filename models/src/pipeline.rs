@@ -1,4 +1,4 @@
-//! Pipelines: one user request fans out into several upstream calls (SPEC §1, §3).
+//! Pipelines: one user request fans out into several upstream calls (docs/domain.md §1, §3).
 //!
 //! A pipeline is a list of stages run one after the other; a stage is one step or several
 //! steps run in parallel; a step makes a number of calls — fixed or random, e.g. "3–5 with

@@ -1,6 +1,6 @@
 //! A provider quota (OpenAI-style): requests per minute, tokens per minute and concurrent
 //! requests, enforced by the upstream; a refused request gets HTTP 429 with an optional
-//! Retry-After (SPEC §1, §3.5, incidents 5 and 6).
+//! Retry-After (docs/domain.md §1, §3.5, incidents 5 and 6).
 //!
 //! Each request reserves one request of `rpm` and `prompt + max_tokens` tokens of `tpm` at
 //! admission (OpenAI counts `max_tokens`, not the tokens finally generated); with

@@ -1,6 +1,8 @@
 //! The scripted harness: a client that sends listed calls and an upstream that gives listed
 //! answers, so any governor can be driven call by call from a scenario file (a unit test
-//! through the whole world, or the replay of a production incident's call log).
+//! through the whole world, or the replay of a recorded run: its arrival instants and
+//! service times, to compare the model with the real system — the guide is
+//! `docs/replay-your-system.md`).
 //!
 //! A scripted source — `script: Script([Call(at: "1.5s", class: "P0", key: 42, user: 7),
 //! ...])` in place of `interarrival` / `trace` / `closed_loop` — sends one request per row

@@ -27,7 +27,9 @@ pub struct StationSpec {
     #[serde(default)]
     pub queue_capacity: Option<u64>,
     /// How a full station answers: `QueueFull` (a local queue) or `Upstream429` (a
-    /// provider's concurrency quota).
+    /// provider's concurrency quota). Either answer carries no Retry-After (a retry's
+    /// back-off alone sets its delay); a 429 with one comes from a `quota` or a scripted
+    /// `TooMany`.
     #[serde(default = "crate::params::Defaults::<StationSpec>::reject_as")]
     pub reject_as: RejectAs,
     /// Service time of one request.
@@ -152,7 +154,7 @@ crate::params::declare_params! {
     queue_capacity: OptCount { min: 0, max: u64::MAX }, "requests", fixed,
         "waiting places in front of the servers (None = unbounded, Some(0) = none)";
     reject_as: Enum { choices: RejectAs::CHOICES }, "", fixed,
-        "a full station's answer: QueueFull (a local queue) or Upstream429 (a provider's concurrency quota)",
+        "a full station's answer: QueueFull (a local queue) or Upstream429 (a provider's concurrency quota); neither carries a Retry-After",
         default = "QueueFull";
     cancellation: Bool, "", runtime(apply = |st, on| st.cancellation = on),
         "drop the work of calls whose client timed out (false: it runs to the end)";

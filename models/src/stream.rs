@@ -1,7 +1,7 @@
 //! Streaming responses (SSE) of a station: when each chunk arrives, whether the stream
 //! stalls, and when a client with a read timeout between chunks gives up on it.
 //!
-//! The model (SPEC §3.8): a streaming station's answer starts with a first chunk (the
+//! The model (docs/domain.md §3.8): a streaming station's answer starts with a first chunk (the
 //! first token) once the *prompt part* of the service time is over — everything but the
 //! output tokens' share, `service − output_tokens × per_output_token` (both scaled by the
 //! latency multiplier). Then the output tokens follow, `per_output_token` each, delivered

@@ -1,4 +1,4 @@
-//! Request-level timeouts and thread holding (SPEC §3.8 "Timeouts", §6 incidents 9 and 17;
+//! Request-level timeouts and thread holding (docs/domain.md §3.8 "Timeouts", §6 incidents 9 and 17;
 //! issue #4 item 5, issue #3 item 2): the decisions; the run time is `world/timeouts.rs`.
 //!
 //! * **Total budget per task type** — `budget` on a pipeline (the task type: simple Q&A

@@ -7,7 +7,7 @@
 //!
 //! Optional `class`, `user` and `key` columns give each row its class (a class name of the
 //! scenario), user id and cache key (whole numbers ≥ 1). An empty cell, or no such column,
-//! leaves the attribute to the source's rules (SPEC §2: `assign` class shares and token
+//! leaves the attribute to the source's rules (docs/domain.md §2: `assign` class shares and token
 //! bands, hashed users and keys, the population, the key popularity), exactly as before.
 //!
 //! This module parses text; reading the file is the file layer's job (`experiments`), which

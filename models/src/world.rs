@@ -32,44 +32,60 @@ use sim_core::rng::{DrawKey, SourceKey, Stream, name_id};
 use sim_core::{Ctx, Phase, SimDuration, SimTime, TimerHandle};
 
 /// Keyed attribute ids (never renumber: they select the random numbers a request gets).
+/// Each id's doc says what it is keyed by and what it draws; the table and the next free
+/// id are generated into `docs/map.md`.
 pub mod attr {
+    /// Keyed by request, call path, attempt: a call's service time at its station.
     pub const SERVICE_TIME: u32 = 1;
-    /// Whether an upstream call meets an injected failure.
+    /// Keyed by request, call path, attempt: whether the call meets an injected 5xx
+    /// (`error_rate`).
     pub const UPSTREAM_FAILURE: u32 = 2;
-    /// Whether an upstream call meets a business error.
+    /// Keyed by request, call path, attempt: whether the call meets a business error
+    /// (`business_error_rate`; drawn only when no 5xx was drawn).
     pub const BUSINESS_ERROR: u32 = 14;
-    /// The bits a call hands its governors ([`crate::governor::CallInfo::draw`]).
+    /// Keyed by request, call path: the bits a call hands its governors
+    /// (`CallInfo::draw`: retry jitter, cache match).
     pub const GOVERNOR_BITS: u32 = 3;
-    /// The number of calls of a pipeline step.
+    /// Keyed by request, (stage, step) as a call path: the number of calls of a pipeline
+    /// step.
     pub const FANOUT: u32 = 4;
-    /// The upstream a call site's weighted split sends a call to.
+    /// Keyed by request, call path (attempt 0): the upstream a call site's weighted
+    /// `split` sends a call to (the same for every attempt and under every policy).
     pub const ROUTE: u32 = 17;
-    /// Request attributes drawn from the source's distributions (`world/traffic.rs`).
+    /// Keyed by request: prompt tokens from the source's distribution (`world/traffic.rs`).
     pub const PROMPT_TOKENS: u32 = 5;
+    /// Keyed by request: output tokens from the source's distribution.
     pub const OUTPUT_TOKENS: u32 = 6;
+    /// Keyed by request: conversation-history tokens from the source's distribution.
     pub const HISTORY_TOKENS: u32 = 7;
-    /// The cache key's popularity rank.
+    /// Keyed by request: the cache key's popularity rank (Zipf).
     pub const KEY: u32 = 8;
-    /// The user of an open-loop request (a scenario with a population).
+    /// Keyed by request: the user of an open-loop request (a scenario with a population).
     pub const USER: u32 = 9;
-    /// The class by share of a trace row (`assign.class_shares`).
+    /// Keyed by request: a trace row's class by share (`assign.class_shares`).
     pub const CLASS_SHARE: u32 = 10;
-    /// A closed-loop user's think time after this turn (or before its first, on turn 0's
-    /// key with call path 1).
+    /// Keyed by (user, turn): a closed-loop user's think time after this turn (or before
+    /// its first, on turn 0's key with call path 1).
     pub const THINK_TIME: u32 = 11;
-    /// A closed-loop user's coin: re-send this turn after a failure or a give-up?
+    /// Keyed by (user, turn): a closed-loop user's coin: re-send this turn after a failure
+    /// or a give-up?
     pub const USER_RETRY: u32 = 12;
+    /// Keyed by (user, turn): the delay before a closed-loop user's re-send.
     pub const USER_RETRY_DELAY: u32 = 13;
-    /// The CPU time of a request's local work on its app's worker thread.
+    /// Keyed by request: the CPU time of its local work on its app's worker thread.
     pub const LOCAL_WORK: u32 = 15;
-    /// The instance a `Random` balancer picks.
+    /// Keyed by request: the instance a `Random` balancer picks.
     pub const BALANCER: u32 = 16;
-    /// Whether a streamed answer stalls (`stall_rate`), and the stall's length.
+    /// Keyed by request, call path, attempt: whether a streamed answer stalls
+    /// (`stall_rate`).
     pub const STREAM_STALL: u32 = 20;
+    /// Keyed by request, call path, attempt: the length of a streamed answer's stall.
     pub const STREAM_STALL_LENGTH: u32 = 21;
-    /// A call attempt's network delay, client → server and server → client
-    /// (`crate::network`).
+    /// Keyed by request, call path, attempt: the network delay of the call's request leg,
+    /// client → server (`crate::network`).
     pub const NET_REQUEST: u32 = 22;
+    /// Keyed by request, call path, attempt: the network delay of the call's response
+    /// leg, server → client.
     pub const NET_RESPONSE: u32 = 23;
 }
 

@@ -2,34 +2,53 @@
 //! registry's ([`models::reference::parameter_table`]). When a declaration changes,
 //! regenerate with `UPDATE_EXPECT=1 cargo test -p models --test docs` and commit the doc.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-const BEGIN: &str =
-    "<!-- BEGIN generated parameter table: UPDATE_EXPECT=1 cargo test -p models --test docs -->\n";
-const END: &str = "<!-- END generated parameter table -->";
+#[path = "docs/checks.rs"]
+mod checks;
+#[path = "docs/map.rs"]
+mod map;
+#[path = "docs/replay.rs"]
+mod replay;
 
-#[test]
-fn parameter_table_matches_the_registry() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scenario-reference.md");
-    let doc = std::fs::read_to_string(&path).expect("docs/scenario-reference.md");
-    let a = doc.find(BEGIN).expect("the BEGIN marker") + BEGIN.len();
-    let b = a + doc[a..].find(END).expect("the END marker");
-    let want = models::reference::parameter_table();
-    if doc[a..b] != want {
+/// The repository's root.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Checks the block of `path` between `<!-- BEGIN generated NAME: … -->` and
+/// `<!-- END generated NAME -->` against `want`; with `UPDATE_EXPECT` set, rewrites it.
+fn generated_block(path: &Path, name: &str, want: &str) {
+    let begin = format!(
+        "<!-- BEGIN generated {name}: UPDATE_EXPECT=1 cargo test -p models --test docs -->\n"
+    );
+    let end = format!("<!-- END generated {name} -->");
+    let doc = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let shown = path.strip_prefix(repo()).unwrap_or(path).display().to_string();
+    let a =
+        doc.find(&begin).unwrap_or_else(|| panic!("{shown}: no `{}`", begin.trim())) + begin.len();
+    let b = a + doc[a..].find(&end).unwrap_or_else(|| panic!("{shown}: no `{end}`"));
+    if doc[a..b] != *want {
         if std::env::var_os("UPDATE_EXPECT").is_some() {
             let new = format!("{}{want}{}", &doc[..a], &doc[b..]);
-            std::fs::write(&path, new).expect("write the doc");
+            std::fs::write(path, new).expect("write the doc");
         } else {
             panic!(
-                "docs/scenario-reference.md's parameter table differs from the registry; \
+                "{shown}: the generated {name} differs from the code; \
                  regenerate with `UPDATE_EXPECT=1 cargo test -p models --test docs`"
             );
         }
     }
 }
 
-/// No import cycles between the top-level modules of `models` (the same rule as
-/// `python3 ../shared/tools/modcycles.py models/src`): a module's non-test code names
+#[test]
+fn parameter_table_matches_the_registry() {
+    let path = repo().join("docs/scenario-reference.md");
+    generated_block(&path, "parameter table", &models::reference::parameter_table());
+}
+
+/// No import cycles between the top-level modules of `models` (the rule of the
+/// structure tools' module-cycle check): a module's non-test code names
 /// `crate::<module>` paths; the graph of those names must be acyclic, so the schema layer
 /// (`scenario`) never depends back on the runtime that depends on it.
 #[test]

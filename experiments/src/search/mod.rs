@@ -48,7 +48,7 @@
 //! metrics) belongs to the experiment file and lives under it (`experiment/search_spec.rs`,
 //! `experiment/metric.rs`, re-exported here as `spec` and `metric`); this module is the
 //! driver (racing, running batches, reports), which depends on the schema and never the
-//! other way round (`python3 ../shared/tools/modcycles.py experiments/src`: no cycle).
+//! other way round (no module cycle).
 
 pub mod cli;
 pub mod drive;

@@ -1,4 +1,4 @@
-//! Shared helpers of the incident-library tests (`experiments/incidents/*.ron`, SPEC §6):
+//! Shared helpers of the incident-library tests (`experiments/incidents/*.ron`, docs/domain.md §6):
 //! load an incident file as a user would, shorten it (duration, seeds), run every variant
 //! on the same seeds, and read the per-variant means of summary columns.
 

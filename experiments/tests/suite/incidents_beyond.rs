@@ -1,4 +1,4 @@
-//! The incident library beyond SPEC §6 (issue 17: incidents 19 and 20; issue 14: 21): each file loaded
+//! The incident library beyond docs/domain.md §6 (issue 17: incidents 19 and 20; issue 14: 21): each file loaded
 //! as a user would, run on its first seeds (every variant on the same traffic), the
 //! direction and size of the effect asserted with bounds derived from the physics.
 

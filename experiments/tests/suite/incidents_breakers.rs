@@ -1,4 +1,4 @@
-//! The incident library, breakers and failures (SPEC §6 incidents 3, 4, 11, 13, 14, 18): each
+//! The incident library, breakers and failures (docs/domain.md §6, incidents 3, 4, 11, 13, 14, 18): each
 //! `experiments/incidents/*.ron` file is loaded as a user would, shortened, run on its
 //! first seeds (every variant on the same traffic), and the direction and size of the
 //! effect asserted with bounds derived from the physics.

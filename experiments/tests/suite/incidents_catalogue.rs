@@ -1,11 +1,11 @@
-//! The incident library as a whole (`experiments/incidents/`): one experiment per SPEC §6
+//! The incident library as a whole (`experiments/incidents/`): one experiment per docs/domain.md §6
 //! incident (and the incidents issue 17 added after them), each valid, with a description,
 //! the `failure` and `fix` variants, at least 5 seeds, and named after its file.
 
 use crate::incident_support;
 use incident_support::*;
 
-/// The 18 incidents of SPEC §6, in order (file stem after the number), then those added
+/// The 18 incidents of docs/domain.md §6, in order (file stem after the number), then those added
 /// beyond it (19, 20: issue 17; 21: issue 14).
 const INCIDENTS: [&str; 21] = [
     "01-batch-flood",

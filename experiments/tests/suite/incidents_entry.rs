@@ -1,4 +1,4 @@
-//! The incident library, the entry path (SPEC §6 incidents 1, 2, 8, 9, 12, 17): each
+//! The incident library, the entry path (docs/domain.md §6, incidents 1, 2, 8, 9, 12, 17): each
 //! `experiments/incidents/*.ron` file is loaded as a user would, shortened, run on its
 //! first seeds (every variant on the same traffic), and the direction and size of the
 //! effect asserted with bounds derived from the physics.

@@ -1,4 +1,4 @@
-//! The incident library, limits and capacity (SPEC §6 incidents 5, 6, 7, 10, 15, 16): each
+//! The incident library, limits and capacity (docs/domain.md §6, incidents 5, 6, 7, 10, 15, 16): each
 //! `experiments/incidents/*.ron` file is loaded as a user would, shortened, run on its
 //! first seeds (every variant on the same traffic), and the direction and size of the
 //! effect asserted with bounds derived from the physics.

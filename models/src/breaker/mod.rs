@@ -1,5 +1,5 @@
 //! Circuit breakers as governors: Resilience4j's `CircuitBreaker` ([`r4j`]) and Sentinel
-//! 1.8.x degrade rules ([`sentinel_degrade`]), with the exact semantics of DESIGN §3.
+//! 1.8.x degrade rules ([`sentinel_degrade`]), with the exact semantics of docs/domain.md §7.1 and §7.3.
 //!
 //! Both are state machines CLOSED → OPEN → HALF_OPEN → CLOSED/OPEN that sit in a call
 //! site's governor stack. They look only at the outcomes that climb back through them:
@@ -16,7 +16,7 @@
 //! upstream 5xx and timeouts, but also refusals from the levels below the breaker (an
 //! upstream 429 or queue-full, a local gate or limiter below it), which in Java are
 //! exceptions thrown through the breaker — and `ignore_exceptions =
-//! ["failed:business_error"]` (a bad prompt is not the upstream's fault, SPEC §3.9).
+//! ["failed:business_error"]` (a bad prompt is not the upstream's fault, docs/domain.md §3.9).
 //! Degraded outcomes (a fallback below the breaker returned a value) are successes. Put a
 //! breaker *below* local gates, or add `"rejected:gate_full"` to `ignore_exceptions`, to
 //! keep local congestion from opening it.
@@ -279,7 +279,7 @@ mod tests {
             (Outcome::Degraded(Reason::Timeout), Classified::Success),
             (Outcome::Failed(Reason::Upstream5xx), Classified::Failure),
             (Outcome::Failed(Reason::Timeout), Classified::Failure),
-            // A stream closed by the read timeout counts toward the breaker (SPEC §3.8).
+            // A stream closed by the read timeout counts toward the breaker (docs/domain.md §3.8).
             (Outcome::Failed(Reason::StreamInterrupted), Classified::Failure),
             (Outcome::Rejected(Reason::Upstream429), Classified::Failure),
             (Outcome::Rejected(Reason::GateFull), Classified::Failure),

@@ -1,5 +1,5 @@
 //! Resilience4j's `CircuitBreaker` (2.x `CircuitBreakerStateMachine`), exactly as in
-//! DESIGN §3, plus the sources' priority-aware half-open.
+//! docs/domain.md §7.1, plus the sources' priority-aware half-open.
 //!
 //! * CLOSED admits every call and records each result in the sliding window
 //!   ([`super::r4j_window`]); the verdict is evaluated only when a result is recorded.

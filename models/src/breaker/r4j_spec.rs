@@ -125,7 +125,7 @@ pub struct CircuitBreakerSpec {
     pub half_open_wait: Option<HalfOpenWaitSpec>,
     /// Switched off (Resilience4j's `transitionToForcedOpenState`): every call is rejected
     /// with `breaker_open` and nothing is recorded; switching it back on closes the breaker
-    /// with fresh metrics. A run-time knob (SPEC §3.16: a model switched off).
+    /// with fresh metrics. A run-time knob (docs/domain.md §3.16: a model switched off).
     #[serde(default = "D::forced_open")]
     pub forced_open: bool,
     /// DISABLED (`transitionToDisabledState`): every call permitted, nothing recorded;

@@ -1,4 +1,4 @@
-//! Scripted tests of the Resilience4j breaker: every rule of DESIGN §3, expected values by
+//! Scripted tests of the Resilience4j breaker: every rule of docs/domain.md §7.1, expected values by
 //! hand (the comments show the arithmetic). Script syntax: [`super::script`].
 
 use super::script::run;

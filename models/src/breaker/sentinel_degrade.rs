@@ -1,5 +1,5 @@
 //! Sentinel 1.8.x degrade rules (`DegradeRule` → `ResponseTimeCircuitBreaker` /
-//! `ExceptionCircuitBreaker`), exactly as in DESIGN §3.
+//! `ExceptionCircuitBreaker`), exactly as in docs/domain.md §7.3.
 //!
 //! * Statistics: one tumbling bucket of `stat_interval_ms` (Sentinel's `LeapArray` with one
 //!   sample), aligned to multiples of the interval since t = 0 (Sentinel aligns to epoch

@@ -1,4 +1,4 @@
-//! The result cache governor (SPEC §3.11–§3.12) and single-flight ([`singleflight`]).
+//! The result cache governor (docs/domain.md §3.11–§3.12) and single-flight ([`singleflight`]).
 //!
 //! Calls carry a key (`CallInfo::key`, the normalised or semantic question; 0 =
 //! uncacheable, passes untouched). The cache holds, per key, the time its answer was stored,
@@ -27,7 +27,7 @@
 //! used); `Degraded` answers are never cached; with `serve_stale_on_error`, a `Failed(r)` or
 //! `Rejected(r)` whose key still has a live (fresh or stale) entry that matches is answered
 //! **`Degraded(r)`** — a stale answer standing in for a failure carries the failure's
-//! reason (SPEC §3.11: degraded answers carry a reason), e.g. `Degraded(breaker_open)`.
+//! reason (docs/domain.md §3.11: degraded answers carry a reason), e.g. `Degraded(breaker_open)`.
 //!
 //! Architecture invariant: `lru.len() ≤ capacity`; the refresh table only holds keys present
 //! in the LRU (an evicted or removed key drops its refresh mark), so it is bounded by
@@ -71,7 +71,7 @@ pub struct CacheSpec {
         deserialize_with = "crate::params::Ranged::<CacheSpec>::capacity"
     )]
     pub capacity: u64,
-    /// Time an entry stays fresh (SPEC: 5–10 min for knowledge Q&A).
+    /// Time an entry stays fresh (docs/domain.md §3.12: 5–10 min for knowledge Q&A).
     #[serde(default = "D::ttl")]
     pub ttl: SimDuration,
     /// Probability that a lookup finding an entry matches (semantic caches < 1).
@@ -197,7 +197,7 @@ impl Cache {
         self.check();
     }
 
-    /// The busy-answer cap's lookup (SPEC §3.11 "the best cached similar answer",
+    /// The busy-answer cap's lookup (docs/domain.md §3.11 "the best cached similar answer",
     /// `crate::fallback`): an entry of `key` younger than `ttl + max_stale` (stale accepted,
     /// whatever `serve_stale_on_error` says) that matches the question (`draw`, as a lookup
     /// does) answers; it is touched and counted in `busy_served`. Nothing else changes.

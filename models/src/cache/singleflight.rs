@@ -1,4 +1,4 @@
-//! Single-flight (SPEC §3.12): concurrent identical misses share one upstream call.
+//! Single-flight (docs/domain.md §3.12): concurrent identical misses share one upstream call.
 //!
 //! Like Go's `singleflight.Group.Do`: per key (`CallInfo::key`; 0 = never shared), the
 //! first call to arrive is the **leader** and passes; calls with the same key arriving

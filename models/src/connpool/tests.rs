@@ -57,7 +57,7 @@ fn incident_10_stale_connection_and_fixes() {
         ("idle 50 s with validate 2 s: alive, one 20 ms check",
          secs(2), SimDuration::ZERO, secs(60), secs(50),
          Borrow::Reuse { conn: c0, extra_delay: ms(20) }, (0, 0, 0)),
-        ("SPEC numbers: server 30 s, keep_alive 25 s, idle 30 s → connect",
+        ("the sources' numbers: server 30 s, keep_alive 25 s, idle 30 s → connect",
          SimDuration::ZERO, secs(25), secs(30), secs(30),
          Borrow::Connect { conn: c1, delay: ms(60) }, (0, 0, 1)),
         ("server closes at exactly 30 s idle (inclusive) → stale",

@@ -1,4 +1,4 @@
-//! Queue-wait timeouts and removals of the dispatcher (SPEC §3.8 "per stage: … queue wait").
+//! Queue-wait timeouts and removals of the dispatcher (docs/domain.md §3.8 "per stage: … queue wait").
 //!
 //! A class with `max_queue_wait: Some(w)` gives each of its waiting tasks until
 //! `enqueued_at + w` (the time it entered the class queue; a replayed deferred task starts

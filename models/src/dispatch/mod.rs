@@ -1,4 +1,4 @@
-//! The priority dispatcher (SPEC §3.3): one bounded FIFO queue per traffic class and a
+//! The priority dispatcher (docs/domain.md §3.3): one bounded FIFO queue per traffic class and a
 //! dispatcher that feeds a worker pool, one task each time the world says a worker is free.
 //!
 //! Policies ([`DispatchPolicy`]): `Strict` (always the highest non-empty class — P2 starves
@@ -13,7 +13,7 @@
 //!
 //! The key design decision: the dispatcher never pushes. It hands out a task only from
 //! [`Dispatcher::next`], which the world calls when a worker can take one, so priority can
-//! never drain into the pool's own FIFO queue (SPEC: "otherwise priority would … be lost").
+//! never drain into the pool's own FIFO queue (docs/domain.md §3.3: "otherwise priority would … be lost").
 //! A policy that sleeps (`WeightedPolling`) says when it next looks via
 //! [`Dispatcher::wake_at`]; a task arriving during the sleep waits for the sleep to end.
 //!

@@ -1,4 +1,4 @@
-//! The source's "weighted polling" dispatcher loop (SPEC §3.3), as a clocked state machine.
+//! The source's "weighted polling" dispatcher loop (docs/domain.md §3.3), as a clocked state machine.
 //!
 //! The Java original (seed 000, `pollNextTask`), called again after every task it returns:
 //!

@@ -49,7 +49,7 @@ fn fill(d: &mut Dispatcher<u32>, class: ClassId, n: u32, now: SimTime) {
     }
 }
 
-/// SPEC's loop with all queues full: `i` restarts at 0 after every returned task and
+/// The sources' loop (docs/domain.md §3.3) with all queues full: `i` restarts at 0 after every returned task and
 /// iteration 0 polls P0 first, so 20 picks are 20 × P0 — "weighted" polling is strict under
 /// load. With P0 empty, iteration 0 polls P1 before P2: P1 until it is empty, then P2.
 #[test]

@@ -1,4 +1,4 @@
-//! Sentinel cluster flow control (token-server mode, SPEC §3.6 "local vs cluster"): the
+//! Sentinel cluster flow control (token-server mode, docs/domain.md §3.6 "local vs cluster"): the
 //! [`ClusterFlow`] governor, with the semantics of Sentinel 1.8.x's `FlowRuleChecker`
 //! (`passClusterCheck`, `applyTokenResult`, `fallbackToLocalOrPass`) on the client side and
 //! `DefaultTokenService` / `ClusterFlowChecker.acquireClusterToken` on the token server.

@@ -1,5 +1,5 @@
-//! Rate limiters as governors, with the semantics of Alibaba Sentinel 1.8.x (SPEC §3.6,
-//! DESIGN §3 "Sentinel flow rules").
+//! Rate limiters as governors, with the semantics of Alibaba Sentinel 1.8.x (docs/domain.md §3.6,
+//! docs/domain.md §7.2).
 //!
 //! * [`rules::FlowRules`] — one resource guarded by several [`rules::FlowRule`]s (QPS or
 //!   THREAD grade; reject, uniform-rate pacing, warm-up, warm-up + pacing). Every rule must
@@ -13,7 +13,7 @@
 //! The key design decision: the arithmetic is Sentinel's own, including its integer
 //! truncations and its millisecond clock (`TimeUtil.currentTimeMillis()`): every controller
 //! reads the simulation time floored to whole milliseconds, except the uniform-rate
-//! controller in the cases where DESIGN §3 says Sentinel switches to nanoseconds. Where
+//! controller in the cases where docs/domain.md §7.2 says Sentinel switches to nanoseconds. Where
 //! Sentinel's behaviour depends on the epoch clock being huge (the first call through a
 //! pacing controller, the first warm-up token sync), "long ago" is an explicit `None`, so a
 //! simulation starting at t = 0 behaves as a production system that just started.

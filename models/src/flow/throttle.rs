@@ -1,6 +1,6 @@
 //! Sentinel's uniform-rate controller (`RATE_LIMITER`, "throttling", leaky bucket).
 //!
-//! Calls are spaced `cost = 1000 / count` ms apart. Rounding follows DESIGN §3 (Sentinel's
+//! Calls are spaced `cost = 1000 / count` ms apart. Rounding follows docs/domain.md §7.2 (Sentinel's
 //! `ThrottlingController`): the cost is `Math.round(1000 / count)` whole milliseconds on the
 //! millisecond clock, unless `1000 % Math.round(count) != 0` or `count > 1000`, in which
 //! case it is `Math.round(1e9 / count)` whole nanoseconds on the nanosecond clock. So

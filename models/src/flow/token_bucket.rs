@@ -1,4 +1,4 @@
-//! A token bucket on LLM tokens (a TPM quota, SPEC §3.6): each call takes the tokens it
+//! A token bucket on LLM tokens (a TPM quota, docs/domain.md §3.6): each call takes the tokens it
 //! may consume (`CallInfo::tokens`, prompt + maximum output; 1 when unknown) up front.
 //!
 //! `capacity` tokens at most; refilled continuously at `refill_tokens_per_minute`. When the

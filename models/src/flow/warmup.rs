@@ -1,7 +1,7 @@
 //! Sentinel's warm-up controllers (`WARM_UP`, `WARM_UP_RATE_LIMITER`): a token bucket whose
 //! fill level sets the allowed rate (Guava's SmoothWarmingUp, counted per second).
 //!
-//! With Java's casts (DESIGN §3):
+//! With Java's casts (docs/domain.md §7.2):
 //! `warningToken = (int)(warmUpPeriodSec·count) / (coldFactor − 1)` (integer division),
 //! `maxToken = warningToken + (int)(2·warmUpPeriodSec·count / (1.0 + coldFactor))`,
 //! `slope = (coldFactor − 1.0) / count / (maxToken − warningToken)`.

@@ -1,4 +1,4 @@
-//! Queue-wait timeouts and removals of the worker pools (SPEC §3.8 "per stage: … queue
+//! Queue-wait timeouts and removals of the worker pools (docs/domain.md §3.8 "per stage: … queue
 //! wait"), the pool-side twin of `dispatch/expiry.rs`.
 //!
 //! A pool with `max_queue_wait: Some(w)` gives each task in its work queue until

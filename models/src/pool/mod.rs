@@ -1,4 +1,4 @@
-//! Worker thread pools (SPEC §3.4): one shared pool (the incident) or one pool per traffic
+//! Worker thread pools (docs/domain.md §3.4): one shared pool (the incident) or one pool per traffic
 //! class with borrowing of idle threads.
 //!
 //! [`worker::ThreadPool`] is one Java `ThreadPoolExecutor`; [`overhead`] is the per-thread

@@ -1,4 +1,4 @@
-//! Why more threads are not free (SPEC §3.4, incident 12: 200 → 300 → 600 threads gave
+//! Why more threads are not free (docs/domain.md §3.4, incident 12: 200 → 300 → 600 threads gave
 //! 1050 → 1200 → 1080 TPS).
 //!
 //! A task on a worker thread is `io` (blocking wait, no CPU) plus `cpu` (computation). Two
@@ -59,7 +59,7 @@ impl Default for ThreadOverheadSpec {
 }
 
 impl ThreadOverheadSpec {
-    /// The parameters fitted to SPEC incident 12 (see the module doc).
+    /// The parameters fitted to docs/domain.md §6, incident 12 (see the module doc).
     pub fn incident_12() -> Self {
         ThreadOverheadSpec {
             cpu_cores: D::cpu_cores(),

@@ -1,4 +1,4 @@
-//! A worker thread pool with Java `ThreadPoolExecutor` semantics (SPEC §3.4).
+//! A worker thread pool with Java `ThreadPoolExecutor` semantics (docs/domain.md §3.4).
 //!
 //! `execute(task)`, step by step as in the JDK: (1) fewer than `core_pool_size` threads → a
 //! new thread runs it, even if other threads are idle; (2) else offer it to the queue — an

@@ -1,4 +1,4 @@
-//! Backoff intervals and jitter (DESIGN §3 "Retries and budgets").
+//! Backoff intervals and jitter (docs/domain.md §7.4).
 //!
 //! The interval before retry `n` (1 = the first retry) is computed in two steps: the
 //! backoff gives the un-jittered interval `expo(n)`, the jitter spreads it with one uniform
@@ -73,7 +73,7 @@ impl Default for Backoff {
 /// The defaults declared in the retry's parameter rows (`retry/spec.rs`).
 use super::spec::{D, R};
 
-/// How the interval is spread (DESIGN §3).
+/// How the interval is spread (docs/domain.md §7.4).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[serde(rename = "Jitter")]

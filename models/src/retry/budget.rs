@@ -1,4 +1,4 @@
-//! Retry budgets: caps on retries that hold across calls (DESIGN §3, SPEC §3.10).
+//! Retry budgets: caps on retries that hold across calls (docs/domain.md §3.10, §7.4).
 //!
 //! * `Ratio { max_ratio, window }` — the SRE book's per-client budget. The window is
 //!   `window` split into 10 tumbling buckets of `window / 10` (integer ns); bucket `i`

@@ -1,4 +1,4 @@
-//! The retry governor (SPEC §3.10, DESIGN §3 "Retries and budgets").
+//! The retry governor (docs/domain.md §3.10, §7.4).
 //!
 //! A call passes this level at once (`on_call` always passes and starts tracking it). When
 //! its outcome climbs back, the governor either passes it up or answers
@@ -104,6 +104,8 @@ pub struct Retry {
     ordered: bool,
     /// Attempts sent (first calls + retries).
     pub attempts: u64,
+    /// Retries decided (`retry.<n>.retries`): over the whole run, warm-up included, like
+    /// every governor counter (the `source.*` columns count measured requests only).
     pub retries: u64,
     pub retries_denied_by_budget: u64,
     /// Retryable outcomes that had used all their attempts.

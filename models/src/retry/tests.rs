@@ -187,7 +187,7 @@ fn total_time_budget() {
     assert_eq!((r.retries, r.gave_up_time_budget, r.exhausted), (2, 1, 0));
 }
 
-/// SPEC §3.9: P0 retries once (2 attempts), P1 and P2 not at all; a class beyond the
+/// docs/domain.md §3.9: P0 retries once (2 attempts), P1 and P2 not at all; a class beyond the
 /// list gets the default (3).
 #[test]
 fn per_class_policy() {

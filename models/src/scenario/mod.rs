@@ -41,7 +41,7 @@ macro_rules! scenario_spec {
         scenario_spec!(@fields [$($acc)*
             /// Governors (by component path, e.g. `"gate.llm"`) that each app instance has its
             /// own copy of: a request entering instance k of an app uses copy k, so a limit of
-            /// 80 on 4 instances lets 320 through (SPEC incident 6). Every other governor is
+            /// 80 on 4 instances lets 320 through (docs/domain.md §6, incident 6). Every other governor is
             /// cluster-wide: one state shared by all instances (a token server, a shared
             /// semaphore). Requests from sources without an app use the declared instance
             /// itself.
@@ -179,7 +179,7 @@ pub struct CallSiteSpec {
     #[serde(default = "crate::params::Defaults::<CallSiteSpec>::timeout")]
     pub timeout: SimDuration,
     /// The client's read timeout between two chunks of a streamed answer (a `streaming`
-    /// station; SPEC: 20 s, or 15 s for a "no chunk for 15 s" rule), from the first chunk
+    /// station; docs/domain.md §3.8: 20 s, or 15 s for a "no chunk for 15 s" rule), from the first chunk
     /// on: a longer gap closes the stream at (last chunk + this) and the call fails with
     /// `stream_interrupted`; `"0s"` (default) = none. `timeout` stays the total call
     /// timeout.
@@ -201,7 +201,7 @@ pub struct CallSiteSpec {
         skip_serializing_if = "crate::fallback::is_enabled"
     )]
     pub enabled: bool,
-    /// Per-class overrides of `timeout` (SPEC §3.9: "P1 no retry but +500 ms timeout
+    /// Per-class overrides of `timeout` (docs/domain.md §3.9: "P1 no retry but +500 ms timeout
     /// tolerance"): `[("P1", "1.5s")]`. A class not listed uses `timeout`; `"0s"` = none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub class_timeouts: Vec<(String, SimDuration)>,

@@ -86,7 +86,7 @@ pub trait CallSiteSetters {
     fn set_busy_max_per_second(&mut self, n: Option<u64>) -> Result<(), String>;
 }
 
-// `call_site.<name>.enabled`: switch a model off (and on) at run time (SPEC §3.16);
+// `call_site.<name>.enabled`: switch a model off (and on) at run time (docs/domain.md §3.16);
 // `network_request` / `network_response`: a declared network's legs (`crate::network`).
 crate::params::declare_params! {
     super::CallSiteSpec: "call_site", name = |s| s.name,

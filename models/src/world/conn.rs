@@ -1,6 +1,6 @@
 //! Connection pools on call sites: before a call is sent it borrows a connection (reuse,
 //! validate, connect, or find it stale), pays the delay, and gives it back when the
-//! upstream answers (SPEC §3.7, incident 10).
+//! upstream answers (docs/domain.md §3.7, incident 10).
 //!
 //! Architecture invariant: a call holds at most one connection, from its borrow until its
 //! answer, and gives it back exactly once (reusable only after a clean answer).

@@ -1,6 +1,6 @@
 //! Abandoned work: a call whose client timed out keeps the upstream busy until it ends,
 //! unless the upstream supports cancellation — the mechanism behind retry-driven
-//! metastable collapse (SPEC §4).
+//! metastable collapse (docs/domain.md §4).
 
 use models::params::ParamValue;
 use models::scenario::ScenarioSpec;

@@ -1,5 +1,5 @@
-//! Sentinel cluster flow control through the world (SPEC §3.6 "local vs cluster", incident
-//! 6) and the emulation of a rule reload on a timeline change (SPEC §3.16).
+//! Sentinel cluster flow control through the world (docs/domain.md §3.6 "local vs cluster", incident
+//! 6) and the emulation of a rule reload on a timeline change (docs/domain.md §3.16).
 //!
 //! Incident 6's numbers: 4 app instances, 400 calls/s of exactly 1 s each, a provider
 //! concurrency quota of 100 (with 1 s calls, calls admitted per second = concurrency).

@@ -1,4 +1,4 @@
-//! Connection pools in the running world: SPEC incident 10, the stale first request after
+//! Connection pools in the running world: docs/domain.md §6, incident 10, the stale first request after
 //! an idle period longer than the server's idle close, and its fixes.
 
 use models::params::ParamValue;

@@ -1,4 +1,4 @@
-//! The degradation chain (SPEC §3.11, §3.16) through the whole world: incident 4 (one
+//! The degradation chain (docs/domain.md §3.11, §3.16) through the whole world: incident 4 (one
 //! global breaker vs breakers per model with a fallback model), incident 14 (degradation
 //! storm: busy answers capped, the cache beyond), a model switched off on the timeline,
 //! trimmed context. Every run is checked for determinism and conservation (`run_checked`).
@@ -311,7 +311,7 @@ fn incident_3_outage_collapses_the_pool_a_breaker_and_fallback_keep_serving() {
     assert!(col(&f, "source.chat.degraded_breaker_open") > 0);
 }
 
-/// SPEC incident 17, second half: a pod of 8 threads whose requests block on a 0.8 s model
+/// docs/domain.md §6, incident 17, second half: a pod of 8 threads whose requests block on a 0.8 s model
 /// call serves ≤ 8 / 0.8 s = 10 req/s; with the model's breaker open the same pod answers
 /// every request from a 25 ms local fallback (a canned answer; the thread is held for it),
 /// ≤ 8 / 0.025 s = 320 req/s — the article's "~300 QPS of fallbacks". Offered 400 req/s

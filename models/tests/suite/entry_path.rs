@@ -58,7 +58,7 @@ fn priority(policy: &str) -> String {
 }
 
 /// (a) Strict: P0 always waits, so P2 is never dispatched once the P0 queue has filled (at
-/// most the first P2, if it came before P0 filled the queue). The SPEC's WeightedPolling
+/// most the first P2, if it came before P0 filled the queue). The sources' WeightedPolling (docs/domain.md §3.3)
 /// restarts its loop at iteration 0 (which polls P0) after every task: strict under
 /// sustained P0 load, the same starvation. WeightedRoundRobin [3, 2, 1]: P2 gets 1 pick in
 /// 4 while P0 and P2 both wait, so every P2 is taken within a few dispatches (one dispatch

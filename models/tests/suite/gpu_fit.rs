@@ -197,7 +197,7 @@ fn spec_anchors_within_3_percent() {
         ("decode batch 256, context 512", ms(&m, StepBatch::decode(256, 512)), 11.8),
         ("prefill of 2048 tokens", ms(&m, StepBatch::prefill(1, 2048)), 51.0),
     ] {
-        println!("{what}: {got:.3} ms (SPEC {want} ms)");
+        println!("{what}: {got:.3} ms (the sources' {want} ms)");
         assert!(rel(got, want) <= 0.03, "{what}: {got} ms vs {want} ms");
     }
 }

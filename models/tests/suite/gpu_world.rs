@@ -1,5 +1,5 @@
 //! GPU inference servers and request batchers in the running world: scenarios in RON,
-//! figures out (SPEC §4, incident 16).
+//! figures out (docs/domain.md §4, incident 16).
 
 use crate::support::load;
 use models::params::ParamValue;
@@ -48,7 +48,7 @@ fn incident16(batcher: Option<(&str, u64)>) -> String {
     )
 }
 
-/// SPEC incident 16: a 5 ms / 8-request batcher roughly doubles the requests a GPU serves
+/// docs/domain.md §6, incident 16: a 5 ms / 8-request batcher roughly doubles the requests a GPU serves
 /// (the article: 100 → 210 QPS). The H200 fit prices one 128-token prefill step at
 /// 6.48 ms (154 req/s) and a batch of 8 at 25.5 ms (313 req/s): measured 154.25 → 312.35
 /// per second over 20 s (seed 1), a ratio of 2.025.

@@ -1,4 +1,4 @@
-//! Timeouts through the world (SPEC §3.8, incident 9; incident 17's first half): a total
+//! Timeouts through the world (docs/domain.md §3.8, incident 9; incident 17's first half): a total
 //! budget per task type cutting a request wherever it is, queue-wait timeouts per stage
 //! of the entry path, and per-step thread holding (blocking vs asynchronous steps).
 //! Every run here checks conservation (`check_invariants()` empty: I1, I22, I23, I37, I38)
@@ -41,7 +41,7 @@ fn ms(t: SimDuration) -> f64 {
     t.0 as f64 / 1e6
 }
 
-/// SPEC incident 9. One instance, 4 threads (blocking), a healthy model answering every
+/// docs/domain.md §6, incident 9. One instance, 4 threads (blocking), a healthy model answering every
 /// call in exactly 400 ms with room for all (capacity 4 / 0.4 s = 10 req/s). 15 requests
 /// arrive at 0 (1.5 s of queue) and then one every 95 ms (10.5/s) for 20 s: the pool's
 /// queue wait grows from 1.5 s towards 2.5 s. GLOBAL: one 2.5 s budget from arrival
@@ -270,7 +270,7 @@ fn pool_queue_wait_timeout_is_exact() {
     stepped(&sc, 1, 10);
 }
 
-/// SPEC incident 17, first half: a pod of 8 threads, requests calling a model for 0.8 s.
+/// docs/domain.md §6, incident 17, first half: a pod of 8 threads, requests calling a model for 0.8 s.
 /// Blocking: each request holds its thread for 0.8 s ⇒ ≤ 10 req/s. Async model call with a
 /// blocking 100 ms pre- and post-processing step on each side: 0.2 s of thread time ⇒ ≤ 40
 /// req/s. Offered: 38.5 req/s (Constant 26 ms) into a pool with a bounded queue (Abort).
@@ -432,7 +432,7 @@ fn mixed_runs_clean_over_many_seeds() {
     }
 }
 
-/// SPEC §3.9 per-class policies: "P0 retries once then degrades; P1 no retry but +500 ms
+/// docs/domain.md §3.9 per-class policies: "P0 retries once then degrades; P1 no retry but +500 ms
 /// timeout tolerance". One call site, upstream answers in exactly 1.2 s; the site's
 /// timeout is 1 s, P1's override 1.5 s (`class_timeouts`). P0 (one retry, then its
 /// timeout) never gets an answer in time; P1 (no retry) always does. 10 requests each.

@@ -1,4 +1,4 @@
-//! Breaker incidents of SPEC §6 as scenario pairs, through the whole world: the flapping
+//! Breaker incidents of docs/domain.md §6 as scenario pairs, through the whole world: the flapping
 //! breaker (13) and half-open probes by priority (18). Every run is checked for
 //! determinism and conservation.
 

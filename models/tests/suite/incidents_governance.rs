@@ -1,4 +1,4 @@
-//! Governance incidents of SPEC §6 as scenario pairs (the failure, and the fix), run
+//! Governance incidents of docs/domain.md §6 as scenario pairs (the failure, and the fix), run
 //! through the whole world: retry storm (11), hot-key stampede (15), queueing too long (7).
 //! Breakers (13, 18) are in `incidents_breakers.rs`, quotas and fan-out (5) in
 //! `incidents_quota.rs`. Every run is checked for determinism and conservation.

@@ -1,4 +1,4 @@
-//! Provider-quota incidents of SPEC §6 through the whole world: 429s exactly when an RPM
+//! Provider-quota incidents of docs/domain.md §6 through the whole world: 429s exactly when an RPM
 //! quota is exceeded, a retry honouring Retry-After, and the fan-out surge (5) with its
 //! concurrency gate. Every run is checked for determinism and conservation.
 

@@ -1,4 +1,4 @@
-//! Per-instance vs cluster-wide governors (SPEC §3.2, incident 6): a limit of 80 configured
+//! Per-instance vs cluster-wide governors (docs/domain.md §3.2, incident 6): a limit of 80 configured
 //! on each of 4 instances lets 320 calls through against a provider quota of 100.
 
 use models::params::ParamValue;

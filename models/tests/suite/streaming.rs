@@ -1,4 +1,4 @@
-//! Streaming answers and stream stalls (SPEC §3.8, issue 4 item 5): a provider whose streams
+//! Streaming answers and stream stalls (docs/domain.md §3.8, issue 4 item 5): a provider whose streams
 //! stall for 30 s on 10% of its answers between 60 s and 120 s. With a 20 s read timeout
 //! between chunks the client closes each stalled stream at exactly (last chunk + 20 s), the
 //! call fails with `stream_interrupted` and the breaker, counting interruptions, opens;

@@ -91,7 +91,7 @@ fn profile_scales_a_bursty_source() {
     assert!((mean - 40_000.0).abs() < 0.03 * 40_000.0, "mean arrivals {mean}");
 }
 
-/// SPEC incident 1's shape: 20,000 analysis requests submitted at once into the pool that
+/// docs/domain.md §6, incident 1's shape: 20,000 analysis requests submitted at once into the pool that
 /// also serves real-time chat. All arrive at the same instant (the same-instant guard
 /// counts a flood's pending requests as live entities), and chat waits behind them.
 #[test]

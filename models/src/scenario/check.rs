@@ -43,20 +43,23 @@ impl<V> ScenarioSpec<V> {
         let mut hosts = 0u64;
         for (i, s) in self.stalls.iter().enumerate() {
             let err = |message: String| SpecError { path: format!("stalls[{i}].host"), message };
-            let (n, names): (u64, Vec<&str>) = match &s.host {
+            let (n, what, name, names): (u64, &str, &str, Vec<&str>) = match &s.host {
                 StallHost::App(a) => (
                     self.apps.iter().find(|x| &x.name == a).map_or(0, |x| x.instances),
+                    "app",
+                    a,
                     self.apps.iter().map(|x| x.name.as_str()).collect(),
                 ),
                 StallHost::CallSite(c) => (
                     self.call_sites.iter().any(|x| &x.name == c) as u64,
+                    "call site",
+                    c,
                     self.call_sites.iter().map(|x| x.name.as_str()).collect(),
                 ),
             };
             if n == 0 {
                 return Err(err(format!(
-                    "no such host {:?}; known: [{}]",
-                    s.host,
+                    "no {what} named \"{name}\"; {what}s: [{}]",
                     names.join(", ")
                 )));
             }

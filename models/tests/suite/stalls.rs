@@ -200,3 +200,46 @@ fn a_stall_that_never_pauses_moves_nothing() {
     assert_eq!(ends(&a), ends(&c));
     assert_eq!(get(&c, "stall.gc.pauses"), 0.0);
 }
+
+/// CPU starvation over an interval: `slowdown` f set at t₁ and back to 1 at t₂ makes local
+/// work progress at 1/f inside [t₁, t₂). A request arriving at `a` with W = 40 ms of work:
+/// done when the work-time ∫ rate reaches W; its call (S = 30 ms) is not slowed.
+#[test]
+fn a_slowdown_stretches_local_work_inside_its_interval_only() {
+    // f = 2 over [1020, 1250) ms: 1000's work does 20 ms before 1020, then 20 ms at half
+    // speed (40 ms of wall time): done 1060, answered 1090. 1200: 50 ms at half speed to
+    // 1250 (25 ms of work), 15 ms after: done 1265, answered 1295. 1100: 40 ms at half
+    // speed: done 1180.
+    let text = scenario(r#"App("api")"#, Some(40), &[]).replace(
+        "timeline: [",
+        r#"timeline: [(at: "1020ms", path: "stall.gc.slowdown", value: Float(2.0)),
+                     (at: "1250ms", path: "stall.gc.slowdown", value: Float(1.0)),"#,
+    );
+    let r = stepped(&load(&text), &cfg(7, 3));
+    let (w, s, f) = (40 * MS, 30 * MS, 2);
+    let (t1, t2) = (1020 * MS, 1250 * MS);
+    let expected = |a: u64| {
+        // Work done by wall time t from a: piecewise (rate 1 outside, 1/f inside).
+        let work_by = |t: u64| {
+            let slow = t.min(t2).saturating_sub(a.max(t1));
+            (t - a) - slow + slow / f
+        };
+        // The wall instant the work is done: solve work_by(e) = w on each piece.
+        let mut e = a + w;
+        if work_by(e) < w {
+            let at_t1 = work_by(t1.max(a));
+            let slow_end = t1.max(a) + (w - at_t1) * f;
+            e = if slow_end <= t2 { slow_end } else { t2 + (w - work_by(t2)) };
+        }
+        e + s
+    };
+    let n = check_ends(&r, expected);
+    assert!(n >= 29, "{n} requests");
+    let end_of = |a_ms: u64| {
+        r.requests.iter().find(|q| q.arrival == SimTime(a_ms * MS)).and_then(|q| q.end).unwrap()
+    };
+    assert_eq!(end_of(1000), SimTime(1090 * MS));
+    assert_eq!(end_of(1100), SimTime(1210 * MS));
+    assert_eq!(end_of(1200), SimTime(1295 * MS));
+    assert_eq!(get(&r, "stall.gc.pauses"), 0.0);
+}

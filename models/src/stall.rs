@@ -22,8 +22,9 @@
 //!
 //! The upstreams keep working: a station serves what it has and answers on time; only the
 //! client handles the answer late. Not held: a governor's own timers (its state is
-//! cluster-wide or the world's) and a call woken at a cluster-wide governor by another
-//! host's release (the permit is handed over at once and the call goes on).
+//! cluster-wide or the world's), a call woken by another call's release (a governor's
+//! permit, a pooled connection: handed over at once, the call goes on) and a GPU server's
+//! answers (they reach the client at once).
 //!
 //! CPU starvation: `slowdown` = f > 1 makes the host's local work run f times slower from
 //! the change on (work in progress stretches its remaining part; 1 = none); timers and

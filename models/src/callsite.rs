@@ -233,6 +233,8 @@ mod tests {
             permits,
             acquire_timeout: SimDuration::from_ms(wait_ms),
             max_waiting: 100,
+            fair: true,
+            wake_latency: SimDuration::ZERO,
         }))
     }
     fn c(i: u64) -> CallInfo {

@@ -2,8 +2,24 @@
 //!
 //! `permits` calls may be past the gate at once. A call that finds no permit waits up to
 //! `acquire_timeout` (Java's `tryAcquire(timeout)`) in FIFO order, or is rejected at once
-//! when the timeout is zero (fail fast to the fallback). A released permit is handed
+//! when the timeout is zero (fail fast to the fallback).
+//!
+//! Fair (`fair: true`, the default; `new Semaphore(n, true)`): a released permit is handed
 //! directly to the oldest waiter, so a newcomer can never overtake a waiter.
+//!
+//! Non-fair (`fair: false`; `new Semaphore(n)`, the JDK's default): `NonfairSync` acquires by
+//! `nonfairTryAcquireShared` — a compare-and-set on the free count that never looks at the
+//! queue — and `releaseShared` adds the permit to the count and then unparks the queue's
+//! head (`AbstractQueuedSynchronizer.signalNext`), which retries only once the OS has
+//! scheduled it. What matters in a discrete-event model is that window: a call arriving
+//! between the release and the waiter's wake-up takes the permit (barging), and the woken
+//! waiter, finding none, parks again at the head of the queue. The window is
+//! `wake_latency` (default 50 µs, the order of a futex wake-up of a parked thread on a busy
+//! Linux host; zero keeps barging to calls arriving at the release's own instant, which
+//! the engine's phase order puts before the wake-up). Each release with waiters signals one
+//! more waiter than are already signalled (at most one per free permit), in queue order; the
+//! JDK propagates the wake-ups one after another (each woken thread wakes the next), the
+//! model starts them side by side.
 //!
 //! Architecture invariant: `in_use ≤ max(permits, in_use at the last decrease)`, and every
 //! permit granted is returned exactly once (on the outcome, or on abandon for waiters that
@@ -34,6 +50,20 @@ pub struct GateSpec {
     /// Bound on calls waiting for a permit; beyond it calls are rejected at once.
     #[serde(default = "D::max_waiting")]
     pub max_waiting: u64,
+    /// FIFO hand-over (`new Semaphore(n, true)`); `false`: the JDK's default non-fair
+    /// semaphore (barging during the waiter's wake-up).
+    #[serde(default = "D::fair", skip_serializing_if = "is_true")]
+    pub fair: bool,
+    /// Non-fair only: from a release until the signalled waiter retries.
+    #[serde(default = "D::wake_latency", skip_serializing_if = "is_default_wake")]
+    pub wake_latency: SimDuration,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+fn is_default_wake(d: &SimDuration) -> bool {
+    *d == D::wake_latency()
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
@@ -48,6 +78,12 @@ pub struct Gate {
     in_use: u64,
     waiters: VecDeque<CallId>,
     woken: Vec<CallId>,
+    fair: bool,
+    wake_latency: SimDuration,
+    /// Non-fair: when each signalled waiter retries, in queue order (≤ waiters).
+    signals: VecDeque<SimTime>,
+    /// Non-fair: `signals` changed since the world last looked (`take_changed`).
+    changed: bool,
     /// Permits granted and returned, for the conservation invariant.
     pub granted: u64,
     pub returned: u64,
@@ -63,6 +99,10 @@ impl Gate {
             in_use: 0,
             waiters: VecDeque::new(),
             woken: Vec::new(),
+            fair: spec.fair,
+            wake_latency: spec.wake_latency,
+            signals: VecDeque::new(),
+            changed: false,
             granted: 0,
             returned: 0,
         }
@@ -78,14 +118,31 @@ impl Gate {
         self.acquire_timeout
     }
 
-    /// Run-time change of the permit count; raising it wakes waiters.
-    pub fn set_permits(&mut self, permits: u64) {
+    /// Run-time change of the permit count; raising it wakes waiters (non-fair: signals
+    /// them).
+    pub fn set_permits(&mut self, permits: u64, now: SimTime) {
         assert!(permits >= 1);
         self.permits = permits;
-        self.hand_over();
+        self.release_to_waiters(now);
     }
     pub fn set_acquire_timeout(&mut self, d: SimDuration) {
         self.acquire_timeout = d;
+    }
+    pub fn set_wake_latency(&mut self, d: SimDuration) {
+        self.wake_latency = d;
+    }
+
+    /// Free permits go to the waiters: handed over (fair) or signalled (non-fair).
+    fn release_to_waiters(&mut self, now: SimTime) {
+        if self.fair {
+            self.hand_over();
+            return;
+        }
+        let free = self.permits.saturating_sub(self.in_use);
+        while self.signals.len() < self.waiters.len() && (self.signals.len() as u64) < free {
+            self.signals.push_back(now + self.wake_latency);
+            self.changed = true;
+        }
     }
 
     fn hand_over(&mut self) {
@@ -100,7 +157,9 @@ impl Gate {
 
 impl Governor for Gate {
     fn on_call(&mut self, call: &CallInfo, now: SimTime) -> CallDecision {
-        if self.in_use < self.permits && self.waiters.is_empty() {
+        // Fair: a free permit with waiters cannot be (handed over at once); non-fair: one
+        // free during a waiter's wake-up is taken (barging).
+        if self.in_use < self.permits && (self.waiters.is_empty() || !self.fair) {
             self.in_use += 1;
             self.granted += 1;
             return CallDecision::Pass;
@@ -117,17 +176,22 @@ impl Governor for Gate {
         }
     }
 
-    fn on_outcome(&mut self, _call: &CallInfo, outcome: Outcome, _now: SimTime) -> OutcomeDecision {
+    fn on_outcome(&mut self, _call: &CallInfo, outcome: Outcome, now: SimTime) -> OutcomeDecision {
         assert!(self.in_use > 0, "gate released more permits than it granted");
         self.in_use -= 1;
         self.returned += 1;
-        self.hand_over();
+        self.release_to_waiters(now);
         OutcomeDecision::PassUp(outcome)
     }
 
-    fn on_abandon(&mut self, call: &CallInfo, _now: SimTime) {
+    fn on_abandon(&mut self, call: &CallInfo, now: SimTime) {
         if let Some(pos) = self.waiters.iter().position(|c| *c == call.call) {
             self.waiters.remove(pos);
+            // Non-fair: a signal outlives no waiter (the earliest are kept).
+            if self.signals.len() > self.waiters.len() {
+                self.signals.truncate(self.waiters.len());
+                self.changed = true;
+            }
         } else {
             // Woken in the same instant but not yet resumed: give the permit back.
             let pos = self.woken.iter().position(|c| *c == call.call);
@@ -135,7 +199,28 @@ impl Governor for Gate {
             self.woken.remove(pos.expect("checked"));
             self.in_use -= 1;
             self.returned += 1;
-            self.hand_over();
+            self.release_to_waiters(now);
+        }
+    }
+
+    /// Non-fair: the earliest signalled waiter's retry.
+    fn wake_at(&self) -> Option<SimTime> {
+        self.signals.front().copied()
+    }
+
+    /// Non-fair: each signalled waiter due retries — the head takes a free permit, or (a
+    /// newcomer took it) parks again, still the head.
+    fn on_wake(&mut self, now: SimTime) {
+        while self.signals.front().is_some_and(|&t| t <= now) {
+            self.signals.pop_front();
+            self.changed = true;
+            if self.in_use < self.permits
+                && let Some(next) = self.waiters.pop_front()
+            {
+                self.in_use += 1;
+                self.granted += 1;
+                self.woken.push(next);
+            }
         }
     }
 
@@ -147,9 +232,10 @@ impl Governor for Gate {
         self.waiters.len()
     }
 
-    /// No timer, no events, no series (its gauges are read after every step anyway).
+    /// No events, no series (its gauges are read after every step anyway); a timer only
+    /// when non-fair.
     fn take_changed(&mut self) -> bool {
-        false
+        std::mem::take(&mut self.changed)
     }
 
     fn has_released(&self) -> bool {
@@ -160,13 +246,20 @@ impl Governor for Gate {
 crate::params::declare_params! {
     GateSpec: "gate", name = |s| s.name, state = Gate;
     permits: Count { min: 1, max: 10_000_000 }, "permits",
-        runtime(apply = |g, n| g.set_permits(n)), "concurrent calls allowed past the gate";
+        runtime(apply = |g, n, now| g.set_permits(n, now)), "concurrent calls allowed past the gate";
     acquire_timeout: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
         "ns",
         runtime(apply = |g, d| g.set_acquire_timeout(d)),
         "how long a call waits for a permit (0 = fail fast)", default = SimDuration::ZERO;
     max_waiting: Count { min: 0, max: 100_000_000 }, "calls", fixed,
         "bound on calls waiting for a permit", default = 100_000;
+    fair: Bool, "", fixed,
+        "FIFO hand-over (new Semaphore(n, true)); false: the JDK's default non-fair semaphore, newcomers barge during a waiter's wake-up",
+        default = true;
+    wake_latency: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(1) }, "ns",
+        runtime(apply = |g, d| g.set_wake_latency(d)),
+        "non-fair only: from a release until the signalled waiter retries (a parked thread's wake-up)",
+        default = SimDuration::from_us(50), opt_get = |s| (!s.fair).then_some(s.wake_latency);
 }
 
 impl crate::params::GovernorSpec for GateSpec {}
@@ -194,6 +287,8 @@ mod tests {
             permits: 2,
             acquire_timeout: SimDuration::from_ms(300),
             max_waiting: 1,
+            fair: true,
+            wake_latency: SimDuration::ZERO,
         });
         let t = SimTime(0);
         assert_eq!(g.on_call(&call(1), t), CallDecision::Pass);
@@ -217,6 +312,46 @@ mod tests {
         assert_eq!((g.granted, g.returned), (3, 1));
     }
 
+    /// Non-fair, wake latency 50 µs: a release signals the head (retry at +50 µs); a
+    /// newcomer in between takes the permit and the head parks again; a signalled head that
+    /// gives up passes its signal to the next waiter.
+    #[test]
+    fn non_fair_barging_and_signals() {
+        let mut g = Gate::new(&GateSpec {
+            name: "g".into(),
+            permits: 1,
+            acquire_timeout: SimDuration::from_ms(100),
+            max_waiting: 10,
+            fair: false,
+            wake_latency: SimDuration::from_us(50),
+        });
+        let (t, us) = (SimTime(0), |n: u64| SimTime(n * 1000));
+        assert_eq!(g.on_call(&call(1), t), CallDecision::Pass);
+        assert!(matches!(g.on_call(&call(2), t), CallDecision::Wait { .. }));
+        assert!(matches!(g.on_call(&call(3), t), CallDecision::Wait { .. }));
+        g.on_outcome(&call(1), Outcome::Success, us(1000));
+        assert_eq!(g.wake_at(), Some(us(1050)));
+        assert!(g.take_changed());
+        // A newcomer at 1010 µs barges.
+        assert_eq!(g.on_call(&call(4), us(1010)), CallDecision::Pass);
+        g.on_wake(us(1050));
+        let mut woken = vec![];
+        g.take_woken(&mut woken);
+        assert!(woken.is_empty(), "the head found no permit and parks again");
+        assert_eq!((g.wake_at(), g.waiting()), (None, 2));
+        // The next release signals call 2; it gives up before its retry: call 3 takes it.
+        g.on_outcome(&call(4), Outcome::Success, us(2000));
+        g.on_abandon(&call(2), us(2020));
+        assert_eq!(g.wake_at(), Some(us(2050)));
+        g.on_wake(us(2050));
+        g.take_woken(&mut woken);
+        assert_eq!(woken, vec![CallId(3)]);
+        assert_eq!((g.in_use(), g.granted - g.returned), (1, 1));
+        // The last waiter gone, no signal outlives it.
+        g.on_outcome(&call(3), Outcome::Success, us(3000));
+        assert_eq!(g.wake_at(), None);
+    }
+
     #[test]
     fn fail_fast_and_abandon() {
         let mut g = Gate::new(&GateSpec {
@@ -224,6 +359,8 @@ mod tests {
             permits: 1,
             acquire_timeout: SimDuration::ZERO,
             max_waiting: 10,
+            fair: true,
+            wake_latency: SimDuration::ZERO,
         });
         assert_eq!(g.on_call(&call(1), SimTime(0)), CallDecision::Pass);
         assert_eq!(g.on_call(&call(2), SimTime(0)), CallDecision::Reject(Reason::GateFull));
@@ -232,7 +369,7 @@ mod tests {
         g.on_abandon(&call(3), SimTime(5));
         assert_eq!(g.waiting(), 0);
         // Raising permits wakes nobody (no waiters) and lets the next call in.
-        g.set_permits(2);
+        g.set_permits(2, SimTime(6));
         assert_eq!(g.on_call(&call(4), SimTime(6)), CallDecision::Pass);
         assert_eq!(g.in_use(), 2);
     }

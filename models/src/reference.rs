@@ -72,6 +72,7 @@ pub fn param_kinds() -> Vec<KindParams> {
         of::<crate::pool::worker::ThreadPoolSpec>("entry", "<name>"),
         of::<crate::timeouts::DispatcherQueue>("entry", "<dispatcher>-<class>"),
         of::<crate::timeouts::PoolQueue>("entry", "<pool>"),
+        of::<crate::stall::StallSpec>("entry", "<name>"),
     ]);
     v
 }

@@ -21,6 +21,8 @@ fn gate(permits: u64, wait_ms: u64) -> Shadow<GovernorKind> {
         permits,
         acquire_timeout: SimDuration::from_ms(wait_ms),
         max_waiting: 10,
+        fair: true,
+        wake_latency: SimDuration::ZERO,
     })))
 }
 fn in_use(s: &Shadow<GovernorKind>) -> u64 {

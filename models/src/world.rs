@@ -190,6 +190,16 @@ pub enum Ev {
         slot: u32,
         id: u64,
     },
+    /// A host's random pause starts (`world/stalls.rs`; `generation`: a rate change
+    /// supersedes a pending one).
+    StallStart {
+        host: u16,
+        generation: u32,
+    },
+    /// A host's pause ends (a stale one, of a pause since extended, is ignored).
+    StallEnd {
+        host: u16,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -216,6 +226,8 @@ impl sim_core::Event for Ev {
             Ev::QueueTimeout { .. } => 18,
             Ev::NetArrive { .. } => 21,
             Ev::NetReturn { .. } => 22,
+            Ev::StallStart { .. } => 23,
+            Ev::StallEnd { .. } => 24,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -239,6 +251,7 @@ impl sim_core::Event for Ev {
             Ev::LocalWorkDone { id, .. } | Ev::RequestDeadline { id, .. } => id,
             Ev::StreamClose { id, .. } | Ev::NetArrive { id, .. } | Ev::NetReturn { id, .. } => id,
             Ev::QueueTimeout { app, inst } => ((app as u64) << 16) | inst as u64,
+            Ev::StallStart { host, .. } | Ev::StallEnd { host } => host as u64,
         }
     }
     fn phase(&self) -> Phase {
@@ -259,6 +272,10 @@ impl sim_core::Event for Ev {
             Ev::WarmupEnd | Ev::GovWake { .. } => Phase::Dispatch,
             Ev::DispatchWake { .. } | Ev::PoolWake { .. } => Phase::Dispatch,
             Ev::RequestDeadline { .. } | Ev::QueueTimeout { .. } => Phase::Timeout,
+            // A pause starts before anything else at its instant; it ends after the answers
+            // and timers it held (re-armed at its end), before nothing else is due.
+            Ev::StallStart { .. } => Phase::Completion,
+            Ev::StallEnd { .. } => Phase::Dispatch,
         }
     }
 }
@@ -436,6 +453,8 @@ pub struct QueueingWorld {
     params_now: std::collections::BTreeMap<String, ParamValue>,
     /// Call sites' network delay and the legs on the wire (`world/network.rs`).
     net: network::NetRt,
+    /// Correlated stalls: hosts' pauses and slowdowns, what they hold (`world/stalls.rs`).
+    stalls: stalls::StallsRt,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -465,6 +484,7 @@ mod report;
 mod requests;
 mod scripted;
 mod series;
+mod stalls;
 mod streaming;
 mod timeouts;
 mod traffic;
@@ -490,6 +510,10 @@ impl sim_core::World for QueueingWorld {
     /// upstreams → back up the stack → requests & calls → entry path → traffic (a
     /// closed-loop user's answer); observation is told along the way and never answers.
     fn handle(&mut self, ev: Ev, ctx: &mut Ctx<'_, Ev>) {
+        // A paused host's events wait for its pause's end (`world/stalls.rs`).
+        if ctx.now() < self.stalls.until && self.stall_hold(ev, ctx) {
+            return;
+        }
         match ev {
             // Traffic (`world/requests.rs`, `world/clients.rs`).
             Ev::Arrival { source, rate_gen } => self.on_arrival(source, rate_gen, ctx),
@@ -517,6 +541,9 @@ impl sim_core::World for QueueingWorld {
             // Network legs (`world/network.rs`).
             Ev::NetArrive { slot, id } => self.on_net_arrive(slot, id, ctx),
             Ev::NetReturn { slot, id } => self.on_net_return(slot, id, ctx),
+            // Correlated stalls (`world/stalls.rs`).
+            Ev::StallStart { host, generation } => self.on_stall_start(host, generation, ctx),
+            Ev::StallEnd { host } => self.on_stall_end(host, ctx),
             // Observation.
             Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
         }
@@ -598,6 +625,7 @@ impl sim_core::World for QueueingWorld {
                 Some(r) => format!("source.{}", self.traffic.sources[r.source as usize].name),
                 _ => "request".into(),
             },
+            Ev::StallStart { host, .. } | Ev::StallEnd { host } => self.stall_component(host),
             Ev::LocalWorkDone { slot, .. } => {
                 match self.reqs.slots.get(slot).and_then(|r| r.entry.as_ref()) {
                     Some(e) => format!("app.{}", self.entry_path.apps[e.app as usize].spec.name),

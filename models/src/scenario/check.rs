@@ -29,7 +29,52 @@ impl<V> ScenarioSpec<V> {
         self.check_site_refs()?;
         self.check_network()?;
         super::reach::check_gpu_tokens(self)?;
-        self.check_apps()
+        self.check_apps()?;
+        self.check_stalls()
+    }
+
+    /// Stalls: unique names, values in range, a host that exists, one stall per host, at
+    /// most [`crate::stall::MAX_HOSTS`] hosts in all.
+    fn check_stalls(&self) -> Result<(), SpecError> {
+        use crate::stall::StallHost;
+        unique("stalls", self.stalls.iter().map(|s| s.name.as_str()))?;
+        ranges("stalls", &self.stalls)?;
+        let mut seen = BTreeSet::new();
+        let mut hosts = 0u64;
+        for (i, s) in self.stalls.iter().enumerate() {
+            let err = |message: String| SpecError { path: format!("stalls[{i}].host"), message };
+            let (n, what, name, names): (u64, &str, &str, Vec<&str>) = match &s.host {
+                StallHost::App(a) => (
+                    self.apps.iter().find(|x| &x.name == a).map_or(0, |x| x.instances),
+                    "app",
+                    a,
+                    self.apps.iter().map(|x| x.name.as_str()).collect(),
+                ),
+                StallHost::CallSite(c) => (
+                    self.call_sites.iter().any(|x| &x.name == c) as u64,
+                    "call site",
+                    c,
+                    self.call_sites.iter().map(|x| x.name.as_str()).collect(),
+                ),
+            };
+            if n == 0 {
+                return Err(err(format!(
+                    "no {what} named \"{name}\"; {what}s: [{}]",
+                    names.join(", ")
+                )));
+            }
+            if !seen.insert(&s.host) {
+                return Err(err(format!("{:?} already has a stall (one stall per host)", s.host)));
+            }
+            hosts += n;
+            if hosts > crate::stall::MAX_HOSTS {
+                return Err(err(format!(
+                    "expected at most {} stalled hosts in all (app instances and call sites)",
+                    crate::stall::MAX_HOSTS
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The scenario has sources and 1–64 classes; class and source names are unique; a

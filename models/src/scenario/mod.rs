@@ -92,6 +92,10 @@ macro_rules! scenario_spec {
             /// Application instances (balancer, dispatcher, worker pool) requests enter first.
             #[serde(default)]
             pub apps: Vec<crate::app::AppSpec>,
+            /// Correlated stalls: hosts (app instances, call sites' clients) that pause or
+            /// slow down, delaying every thread, timer and call they have (`crate::stall`).
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub stalls: Vec<crate::stall::StallSpec>,
             /// Parameter changes during the run.
             #[serde(default = "Vec::new")]
             pub timeline: Vec<SetParam<V>>,
@@ -128,6 +132,7 @@ macro_rules! scenario_spec {
                     quotas: self.quotas,
                     users: self.users,
                     apps: self.apps,
+                    stalls: self.stalls,
                     timeline,
                     recovery: self.recovery,
                 })
@@ -308,6 +313,7 @@ impl<V> ScenarioSpec<V> {
         for q in self.apps.iter().flat_map(crate::app::queue_params) {
             q.register(&mut r);
         }
+        self.stalls.iter().for_each(|c| r.add_component(c));
         r
     }
 
@@ -338,6 +344,7 @@ impl<V> ScenarioSpec<V> {
         of(&self.apps.iter().collect::<Vec<_>>(), &mut out);
         of(&self.apps.iter().filter_map(|a| a.dispatcher.as_ref()).collect::<Vec<_>>(), &mut out);
         of(&self.apps.iter().flat_map(|a| a.pools()).collect::<Vec<_>>(), &mut out);
+        of(&self.stalls.iter().collect::<Vec<_>>(), &mut out);
         out.sort();
         out.dedup();
         out
@@ -391,6 +398,7 @@ impl<V> ScenarioSpec<V> {
             "quota" => find(&mut self.quotas, name).set(param, value),
             "gpu_server" => find(&mut self.gpu_servers, name).set(param, value),
             "connpool" => find(&mut self.connection_pools, name).set(param, value),
+            "stall" => find(&mut self.stalls, name).set(param, value),
             "users" => self.users.as_mut().expect("registered").set(param, value),
             "segment" => {
                 let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();

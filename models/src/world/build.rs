@@ -265,10 +265,14 @@ impl QueueingWorld {
                     .map(|c| ctx.metrics.histogram(&format!("class.{}.latency", c.name)))
                     .collect(),
             },
+            // Registers nothing without stalls.
+            stalls: stalls::StallsRt::new(sc, run.seed, ctx),
         };
         w.fallback_start();
         w.entry_start_all(ctx);
         w.start_clients(ctx);
+        let pauses: Vec<SimDuration> = sc.stalls.iter().map(|s| s.pause).collect();
+        w.stalls_start(&pauses, ctx);
         for g in 0..n_govs {
             w.sync_wake(g, ctx);
         }

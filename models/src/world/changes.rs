@@ -86,6 +86,7 @@ impl QueueingWorld {
                 }
             }
             "connpool" => self.set_connpool(name, param, v, ctx),
+            "stall" => self.set_stall(name, param, v, ctx),
             "gpu_server" => match self.upstreams.gpus.iter().position(|g| g.name == name) {
                 Some(g) => {
                     // A cross-field rule (batched tokens ≥ sequences) may refuse it: recorded

@@ -167,6 +167,8 @@ impl QueueingWorld {
         } as u16;
         let backlog_cap = a.spec.accept_backlog;
         let gateways = a.spec.gateway_threads;
+        let paused = self.inst_paused(app, inst, ctx.now());
+        let a = &mut self.entry_path.apps[app as usize];
         let i = &mut a.instances[inst as usize];
         i.outstanding += 1;
         i.assigned += 1;
@@ -181,7 +183,8 @@ impl QueueingWorld {
             continuation: false,
         });
         let i = self.inst(app, inst);
-        if i.backlog.is_empty() && gateways.is_none_or(|g| i.gateway_busy < g) {
+        // A paused instance (`world/stalls.rs`) accepts nothing: the backlog holds it.
+        if !paused && i.backlog.is_empty() && gateways.is_none_or(|g| i.gateway_busy < g) {
             self.entry_admit(slot, ctx);
         } else if (i.backlog.len() as u64) < backlog_cap {
             i.backlog.push_back(slot);
@@ -304,7 +307,10 @@ impl QueueingWorld {
         if cpu {
             self.inst(app, inst).cpu_busy += 1;
         }
-        ctx.schedule_at(ctx.now() + d, Ev::LocalWorkDone { slot, id });
+        // On a stalled instance pauses and slowdowns move it (`world/stalls.rs`).
+        if !self.stall_work_start((app, inst), (slot, id), d, ctx) {
+            ctx.schedule_at(ctx.now() + d, Ev::LocalWorkDone { slot, id });
+        }
     }
 
     /// The local work is done: the core is freed, a non-blocking thread too; the pipeline
@@ -320,6 +326,7 @@ impl QueueingWorld {
         e.continuation = false;
         let expired = r.expired;
         let advance = e.pending.take().expect("the pipeline starts once");
+        self.stall_work_done(app, inst, slot);
         if cpu {
             let i = self.inst(app, inst);
             i.cpu_busy -= 1;
@@ -385,15 +392,21 @@ impl QueueingWorld {
         }
         if gateway {
             self.inst(app, inst).gateway_busy -= 1;
-            let cap = self.entry_path.apps[app as usize].spec.gateway_threads;
-            loop {
-                let i = self.inst(app, inst);
-                if cap.is_some_and(|g| i.gateway_busy >= g) {
-                    break;
-                }
-                let Some(next) = i.backlog.pop_front() else { break };
-                self.entry_admit(next, ctx);
+            self.entry_take_backlog(app, inst, ctx);
+        }
+    }
+
+    /// Free gateway threads take the accept backlog's head, in order (after a release, and
+    /// at the end of a pause: `world/stalls.rs`).
+    pub(super) fn entry_take_backlog(&mut self, app: u16, inst: u16, ctx: &mut Ctx<'_, Ev>) {
+        let cap = self.entry_path.apps[app as usize].spec.gateway_threads;
+        loop {
+            let i = self.inst(app, inst);
+            if cap.is_some_and(|g| i.gateway_busy >= g) {
+                break;
             }
+            let Some(next) = i.backlog.pop_front() else { break };
+            self.entry_admit(next, ctx);
         }
     }
 

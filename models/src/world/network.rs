@@ -8,7 +8,9 @@
 //!
 //! API boundary: hooks called from `world/calls.rs` — `net_send` (the request leaves),
 //! `upstream_answer` (the station's answer leaves), `net_on_wire` (a client that gives up
-//! on a call on the wire touches no station) — and the two event handlers.
+//! on a call on the wire touches no station) — and the two event handlers. A paused
+//! client's answer waits on the response leg until the pause's end (`answer_on_wire`, from
+//! `world/stalls.rs`).
 
 use super::*;
 use crate::network::{NetworkSpec, is_zero};
@@ -160,13 +162,17 @@ impl QueueingWorld {
             self.answer_on_wire(slot, d, outcome, retry_after, ctx);
             return;
         }
+        // A paused client takes the answer at its pause's end (`world/stalls.rs`).
+        if ctx.now() < self.stalls.until && self.stall_answer(slot, outcome, retry_after, ctx) {
+            return;
+        }
         self.deliver(slot, outcome, retry_after, ctx);
     }
 
     /// The answer goes on the response leg, for `d`. Out of line: the common path, no
     /// network, then saves no registers (bench/NOTES.md, session 7).
     #[inline(never)]
-    fn answer_on_wire(
+    pub(super) fn answer_on_wire(
         &mut self,
         slot: u32,
         d: SimDuration,

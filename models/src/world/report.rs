@@ -167,6 +167,7 @@ impl QueueingWorld {
         self.governor_counters(&mut out);
         self.entry_summary(end, &mut out);
         self.timeouts_summary(&mut out);
+        self.stall_summary(&mut out);
         out
     }
 
@@ -278,6 +279,7 @@ impl QueueingWorld {
             &mut v,
         );
         self.timeouts_invariants(&mut v);
+        self.stall_violations(&mut v);
         v
     }
 

@@ -126,7 +126,11 @@ impl QueueingWorld {
         }
     }
 
-    fn issue_call(&mut self, req: u32, issue: Issue, ctx: &mut Ctx<'_, Ev>) {
+    pub(super) fn issue_call(&mut self, req: u32, issue: Issue, ctx: &mut Ctx<'_, Ev>) {
+        // A paused client sends it at its pause's end (`world/stalls.rs`).
+        if ctx.now() < self.stalls.until && self.stall_issue(req, issue, ctx) {
+            return;
+        }
         let r = self.reqs.slots.get_mut(req).expect("live request");
         r.live_calls += 1;
         let pl = &self.pipelines[r.pipeline as usize];

@@ -47,6 +47,12 @@ fn the_limits_table_states_the_constants() {
         ),
         ("degradation chain", "4 hops", models::fallback::MAX_HOPS == 4),
         (
+            "stalled hosts",
+            "4096 per scenario",
+            models::stall::MAX_HOSTS == 4096
+                && models::stall::MAX_PAUSE == sim_core::SimDuration::from_secs(3600),
+        ),
+        (
             "scripted calls per source",
             "1,000,000 each",
             models::scripted::MAX_CALLS == 1_000_000 && models::scripted::MAX_ANSWERS == 1_000_000,

@@ -111,7 +111,7 @@ fn timeline_rejects_static_and_unknown_parameters() {
     );
     sc.timeline[0].path = "gate.llm.permit".into();
     let e = sc.check_timeline().unwrap_err().to_string();
-    assert!(e.contains("unknown parameter path `gate.llm.permit`; did you mean one of: gate.llm.acquire_timeout, gate.llm.max_waiting, gate.llm.permits"), "{e}");
+    assert!(e.contains("unknown parameter path `gate.llm.permit`; did you mean one of: gate.llm.acquire_timeout, gate.llm.fair, gate.llm.max_waiting, gate.llm.permits"), "{e}");
 }
 
 #[test]
@@ -132,6 +132,7 @@ fn registry_lists_every_parameter_and_sets_typed_values() {
             "class.P2.sla",
             "class.P2.weight",
             "gate.llm.acquire_timeout",
+            "gate.llm.fair",
             "gate.llm.max_waiting",
             "gate.llm.permits",
             "source.chat.interarrival",

@@ -32,6 +32,8 @@ pub trait DistValue: Copy + Debug + PartialEq + Serialize + DeserializeOwned {
     /// The value of a rate's mean gap ([`Rate::mean_gap`]); `None` where a rate means
     /// nothing (plain numbers: `Poisson(rate)` is a distribution of gaps).
     fn from_gap(gap: SimDuration) -> Option<Self>;
+    /// A value in base units as a scenario writes it (`"100ms"`, `800`), for messages.
+    fn show(x: f64) -> String;
 }
 
 impl DistValue for SimDuration {
@@ -45,6 +47,9 @@ impl DistValue for SimDuration {
     fn from_gap(gap: SimDuration) -> Option<Self> {
         Some(gap)
     }
+    fn show(x: f64) -> String {
+        format!("\"{}\"", SimDuration::from_ns_f64(x))
+    }
 }
 
 impl DistValue for f64 {
@@ -57,6 +62,9 @@ impl DistValue for f64 {
     }
     fn from_gap(_: SimDuration) -> Option<Self> {
         None
+    }
+    fn show(x: f64) -> String {
+        x.to_string()
     }
 }
 
@@ -179,6 +187,7 @@ impl<V: DistValue> Dist<V> {
                     *cv,
                     p50.map(V::to_base),
                     p99.map(V::to_base),
+                    V::show,
                 )?;
                 Sampler::LogNormal { mu, sigma }
             }
@@ -352,6 +361,7 @@ fn log_normal_params(
     cv: Option<f64>,
     p50: Option<f64>,
     p99: Option<f64>,
+    show: fn(f64) -> String,
 ) -> Result<(f64, f64), String> {
     match (mean, cv, p50, p99) {
         (Some(m), Some(cv), None, None) => {
@@ -368,12 +378,12 @@ fn log_normal_params(
         (None, None, Some(p50), Some(p99)) => {
             let p50 = check_positive("LogNormal p50", p50)?;
             let p99 = check_positive("LogNormal p99", p99)?;
-            log_normal_by_percentiles(Percentiles::P50 { p50 }, p99)
+            log_normal_by_percentiles(Percentiles::P50 { p50 }, p99, show)
         }
         (Some(m), None, None, Some(p99)) => {
             let m = check_positive("LogNormal mean", m)?;
             let p99 = check_positive("LogNormal p99", p99)?;
-            log_normal_by_percentiles(Percentiles::Mean { mean: m }, p99)
+            log_normal_by_percentiles(Percentiles::Mean { mean: m }, p99, show)
         }
         _ => {
             let given: Vec<&str> = [("mean", mean.is_some()), ("cv", cv.is_some())]
@@ -410,11 +420,19 @@ enum Percentiles {
 ///   (the larger, σ > z, puts the median below mean·e^(−z²/2) and a far heavier tail
 ///   beyond p99), computed as 2d / (z + √(z² − 2d)) to avoid cancellation for small d.
 ///   Then μ = ln mean − σ²/2.
-fn log_normal_by_percentiles(by: Percentiles, p99: f64) -> Result<(f64, f64), String> {
+fn log_normal_by_percentiles(
+    by: Percentiles,
+    p99: f64,
+    show: fn(f64) -> String,
+) -> Result<(f64, f64), String> {
     let (mu, sigma) = match by {
         Percentiles::P50 { p50 } => {
             if p99 <= p50 {
-                return Err(format!("LogNormal p99 must exceed p50, found p50 {p50} ≥ p99 {p99}"));
+                return Err(format!(
+                    "LogNormal p99 must exceed p50, found p50 {} ≥ p99 {}",
+                    show(p50),
+                    show(p99)
+                ));
             }
             (libm::log(p50), (libm::log(p99) - libm::log(p50)) / Z99)
         }
@@ -423,9 +441,11 @@ fn log_normal_by_percentiles(by: Percentiles, p99: f64) -> Result<(f64, f64), St
             let max_ratio = libm::exp(Z99 * Z99 / 2.0);
             if d <= 0.0 || d > Z99 * Z99 / 2.0 {
                 return Err(format!(
-                    "no log-normal has mean {mean} and p99 {p99}: p99 must lie in (mean, {max_ratio:.2} × mean] \
+                    "no log-normal has mean {} and p99 {}: p99 must lie in (mean, {max_ratio:.2} × mean] \
                      (p99/mean = e^(zσ − σ²/2) is at most e^(z²/2) = {max_ratio:.2}, at σ = z = 2.326); \
-                     for a heavier tail give p50 and p99"
+                     for a heavier tail give p50 and p99",
+                    show(mean),
+                    show(p99)
                 ));
             }
             let sigma = 2.0 * d / (Z99 + libm::sqrt(Z99 * Z99 - 2.0 * d));
@@ -618,7 +638,8 @@ mod tests {
         assert_eq!(text, "LogNormal(mean:\"800ms\",p99:\"2500ms\")");
         // The smaller root: σ < z, and at the bound p99 = e^(z²/2)·mean the two meet at z.
         let near = libm::exp(Z99 * Z99 / 2.0 - 1e-12);
-        let at_bound = log_normal_params(Some(1.0), None, None, Some(near)).unwrap();
+        let at_bound =
+            log_normal_params(Some(1.0), None, None, Some(near), <f64 as DistValue>::show).unwrap();
         assert!(at_bound.1 < Z99 && Z99 - at_bound.1 < 1e-5, "σ {}", at_bound.1);
     }
 

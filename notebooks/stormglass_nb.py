@@ -433,15 +433,21 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 _figures: dict[str, int] = {}
 
 
+# The figure style, one file read by matplotlib itself (its colour cycle is PALETTE).
+MATPLOTLIBRC = Path(__file__).resolve().parent / "matplotlibrc"
+
+
 def style() -> None:
+    """Table printing for polars, and the figure style for matplotlib without importing it:
+    $MATPLOTLIBRC points at `matplotlibrc` (unless set), so matplotlib's first import reads
+    it; when matplotlib was imported before this module, the file is applied now."""
     pl.Config.set_tbl_rows(60)
     pl.Config.set_fmt_str_lengths(80)
     pl.Config.set_tbl_width_chars(160)
-    import matplotlib as mpl
-    mpl.rcParams.update({"figure.dpi": 90, "savefig.dpi": 90, "axes.grid": True, "grid.alpha": 0.3,
-                         "axes.spines.top": False, "axes.spines.right": False, "font.size": 9,
-                         "axes.titlesize": 10, "legend.fontsize": 8, "legend.frameon": False,
-                         "axes.prop_cycle": mpl.cycler(color=PALETTE)})
+    if MATPLOTLIBRC.is_file():
+        os.environ.setdefault("MATPLOTLIBRC", str(MATPLOTLIBRC))
+        if "matplotlib" in sys.modules:
+            sys.modules["matplotlib"].rc_file(MATPLOTLIBRC, use_default_template=False)
 
 
 def colors(keys) -> dict:

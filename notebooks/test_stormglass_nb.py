@@ -1,6 +1,10 @@
 """Tests of the notebooks' helpers (no CLI needed): python -m unittest notebooks/test_stormglass_nb.py"""
+import importlib.util
 import math
+import os
+import subprocess
 import sys
+import textwrap
 import unittest
 from pathlib import Path
 
@@ -109,3 +113,53 @@ class Clean(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+HERE = Path(__file__).resolve().parent
+
+# Run in a fresh interpreter: a meta-path finder that refuses every `matplotlib` module
+# (as if it were not installed), then the helper imported from this folder.
+BLOCK_MATPLOTLIB = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError("matplotlib is not installed (blocked by the test)")
+        return None
+sys.meta_path.insert(0, Block())
+"""
+
+
+def python(code: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "MATPLOTLIBRC"}
+    return subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(HERE)!r})\n{code}"],
+                          capture_output=True, text=True, env=env, cwd=HERE.parent, timeout=120)
+
+
+class Load(unittest.TestCase):
+    def test_imports_without_matplotlib(self):
+        out = python(BLOCK_MATPLOTLIB + textwrap.dedent("""
+            import stormglass_nb as sg, polars as pl
+            assert "matplotlib" not in sys.modules, "imported at load"
+            df = pl.DataFrame({"k": [1, 1, 2, 2], "value": [1.0, 3.0, 5.0, 7.0]})
+            print(sg.mean_ci(df, ["k"])["mean"].to_list())
+        """))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "[2.0, 6.0]")
+
+    def test_the_blocker_blocks(self):
+        # Without this, the test above could pass with matplotlib imported after all.
+        out = python(BLOCK_MATPLOTLIB + "import matplotlib")
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("blocked by the test", out.stderr)
+
+    @unittest.skipUnless(importlib.util.find_spec("matplotlib"), "matplotlib not installed")
+    def test_style_reaches_matplotlib_imported_after_or_before(self):
+        check = 'import matplotlib as mpl; c = mpl.rcParams["axes.prop_cycle"].by_key()["color"]; ' \
+                'print(mpl.rcParams["figure.dpi"], c[1], mpl.rcParams["axes.spines.top"])'
+        for first, then in [("import stormglass_nb", "import matplotlib"),
+                            ("import matplotlib", "import stormglass_nb")]:
+            with self.subTest(first=first):
+                out = python(f"{first}\n{then}\n{check}")
+                self.assertEqual(out.returncode, 0, out.stderr)
+                self.assertEqual(out.stdout.split(), ["90.0", "#d62728", "False"])

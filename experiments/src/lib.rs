@@ -30,6 +30,7 @@ pub mod session;
 pub mod staging;
 pub mod sweep;
 pub mod sweep_range;
+pub mod unstack;
 pub mod variant;
 
 pub use experiment::{Experiment, LoadError, RunDefaults, load};

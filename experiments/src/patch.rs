@@ -14,7 +14,10 @@
 //!   registered parameters are of kind `gate`; its kind is found by parsing that element
 //!   alone into a one-element probe scenario and asking the registry — the kinds come from
 //!   the components' own `Params::KIND`, so a new component kind needs no change here. A
-//!   string element equal to a removed path (`per_instance: ["gate.llm"]`) goes with it.
+//!   string element equal to a removed path (`per_instance: ["gate.llm"]`) goes with it;
+//! * a call site of the base with governors to leave out of its stack (a variant's
+//!   `remove_governors`, [`crate::unstack`]) is written with its `governors` list spliced
+//!   without those entries.
 //!
 //! The spliced text is then parsed and checked like any scenario, so every rule of the
 //! scenario applies to the result. Each piece of the new text remembers where it came from
@@ -23,6 +26,7 @@
 
 use crate::locate::line_col;
 use crate::ronfile::{InputError, Source};
+use crate::unstack::Drops;
 use models::scenario::ScenarioSpec;
 use serde::Serialize;
 use serde::de::IgnoredAny;
@@ -36,22 +40,22 @@ pub(crate) struct Part<'a> {
 }
 
 impl<'a> Part<'a> {
-    fn text(&self, path: &str) -> Option<&'a str> {
+    pub(crate) fn text(&self, path: &str) -> Option<&'a str> {
         let r = self.src.locations().span(path)?;
         Some(&self.src.text[r])
     }
     /// The named fields of the value, `(name, full path)`, in text order.
-    fn fields(&self) -> Vec<(String, String)> {
+    pub(crate) fn fields(&self) -> Vec<(String, String)> {
         self.src.locations().fields(self.path)
     }
-    fn is_list(&self, path: &str) -> bool {
+    pub(crate) fn is_list(&self, path: &str) -> bool {
         self.text(path).is_some_and(|t| t.starts_with('['))
     }
-    fn elements(&self, path: &str) -> Vec<String> {
+    pub(crate) fn elements(&self, path: &str) -> Vec<String> {
         (0..self.src.locations().elements(path)).map(|k| format!("{path}[{k}]")).collect()
     }
     /// The `name` of a list element, when it has one.
-    fn name_of(&self, element: &str) -> Option<String> {
+    pub(crate) fn name_of(&self, element: &str) -> Option<String> {
         ron::from_str::<String>(self.text(&format!("{element}.name"))?).ok()
     }
 }
@@ -114,6 +118,29 @@ impl Merged {
     fn element(&mut self, parts: &[Part<'_>], synth: String, part: usize, path: &str) {
         self.fields.push((synth, part, path.to_string()));
         self.copy(parts, part, path);
+        self.lit(", ");
+    }
+    fn copy_range(&mut self, parts: &[Part<'_>], part: usize, r: std::ops::Range<usize>) {
+        self.segs.push((self.text.len(), r.len(), part, r.start));
+        self.text.push_str(&parts[part].src.text[r]);
+    }
+    /// A call site of the base with the stack entries `drop` left out of its `governors`.
+    fn element_without(&mut self, parts: &[Part<'_>], synth: String, path: &str, drop: &[String]) {
+        self.fields.push((synth, 0, path.to_string()));
+        let locations = parts[0].src.locations();
+        let whole = locations.span(path).expect("located");
+        let stack_path = format!("{path}.governors");
+        let stack = locations.span(&stack_path).expect("a stack with entries to drop");
+        self.copy_range(parts, 0, whole.start..stack.start);
+        self.lit("[");
+        for g in parts[0].elements(&stack_path) {
+            if !drop.contains(&g) {
+                self.copy(parts, 0, &g);
+                self.lit(", ");
+            }
+        }
+        self.lit("]");
+        self.copy_range(parts, 0, stack.end..whole.end);
         self.lit(", ");
     }
 
@@ -208,6 +235,7 @@ pub(crate) fn merge(
     base: Part<'_>,
     patch: Option<Part<'_>>,
     remove: &[(String, String)],
+    drops: &Drops,
     exp: &Source<'_>,
 ) -> Result<Merged, InputError> {
     let parts: Vec<Part<'_>> = std::iter::once(base).chain(patch).collect();
@@ -263,7 +291,8 @@ pub(crate) fn merge(
                 m.field(&parts, field, 1, pp);
             }
             _ if base.is_list(bpath) => {
-                merge_list(&mut m, &parts, field, bpath, pf, &removed, &removed_paths);
+                let rm = Removals { elements: &removed, paths: &removed_paths, drops };
+                merge_list(&mut m, &parts, field, bpath, pf, &rm);
             }
             _ => m.field(&parts, field, 0, bpath),
         }
@@ -296,6 +325,14 @@ fn label(part: &Part<'_>, field: &str, element: &str, k: usize) -> String {
     }
 }
 
+/// What leaves the base: list elements by path, string elements equal to a removed
+/// component's path, stack entries of call sites ([`crate::unstack`]).
+struct Removals<'r> {
+    elements: &'r BTreeSet<String>,
+    paths: &'r [&'r str],
+    drops: &'r Drops,
+}
+
 /// Writes the base list `field` (at `bpath`) without removed elements, with the patch's
 /// list (at `ppath`) merged in by name.
 fn merge_list(
@@ -304,8 +341,7 @@ fn merge_list(
     field: &str,
     bpath: &str,
     ppath: Option<&str>,
-    removed: &BTreeSet<String>,
-    removed_paths: &[&str],
+    rm: &Removals<'_>,
 ) {
     let base = &parts[0];
     let patch_elems: Vec<String> = ppath.map(|p| parts[1].elements(p)).unwrap_or_default();
@@ -316,12 +352,12 @@ fn merge_list(
     m.fields.push((field.to_string(), 0, bpath.to_string()));
     let mut k = 0;
     for e in base.elements(bpath) {
-        if removed.contains(&e) {
+        if rm.elements.contains(&e) {
             continue;
         }
         let text = base.text(&e).unwrap_or("");
         if text.starts_with('"')
-            && ron::from_str::<String>(text).is_ok_and(|s| removed_paths.contains(&s.as_str()))
+            && ron::from_str::<String>(text).is_ok_and(|s| rm.paths.contains(&s.as_str()))
         {
             continue;
         }
@@ -335,7 +371,10 @@ fn merge_list(
                 m.changes.replaced.push(label(&parts[1], field, &patch_elems[j], j));
                 m.element(parts, format!("{field}[{k}]"), 1, &patch_elems[j]);
             }
-            None => m.element(parts, format!("{field}[{k}]"), 0, &e),
+            None => match rm.drops.get(&e) {
+                Some(drop) => m.element_without(parts, format!("{field}[{k}]"), &e, drop),
+                None => m.element(parts, format!("{field}[{k}]"), 0, &e),
+            },
         }
         k += 1;
     }

@@ -63,6 +63,23 @@ fn polish(msg: String) -> String {
         .replace("Expected", "expected")
 }
 
+/// The message of a parse error: ron's own, polished, except for an optional field written
+/// without `Some` (`max_concurrency: 100`), which ron calls "Expected option": then what to
+/// write instead (`write Some(100)`), with the value as written when it is known.
+fn message(code: &ron::Error, value: Option<&str>) -> String {
+    if !matches!(code, ron::Error::ExpectedOption) {
+        return polish(code.to_string());
+    }
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return "expected `Some(<value>)` or `None` (an optional field)".into();
+    };
+    let v: String = match v.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &v[..cut]),
+        None => v.to_string(),
+    };
+    format!("expected `Some(<value>)` or `None` (an optional field), found `{v}`: write Some({v})")
+}
+
 /// A RON text and its name, with the field-path index built on demand.
 pub struct Source<'a> {
     pub file: &'a Path,
@@ -117,7 +134,7 @@ impl<'a> Source<'a> {
                 line,
                 col,
                 field: field.into(),
-                message: polish(sp.code.to_string()),
+                message: message(&sp.code, self.value_text(field)),
             }
         })
     }
@@ -142,9 +159,17 @@ impl<'a> Source<'a> {
             file: self.file.to_path_buf(),
             line: e.span.start.line,
             col: e.span.start.col,
+            message: message(&e.code, self.value_text(&field)),
             field,
-            message: polish(e.code.to_string()),
         }
+    }
+
+    /// The text of the value at `field`, when the field is located.
+    fn value_text(&self, field: &str) -> Option<&str> {
+        if field.is_empty() {
+            return None;
+        }
+        self.locations().span(field).map(|r| &self.text[r])
     }
 }
 

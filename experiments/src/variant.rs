@@ -3,7 +3,8 @@
 //!
 //! A variant applies, in this order: `scenario` (another scenario, `File(path)` relative to
 //! the experiment file or `Inline(Scenario(..))`, instead of the base), `remove` (components
-//! by `<kind>.<name>`), `patch` (`Patch(<scenario fields>)`, merged by element name — see
+//! by `<kind>.<name>`) and `remove_governors` (governors out of call-site stacks, see
+//! [`crate::unstack`]), `patch` (`Patch(<scenario fields>)`, merged by element name — see
 //! [`crate::patch`]), `set` (registered parameters). A variant that changes structure is
 //! resolved and checked as a scenario of its own at load; an error in it names the variant
 //! and points where the offending text was written.
@@ -30,6 +31,9 @@ pub(crate) struct VariantFile {
     scenario: Option<ScenarioRef>,
     #[serde(default)]
     remove: Vec<String>,
+    /// Governors out of call-site stacks, in one line ([`crate::unstack`]).
+    #[serde(default)]
+    remove_governors: Vec<String>,
     /// Located and merged as text (`crate::patch`); the merged scenario is typed.
     #[serde(default)]
     patch: Option<IgnoredAny>,
@@ -112,7 +116,10 @@ pub(crate) fn resolve_variants(
                 format!("variant \"{}\" is defined twice", v.name),
             ));
         }
-        let structural = v.scenario.is_some() || !v.remove.is_empty() || v.patch.is_some();
+        let structural = v.scenario.is_some()
+            || !v.remove.is_empty()
+            || !v.remove_governors.is_empty()
+            || v.patch.is_some();
         let (scenario, from, changes) = if structural {
             let (sc, from, changes) = structural_scenario(src, base, v, &field)?;
             (Some(Arc::new(sc)), from, changes)
@@ -224,13 +231,12 @@ fn structural_scenario(
         }
     }
     let patch = v.patch.is_some().then_some(Part { src, path: &patch_path });
-    let remove: Vec<(String, String)> = v
-        .remove
-        .iter()
-        .enumerate()
-        .map(|(k, r)| (r.clone(), format!("{field}.remove[{k}]")))
-        .collect();
-    let merged = patch::merge(start, patch, &remove, src).map_err(|e| tag(&v.name, e))?;
+    let (remove, drops) = removals(src, &start, v, field).map_err(|e| tag(&v.name, e))?;
+    let mut merged =
+        patch::merge(start, patch, &remove, &drops, src).map_err(|e| tag(&v.name, e))?;
+    // Out of one stack only: named as written (the others are in `remove`).
+    let scoped = v.remove_governors.iter().filter(|r| r.starts_with("call_site."));
+    merged.changes.removed.extend(scoped.cloned());
     let parts: Vec<Part<'_>> = std::iter::once(start).chain(patch).collect();
     let msrc = Source::new(start.src.file, &merged.text);
     let locate = |e: InputError| -> InputError {
@@ -255,11 +261,36 @@ fn structural_scenario(
     Ok((sc, from, merged.changes))
 }
 
+/// The components a variant removes (`remove`, and the governors `remove_governors` takes
+/// out of every stack), each with the field of its entry, and the stack entries it drops.
+#[allow(clippy::type_complexity)]
+fn removals(
+    src: &Source<'_>,
+    start: &Part<'_>,
+    v: &VariantFile,
+    field: &str,
+) -> Result<(Vec<(String, String)>, crate::unstack::Drops), InputError> {
+    let at = |list: &str, k: usize| format!("{field}.{list}[{k}]");
+    let mut remove: Vec<(String, String)> =
+        v.remove.iter().enumerate().map(|(k, r)| (r.clone(), at("remove", k))).collect();
+    let unstack: Vec<(String, String)> = v
+        .remove_governors
+        .iter()
+        .enumerate()
+        .map(|(k, r)| (r.clone(), at("remove_governors", k)))
+        .collect();
+    let (drops, declarations) = crate::unstack::drops(start, &unstack, src)?;
+    remove.extend(declarations);
+    Ok((remove, drops))
+}
+
 /// An error written outside the variant (in the base scenario, or another file), reported
 /// at the variant's field that caused it, with where the error itself lies.
 fn nested(src: &Source<'_>, v: &VariantFile, field: &str, e: InputError) -> InputError {
     let anchor = if !v.remove.is_empty() {
         "remove"
+    } else if !v.remove_governors.is_empty() {
+        "remove_governors"
     } else if v.patch.is_some() {
         "patch"
     } else {

@@ -28,7 +28,7 @@ use models::scenario::ScenarioSpec;
 use models::world::attr;
 use models::{RunConfig, Scenario};
 use sim_core::rng::{DrawKey, Stream, name_id};
-use sim_core::{Dist, DistSpec, SimDuration};
+use sim_core::{Dist, SimDuration};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
@@ -174,8 +174,7 @@ fn run_floor(secs: u64) -> Measured {
     let t0 = Instant::now();
     let end = secs * 1_000_000_000;
     let interarrival = Dist::<SimDuration>::exponential(SimDuration(INTERARRIVAL_NS));
-    let token_dist =
-        |mean| Dist::<f64>::new(DistSpec::LogNormal { mean, cv: TOKENS_CV }).expect("log-normal");
+    let token_dist = |mean| Dist::<f64>::log_normal(mean, TOKENS_CV).expect("log-normal");
     let (prompt, output) = (token_dist(PROMPT_MEAN), token_dist(OUTPUT_MEAN));
     let mut stream = Stream::new(SEED, &format!("arrivals/{SOURCE}"));
     let source_key = name_id(SOURCE);

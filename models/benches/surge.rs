@@ -38,7 +38,7 @@ use models::scenario::ScenarioSpec;
 use models::world::attr;
 use models::{RunConfig, Scenario};
 use sim_core::rng::{DrawKey, Stream, name_id};
-use sim_core::{Dist, DistSpec, SimDuration};
+use sim_core::{Dist, SimDuration};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::process::Command;
@@ -196,15 +196,10 @@ fn run_floor(secs: u64) -> Measured {
     let t0 = Instant::now();
     let end = secs * 1_000_000_000;
     let interarrival = Dist::<SimDuration>::exponential(SimDuration(INTERARRIVAL_NS));
-    let base = Dist::<SimDuration>::new(DistSpec::LogNormal {
-        mean: SimDuration(BASE_MEAN_NS),
-        cv: BASE_CV,
-    })
-    .expect("log-normal");
-    let prompt = Dist::<f64>::new(DistSpec::LogNormal { mean: PROMPT_MEAN, cv: TOKENS_CV })
-        .expect("log-normal");
-    let output = Dist::<f64>::new(DistSpec::LogNormal { mean: OUTPUT_MEAN, cv: TOKENS_CV })
-        .expect("log-normal");
+    let base =
+        Dist::<SimDuration>::log_normal(SimDuration(BASE_MEAN_NS), BASE_CV).expect("log-normal");
+    let prompt = Dist::<f64>::log_normal(PROMPT_MEAN, TOKENS_CV).expect("log-normal");
+    let output = Dist::<f64>::log_normal(OUTPUT_MEAN, TOKENS_CV).expect("log-normal");
     let total_weight: f64 = FANOUT.iter().map(|&(_, w)| w).sum();
     let mut stream = Stream::new(SEED, &format!("arrivals/{SOURCE}"));
     let source_key = name_id(SOURCE);

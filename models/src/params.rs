@@ -114,7 +114,15 @@ fn dist_text<V: sim_core::dist::DistValue>(d: &Dist<V>, value: impl Fn(&V) -> St
     match d.spec() {
         S::Constant(v) => format!("Constant({})", value(v)),
         S::Exponential { mean } => format!("Exponential(mean: {})", value(mean)),
-        S::LogNormal { mean, cv } => format!("LogNormal(mean: {}, cv: {cv})", value(mean)),
+        S::Poisson { rate } => format!("Poisson(rate: \"{rate}\")"),
+        S::LogNormal { mean, cv, p50, p99 } => {
+            let fields: Vec<String> = [("mean", mean), ("p50", p50), ("p99", p99)]
+                .into_iter()
+                .filter_map(|(n, v)| v.as_ref().map(|v| format!("{n}: {}", value(v))))
+                .chain(cv.map(|cv| format!("cv: {cv}")))
+                .collect();
+            format!("LogNormal({})", fields.join(", "))
+        }
         S::Gamma { mean, cv } => format!("Gamma(mean: {}, cv: {cv})", value(mean)),
         S::Weibull { scale, shape } => {
             format!("Weibull(scale: {}, shape: {shape})", value(scale))

@@ -11,9 +11,15 @@
 //! Points `(at, multiplier)` are joined by `Linear` ramps or held as `Step`s; before the
 //! first point the first multiplier holds, after the last point the last one. With a
 //! `period`, the profile repeats (points must then lie in `[0, period)`).
+//!
+//! A profile may be written in rates instead (`("90s", "1500/s")`, [`sim_core::Rate`]):
+//! the rate itself over time. It becomes a multiplier profile when the world is built,
+//! [`Profile::resolve`]: each rate times the mean gap of the source's `interarrival` as
+//! declared (`Poisson(rate: "150/s")` and a point at `"1500/s"`: ×10). Rates and
+//! multipliers do not mix in one profile, except `0` (off), which is both.
 
-use serde::{Deserialize, Serialize};
-use sim_core::{SimDuration, SimTime};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sim_core::{Rate, SimDuration, SimTime};
 
 /// How points are joined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,20 +32,84 @@ pub enum Shape {
 
 /// A rate-multiplier profile, as written in scenarios.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename = "Profile", try_from = "ProfileSpec")]
+#[serde(rename = "Profile", try_from = "ProfileSpec", into = "ProfileSpec")]
 pub struct Profile {
+    /// Multipliers; in a profile written in rates, rates per second until [`Profile::resolve`].
     points: Vec<(SimDuration, f64)>,
     shape: Shape,
     period: Option<SimDuration>,
+    /// The points' levels as written, when they are rates.
+    rates: Option<Vec<Level>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename = "Profile")]
 struct ProfileSpec {
-    points: Vec<(SimDuration, f64)>,
+    points: Vec<(SimDuration, Level)>,
     shape: Shape,
     #[serde(default)]
     period: Option<SimDuration>,
+}
+
+/// A point's level: a multiplier (`10.0`) or a rate (`"1500/s"`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Level {
+    Multiplier(f64),
+    Rate(Rate),
+}
+
+impl Level {
+    /// The multiplier, or the rate per second.
+    fn value(&self) -> f64 {
+        match self {
+            Level::Multiplier(m) => *m,
+            Level::Rate(r) => r.per_second(),
+        }
+    }
+}
+
+impl Serialize for Level {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Level::Multiplier(m) => s.serialize_f64(*m),
+            Level::Rate(r) => r.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Level {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Level;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a rate multiplier such as 10.0 or a rate such as \"1500/s\"")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Level, E> {
+                Ok(Level::Multiplier(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Level, E> {
+                Ok(Level::Multiplier(v as f64))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Level, E> {
+                Ok(Level::Multiplier(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Level, E> {
+                Rate::parse(v).map(Level::Rate).map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl From<Profile> for ProfileSpec {
+    fn from(p: Profile) -> Self {
+        let points = match &p.rates {
+            Some(levels) => p.points.iter().zip(levels).map(|(&(at, _), l)| (at, *l)).collect(),
+            None => p.points.iter().map(|&(at, m)| (at, Level::Multiplier(m))).collect(),
+        };
+        ProfileSpec { points, shape: p.shape, period: p.period }
+    }
 }
 
 /// Most points in one profile (TigerStyle bound; a day at one-minute resolution fits).
@@ -48,7 +118,27 @@ pub const MAX_POINTS: usize = 10_000;
 impl TryFrom<ProfileSpec> for Profile {
     type Error = String;
     fn try_from(p: ProfileSpec) -> Result<Self, String> {
-        Profile::new(p.points, p.shape, p.period)
+        let is_rate = |l: &Level| matches!(l, Level::Rate(_));
+        let any_rate = p.points.iter().any(|(_, l)| is_rate(l));
+        if let Some(i) =
+            p.points.iter().position(|(_, l)| *l != Level::Multiplier(0.0) && !is_rate(l))
+            && any_rate
+        {
+            return Err(format!(
+                "point {i} is a multiplier in a profile written in rates: write every level as a \
+                 rate (\"1500/s\") or every level as a multiplier (10.0); 0 (off) fits both"
+            ));
+        }
+        let levels: Vec<(SimDuration, f64)> =
+            p.points.iter().map(|(at, l)| (*at, l.value())).collect();
+        if !any_rate {
+            return Profile::new(levels, p.shape, p.period);
+        }
+        let mut profile =
+            Profile::new(levels.iter().map(|&(at, _)| (at, 1.0)).collect(), p.shape, p.period)?;
+        profile.points = levels;
+        profile.rates = Some(p.points.into_iter().map(|(_, l)| l).collect());
+        Ok(profile)
     }
 }
 
@@ -88,7 +178,28 @@ impl Profile {
         if !any_positive {
             return Err("at least one multiplier must be > 0 (the source would never send)".into());
         }
-        Ok(Profile { points, shape, period })
+        Ok(Profile { points, shape, period, rates: None })
+    }
+
+    /// Whether the profile is written in rates (it needs [`Profile::resolve`]).
+    pub fn in_rates(&self) -> bool {
+        self.rates.is_some()
+    }
+
+    /// The multiplier profile to run: itself, or for a profile written in rates, each rate
+    /// times `mean_gap_ns`, the mean gap of the source's declared interarrival (a rate
+    /// `r`/s over a mean gap `g` ns is the multiplier r·g/1e9: the gaps shrink by it).
+    pub fn resolve(&self, mean_gap_ns: f64) -> Result<Profile, String> {
+        if self.rates.is_none() {
+            return Ok(self.clone());
+        }
+        let points = self.points.iter().map(|&(at, per_s)| (at, per_s * mean_gap_ns / 1e9));
+        Profile::new(points.collect(), self.shape, self.period).map_err(|e| {
+            format!(
+                "its rates over the interarrival's mean gap of {:.6} ms give multipliers that fail: {e}",
+                mean_gap_ns / 1e6
+            )
+        })
     }
 
     /// Multiplier at time `t` (within one period if periodic).
@@ -247,7 +358,8 @@ impl Profile {
         unreachable!("a span of at most three periods crosses a bounded number of breakpoints")
     }
 
-    /// The profile's points.
+    /// The profile's points: multipliers, or for a profile written in rates (before
+    /// [`Profile::resolve`]) rates per second.
     pub fn points(&self) -> &[(SimDuration, f64)] {
         &self.points
     }
@@ -353,6 +465,50 @@ mod tests {
         // ∫₀ˣ (1000 + 1e-3·s/3600) ds = 1.8e6 s → x = 1800 s − (1e-3/7200·1800²)/1000 s.
         let want = 1800.0 - (1e-3 / 7200.0 * 1800.0f64.powi(2)) / 1000.0;
         assert!((t.as_s_f64() - want).abs() < 2e-9, "{} vs {want}", t.as_s_f64());
+    }
+
+    /// A profile written in rates is the rate itself: over a source of 150/s (mean gap
+    /// 6,666,667 ns), "1500/s" is ×10 to the gap's rounding (at most 0.5 ns of 6.67 ms:
+    /// 7.5e-8 relative) and 0 is off.
+    #[test]
+    fn rates_become_multipliers_of_the_mean_gap() {
+        let text = r#"Profile(points: [("0s", "150/s"), ("30s", 0), ("90s", "9000/min"), ("2m", "1500/s")], shape: Linear)"#;
+        let p: Profile = ron::from_str(text).unwrap();
+        assert!(p.in_rates());
+        assert_eq!(p.points()[3].1, 1500.0, "rates per second before resolving");
+        let gap = 6_666_667.0;
+        let m = p.resolve(gap).unwrap();
+        assert!(!m.in_rates());
+        let want = [1.0, 0.0, 1.0, 10.0];
+        for ((_, got), want) in m.points().iter().zip(want) {
+            assert!((got - want).abs() <= 7.5e-8 * want, "{got} vs {want}");
+        }
+        // Written back as written; a multiplier profile is written exactly as before.
+        let back = ron::to_string(&p).unwrap();
+        assert!(back.contains(r#"("90s","9000/m")"#), "{back}");
+        assert_eq!(ron::from_str::<Profile>(&back).unwrap(), p);
+        let old = r#"(points:[("0s",1.0),("30s",10.0)],shape:Linear,period:None)"#;
+        let read = ron::from_str::<Profile>(&format!("Profile{old}")).unwrap();
+        assert_eq!(ron::to_string(&read).unwrap(), old);
+        // Multipliers beyond the bound once resolved: the rate over the gap says so.
+        let e = p.resolve(1e12).unwrap_err();
+        assert!(e.contains("must be in [0, 1e6]") && e.contains("mean gap"), "{e}");
+    }
+
+    #[test]
+    fn rates_and_multipliers_do_not_mix() {
+        let e = ron::from_str::<Profile>(
+            r#"Profile(points: [("0s", "150/s"), ("1s", 2.0)], shape: Step)"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("point 1 is a multiplier in a profile written in rates"), "{e}");
+        let e = ron::from_str::<Profile>(
+            r#"Profile(points: [("0s", "150"), ("1s", 2.0)], shape: Step)"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("expected a rate such as"), "{e}");
     }
 
     #[test]

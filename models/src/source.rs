@@ -56,7 +56,8 @@ pub struct SourceSpec {
     )]
     pub class: Option<String>,
     /// Time-varying load: a rate multiplier that warps the arrival process (diurnal cycles,
-    /// surges, on/off). `None`: constant.
+    /// surges, on/off), or the rate itself (points written `"1500/s"`, over the mean gap of
+    /// `interarrival`: [`resolve_profile`]). `None`: constant.
     #[serde(default)]
     pub profile: Option<Profile>,
     /// The app (instances behind a balancer) its requests enter before their pipeline;
@@ -175,6 +176,21 @@ pub fn check_rate(
         return Err("expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate; for a batch flood set a `limit`)".into());
     }
     Ok(())
+}
+
+/// The multiplier profile a source runs: its profile, or one written in rates over the
+/// mean gap of its declared interarrival ([`Profile::resolve`]).
+pub fn resolve_profile(
+    profile: &Profile,
+    interarrival: Option<&Dist<SimDuration>>,
+) -> Result<Profile, String> {
+    if !profile.in_rates() {
+        return Ok(profile.clone());
+    }
+    match interarrival.and_then(|d| d.mean()).filter(|m| *m > 0.0 && m.is_finite()) {
+        Some(mean) => profile.resolve(mean),
+        None => Err("a profile written in rates scales the source's `interarrival`, which needs a finite mean > 0".into()),
+    }
 }
 
 /// The error of a parameter this source does not have (a trace source has no

@@ -11,6 +11,7 @@
 //!   sampling at bucket boundaries, runaway guards;
 //! * [`rng`] — named ChaCha streams and keyed per-request draws (common random numbers);
 //! * [`dist`] — distributions sampled with portable `libm` arithmetic;
+//! * [`rate`] — rates as written (`"150/s"`), turned into exact integer-ns mean gaps;
 //! * [`metrics`] — counters, exact time-weighted gauges, latency histograms (≤ 1% error), time series;
 //! * [`fingerprint`] — the 64-bit run fingerprint;
 //! * [`stats`] — confidence intervals across replications.
@@ -81,6 +82,7 @@ pub mod dist;
 pub mod engine;
 pub mod fingerprint;
 pub mod metrics;
+pub mod rate;
 pub mod rng;
 pub mod stats;
 pub mod time;
@@ -89,4 +91,5 @@ pub use calendar::{Phase, TimerHandle};
 pub use dist::{Dist, DistSpec};
 pub use engine::{Ctx, Event, Finished, Holdings, Limits, SimError, Simulation, Stop, World};
 pub use fingerprint::Fingerprint;
+pub use rate::Rate;
 pub use time::{SimDuration, SimTime};

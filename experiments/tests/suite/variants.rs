@@ -69,3 +69,26 @@ fn structural_variants_share_seeds_and_differ_in_run_ids() {
     let sc = fix.scenario.as_ref().unwrap();
     assert_eq!(sc.call_sites[0].name, "llm");
 }
+
+/// `remove_governors` in one line resolves to exactly the scenario written the long way
+/// (`remove` plus a patch repeating each call site without the governor): the same
+/// canonical text, so the same runs. Out of one stack only, the other stack keeps it.
+#[test]
+fn remove_governors_is_the_long_way_in_one_line() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/variants/unstack.ron");
+    let e = load(&f, &RunDefaults::default()).unwrap();
+    let sc = |name: &str| {
+        let v = e.variants.iter().find(|v| v.name == name).unwrap();
+        v.scenario_or(&e.scenario).clone()
+    };
+    let canon = |name: &str| experiments::experiment::canonical(&sc(name));
+    assert_eq!(canon("one-line"), canon("long-way"));
+    assert_ne!(canon("one-line"), canon("base"));
+    let sum_only = sc("sum-only");
+    let stack = |site: &str| {
+        let c = sum_only.call_sites.iter().find(|c| c.name == site).unwrap();
+        c.governors.iter().map(|g| g.path()).collect::<Vec<_>>()
+    };
+    assert_eq!(stack("chat"), ["retry.r", "circuit_breaker.global"]);
+    assert!(stack("sum").is_empty());
+}

@@ -348,6 +348,10 @@ impl<V> ScenarioSpec<V> {
             }
             crate::source::check_rate(s.interarrival.as_ref(), s.limit)
                 .map_err(|message| at("interarrival", message))?;
+            if let Some(p) = s.profile.as_ref().filter(|p| p.in_rates()) {
+                crate::source::resolve_profile(p, s.interarrival.as_ref())
+                    .map_err(|message| at("profile", message))?;
+            }
         }
         Ok(())
     }

@@ -168,7 +168,10 @@ impl QueueingWorld {
                 // A scripted source replays its rows like a trace (`crate::scripted`).
                 trace: s.trace.clone().or_else(|| s.script.as_ref().map(|c| c.as_trace())),
                 start: SimTime::ZERO + s.start,
-                profile: s.profile.clone(),
+                profile: s.profile.as_ref().map(|p| {
+                    crate::source::resolve_profile(p, s.interarrival.as_ref())
+                        .expect("checked by ScenarioSpec::check")
+                }),
                 limit: match &s.script {
                     Some(c) => Some(s.limit.unwrap_or(u64::MAX).min(c.0.len() as u64)),
                     None => s.limit,

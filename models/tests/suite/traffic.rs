@@ -177,3 +177,60 @@ fn classes_report_their_own_results_and_sla() {
     assert!((met - 0.8647).abs() < 0.02, "SLA met {met}");
     assert!(g("class.batch.sla_met").is_nan(), "no SLA, no share");
 }
+
+/// `Poisson(rate)` runs exactly as the `Exponential(mean)` of its mean gap: the same
+/// fingerprint when the gap is exact (200/s: 5 ms) and when it is rounded to the nearest
+/// nanosecond (55/s: 18,181,818.18 ns → `"18181818ns"`, incident 21's gap), so writing an
+/// existing scenario's rate moves no fingerprint.
+#[test]
+fn poisson_rate_runs_as_its_exponential() {
+    for (rate, mean) in [("200/s", "5ms"), ("55/s", "18181818ns"), ("9000/min", "6666667ns")] {
+        let sc = |gap: &str| {
+            load(&format!(
+                r#"Scenario(name: "r", {BIG}
+                sources: [(name: "chat", interarrival: {gap}, target: "c")])"#
+            ))
+        };
+        let c = RunConfig::new(3, SimDuration::from_secs(20));
+        let by_rate = models::run(&sc(&format!("Poisson(rate: \"{rate}\")")), &c);
+        let by_mean = models::run(&sc(&format!("Exponential(mean: \"{mean}\")")), &c);
+        assert!(by_rate.violations.is_empty() && by_rate.error.is_none());
+        assert_eq!(by_rate.fingerprint, by_mean.fingerprint, "{rate} vs {mean}");
+        assert_eq!(by_rate.summary, by_mean.summary, "{rate} vs {mean}");
+    }
+}
+
+/// A surge written in rates is the same surge as the multipliers it stands for: a base of
+/// 50/s with points at "50/s" and "500/s" is the ×1 → ×10 profile over `Exponential(mean:
+/// "20ms")` (the gap is exact, so the multipliers are exactly 1 and 10: the same
+/// fingerprint).
+#[test]
+fn surge_written_in_rates_is_the_multiplier_surge() {
+    let sc = |gap: &str, a: &str, b: &str| {
+        load(&format!(
+            r#"Scenario(name: "surge", {BIG}
+            sources: [(name: "chat", interarrival: {gap}, target: "c",
+                       profile: Some(Profile(points: [("20s", {a}), ("40s", {b})], shape: Linear)))])"#
+        ))
+    };
+    let c = RunConfig::new(5, SimDuration::from_secs(60));
+    let rates = models::run(&sc(r#"Poisson(rate: "50/s")"#, r#""50/s""#, r#""500/s""#), &c);
+    let mults = models::run(&sc(r#"Exponential(mean: "20ms")"#, "1.0", "10.0"), &c);
+    assert!(rates.violations.is_empty() && rates.error.is_none());
+    assert_eq!(rates.fingerprint, mults.fingerprint);
+}
+
+/// A profile in rates needs a mean gap to scale: a Pareto without a finite mean is refused
+/// at the check, at the source's `profile`.
+#[test]
+fn a_profile_in_rates_needs_a_finite_mean() {
+    let text = format!(
+        r#"Scenario(name: "r", {BIG}
+        sources: [(name: "chat", interarrival: Pareto(scale: "1ms", shape: 0.9), target: "c",
+                   profile: Some(Profile(points: [("0s", "50/s")], shape: Step)))])"#
+    );
+    let sc: ScenarioSpec<ParamValue> = ron::from_str(&text).unwrap();
+    let e = sc.check().unwrap_err();
+    assert_eq!(e.path, "sources[0].profile");
+    assert!(e.message.contains("needs a finite mean"), "{}", e.message);
+}

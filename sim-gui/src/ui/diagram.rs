@@ -1,6 +1,7 @@
 //! The request path, generated from the scenario: sources → app instances (dispatcher,
-//! pool) → pipelines → call sites with their governor stacks → upstreams (stations, GPU
-//! servers). Updated live: queue depth and in-flight against each limit as bars, breakers
+//! pool) → pipelines → call sites with their governor stacks → provider quotas (when the
+//! scenario has any: a call reaches a station with a quota through it) → upstreams
+//! (stations, GPU servers). Updated live: queue depth and in-flight against each limit as bars, breakers
 //! coloured by state, rejections and 429s as counts. Clicking a node opens its inspector
 //! (its gauges, counters and summary figures) and its knobs.
 
@@ -44,14 +45,22 @@ pub struct Node {
     pub governors: Vec<String>,
 }
 
-/// The diagram's structure: nodes by column, edges by node id.
+/// The diagram's structure: column titles, nodes by column, edges by node id.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Graph {
+    pub columns: Vec<&'static str>,
     pub nodes: Vec<Node>,
     pub edges: Vec<(String, String)>,
 }
 
-pub const COLUMNS: [&str; 5] = ["sources", "app instances", "pipelines", "call sites", "upstreams"];
+/// The columns; `quotas` between the call sites and the upstreams when there are any.
+const COLUMNS: [&str; 6] =
+    ["sources", "app instances", "pipelines", "call sites", "quotas", "upstreams"];
+
+/// The quota a call to upstream `name` goes through (a station's provider quota).
+fn quota_of<'a>(sc: &'a Scenario, name: &str) -> Option<&'a str> {
+    sc.stations.iter().find(|s| s.name == name)?.quota.as_deref()
+}
 
 /// The upstream's component path (a station or a GPU server).
 fn upstream_id(sc: &Scenario, name: &str) -> String {
@@ -65,6 +74,9 @@ fn upstream_id(sc: &Scenario, name: &str) -> String {
 /// Builds the graph of a scenario.
 pub fn graph(sc: &Scenario) -> Graph {
     let mut g = Graph::default();
+    let with_quotas = !sc.quotas.is_empty();
+    g.columns = COLUMNS.iter().copied().filter(|c| with_quotas || *c != "quotas").collect();
+    let upstream_col = g.columns.len() - 1;
     let target_id = |t: &str| {
         if sc.pipelines.iter().any(|p| p.name == t) {
             format!("pipeline.{t}")
@@ -111,7 +123,10 @@ pub fn graph(sc: &Scenario) -> Graph {
         let mut ups: Vec<&str> = vec![c.upstream.as_str()];
         ups.extend(c.split.iter().map(|s| s.0.as_str()));
         for u in ups {
-            let e = (id.clone(), upstream_id(sc, u));
+            let e = match quota_of(sc, u) {
+                Some(q) => (id.clone(), format!("quota.{q}")),
+                None => (id.clone(), upstream_id(sc, u)),
+            };
             if !g.edges.contains(&e) {
                 g.edges.push(e);
             }
@@ -120,11 +135,17 @@ pub fn graph(sc: &Scenario) -> Graph {
             g.edges.push((id.clone(), format!("call_site.{b}")));
         }
     }
+    for q in &sc.quotas {
+        g.nodes.push(node(format!("quota.{}", q.name), upstream_col - 1));
+    }
     for s in &sc.stations {
-        g.nodes.push(node(format!("station.{}", s.name), 4));
+        g.nodes.push(node(format!("station.{}", s.name), upstream_col));
+        if let Some(q) = &s.quota {
+            g.edges.push((format!("quota.{q}"), format!("station.{}", s.name)));
+        }
     }
     for s in &sc.gpu_servers {
-        g.nodes.push(node(format!("gpu_server.{}", s.name), 4));
+        g.nodes.push(node(format!("gpu_server.{}", s.name), upstream_col));
     }
     g
 }
@@ -215,16 +236,38 @@ fn figures(store: &Store, id: &str) -> Vec<(String, Option<f32>)> {
             vec![(format!("{name}: {state} {rate:.0}% fail, refused {np:.0}"), None)]
         }
         "retry" => vec![(format!("{name}: retries {:.0}", count(&format!("{id}.retries"))), None)],
-        _ if has_flight => {
-            let (text, fill) = against(name, used, limit);
-            let text = if waiting > 0 { format!("{text} wait {waiting}") } else { text };
-            vec![(text, fill)]
-        }
-        _ => match states.iter().find_map(|c| c.tokens_left) {
-            Some(t) => vec![(format!("{name}: {t} tokens left"), None)],
-            None => vec![(name.to_string(), None)],
-        },
+        _ => generic_figures(&states, name, used, limit, waiting),
     }
+}
+
+/// What any other component shows, from its observed state alone: in flight against its
+/// limit, waiting, tokens left, and each figure named `*_left` (a quota's requests left);
+/// the first line starts with the component's name (a governor's row shows only that one).
+fn generic_figures(
+    states: &[&ComponentState],
+    name: &str,
+    used: u64,
+    limit: Option<u64>,
+    waiting: u64,
+) -> Vec<(String, Option<f32>)> {
+    let mut out = Vec::new();
+    if states.iter().any(|c| c.in_flight.is_some()) {
+        let (text, fill) = against(name, used, limit);
+        let text = if waiting > 0 { format!("{text} wait {waiting}") } else { text };
+        out.push((text, fill));
+    }
+    if let Some(t) = states.iter().find_map(|c| c.tokens_left) {
+        let who = if out.is_empty() { format!("{name}: ") } else { String::new() };
+        out.push((format!("{who}{t} tokens left"), None));
+    }
+    let lefts = states.iter().flat_map(|c| c.figures.iter()).filter(|f| f.0.ends_with("_left"));
+    for (n, v) in lefts {
+        out.push((format!("{v:.0} {}", n.replace('_', " ")), None));
+    }
+    if out.is_empty() {
+        out.push((name.to_string(), None));
+    }
+    out
 }
 
 /// The request path and, for the selected node, its inspector and knobs.
@@ -271,9 +314,9 @@ fn draw(
     rect: Rect,
 ) -> Option<String> {
     let painter = ui.painter_at(rect);
-    let col_w = rect.width() / COLUMNS.len() as f32;
+    let col_w = rect.width() / g.columns.len() as f32;
     let mut pos: Vec<(String, Rect)> = Vec::new();
-    for (c, title) in COLUMNS.iter().enumerate() {
+    for (c, title) in g.columns.iter().enumerate() {
         let x = rect.left() + col_w * (c as f32 + 0.5);
         painter.text(
             Pos2::new(x, rect.top() + 8.0),
@@ -352,7 +395,7 @@ fn draw(
                 .components(gov)
                 .find_map(|c| c.breaker.as_ref())
                 .map(|b| crate::ui::plots::state_color(b.state));
-            for (text, fill) in figures(store, gov) {
+            if let Some((text, fill)) = figures(store, gov).into_iter().next() {
                 line(&painter, gr, y, &text, fill, state_col);
             }
             y += ROW_H;
@@ -405,7 +448,7 @@ fn inspector(
         close = ui.small_button("close").clicked();
     });
     let prefix = format!("{id}.");
-    egui::ScrollArea::vertical().id_salt("inspector").show(ui, |ui| {
+    egui::ScrollArea::both().id_salt("inspector").auto_shrink([false, false]).show(ui, |ui| {
         egui::Grid::new("inspector-figures").striped(true).show(ui, |ui| {
             let mut row = |k: &str, v: String| {
                 ui.label(k);

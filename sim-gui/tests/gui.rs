@@ -817,3 +817,45 @@ fn plots_are_offered_for_what_the_scenario_has_and_a_quota_is_drawn_and_a_node()
     assert_eq!(h.state().diagram.selected.as_deref(), Some("quota.provider"));
     h.get_by_label("in flight / limit");
 }
+
+/// A provider quota with all three limits (the file's comment says which).
+const RPM_TPM_QUOTA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rpm-tpm-quota.ron");
+
+#[test]
+fn a_quota_s_requests_and_tokens_left_are_plotted_and_shown_on_its_node() {
+    use sim_gui::ui::plots::{PlotKind, lines};
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    drop_file(&mut h, RPM_TPM_QUOTA, None);
+    wait(&mut h, "the dropped scenario opens", |w| w.store.generation >= 2);
+    stopped_at(&mut h, 30);
+    h.get_by_label("budgets");
+    let w = h.state();
+    let budgets = lines(&w.store, w.opened.as_ref(), PlotKind::Budgets, false);
+    // Drawn in percent of the most each held; the values are the store's.
+    for what in ["requests", "tokens"] {
+        let name = format!("quota.provider.{what} left (100% = ");
+        assert!(budgets.iter().any(|l| l.0.starts_with(&name)), "{name}…");
+    }
+    let requests = w.store.points("observed.quota.provider.requests_left");
+    let tokens = w.store.points("observed.quota.provider.tokens_left");
+    // Left in the bucket at each bucket's end, never above a minute's worth. Requests:
+    // 40/s taken, 30/s refilled, so ~10/s drained: after 30 s about 1,800 - 300 = 1,500
+    // (Poisson: 1,200 ± 35 arrivals, so within 1,300..1,700 by far). Tokens: ~1,000 a
+    // request (prompt + output) reserved at 40/s against 33,333/s refilled: ~200,000 gone
+    // after 30 s, at least 100,000.
+    assert_eq!(requests.len(), 30);
+    assert!(requests.iter().all(|p| p.y <= 1800.0));
+    let last = requests.last().unwrap().y;
+    assert!((1300.0..=1700.0).contains(&last), "{last}");
+    assert!(tokens.iter().all(|p| p.y <= 2_000_000.0));
+    assert!(tokens.last().unwrap().y < 1_900_000.0, "{:?}", tokens.last());
+    // The quota's node shows both beside its use against its concurrency.
+    h.get_by_label("Request path").click();
+    h.step();
+    h.get_by_label("quota.provider (request path)").click();
+    h.step();
+    h.step();
+    h.get_by_label("requests_left");
+    h.get_by_label("tokens left");
+}

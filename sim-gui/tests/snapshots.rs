@@ -45,13 +45,16 @@ fn mask_wall_clock(h: &mut Harness<'static, Workbench>) {
     }
 }
 
-/// The bundled experiment `name` in a window of the snapshots' size, run to exactly
+/// The bundled experiment `name` (or the file `name`, ending in `.ron`) in a window of the snapshots' size, run to exactly
 /// `secs` as fast as possible.
 fn opened_at(name: &'static str, secs: u64) -> Harness<'static, Workbench> {
     let mut h =
         Harness::builder().with_size([W, H]).wgpu().with_options(options()).build_eframe(|cc| {
             let mut w = Workbench::new(&cc.egui_ctx);
-            w.open_bundled(name);
+            match name.strip_suffix(".ron") {
+                Some(_) => w.open_path(std::path::Path::new(name)),
+                None => w.open_bundled(name),
+            }
             w
         });
     wait(&mut h, "the session opens", |w| w.store.generation >= 1);
@@ -131,4 +134,16 @@ fn a_scenario_with_a_quota_matches_its_snapshots() {
     mask_wall_clock(&mut h);
     results.add(h.try_snapshot("quota_diagram"));
     results.unwrap();
+}
+
+/// A quota with requests and tokens per minute besides its concurrency: the budgets plot
+/// draws the requests and tokens left in its bucket over time.
+#[test]
+fn a_quota_s_budgets_match_their_snapshot() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rpm-tpm-quota.ron");
+    let mut h = opened_at(file, 30);
+    h.state_mut().plots.shown.retain(|k| *k != sim_gui::ui::plots::PlotKind::Latency);
+    wait(&mut h, "the plots", |_| true);
+    mask_wall_clock(&mut h);
+    h.snapshot("quota_budgets");
 }

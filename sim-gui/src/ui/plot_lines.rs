@@ -198,13 +198,19 @@ fn in_flight(store: &Store) -> Vec<Trace<'_>> {
 }
 
 /// Budgets left at each bucket's end (a quota's requests and tokens in its window, a
-/// token bucket's tokens, a retry budget): `observed.<path>.<what>_left`.
+/// token bucket's tokens, a retry budget): `observed.<path>.<what>_left`, each in percent
+/// of the most it held at a bucket's end so far (near its capacity: a bucket starts full),
+/// so requests and millions of tokens share one axis; the legend says what 100% is.
 fn budgets(store: &Store) -> Vec<(String, Cow<'_, [PlotPoint]>)> {
     store
         .metrics(|m| m.starts_with("observed.") && m.ends_with("_left"))
         .map(|m| {
-            let name = m.trim_start_matches("observed.").replace('_', " ");
-            (name, Cow::Borrowed(store.points(m)))
+            let pts = store.points(m);
+            let most = pts.iter().map(|p| p.y).fold(0.0f64, f64::max);
+            let what = m.trim_start_matches("observed.").replace('_', " ");
+            let name = format!("{what} (100% = {most})");
+            let scale = if most > 0.0 { 100.0 / most } else { 0.0 };
+            (name, Cow::Owned(pts.iter().map(|p| PlotPoint::new(p.x, p.y * scale)).collect()))
         })
         .collect()
 }

@@ -71,7 +71,7 @@ impl PlotKind {
             PlotKind::Queues => "waiting (mean)",
             PlotKind::InFlight => "in flight (mean)",
             PlotKind::Throughput => "requests / s",
-            PlotKind::Budgets => "left (count)",
+            PlotKind::Budgets => "left (% of most)",
             PlotKind::Breakers => "",
             PlotKind::Gpu => "seqs; KV (k tokens)",
         }
@@ -262,7 +262,8 @@ fn plot(
             // keeps its width (no labels), so the time axis lines up with the others.
             p = p.y_axis_formatter(|_, _| String::new()).include_y(lanes.len().max(1) as f64);
         } else {
-            p = p.y_axis_label(y_title);
+            // A plot of zeros still spans 0..1, not -1..1.
+            p = p.y_axis_label(y_title).include_y(1.0);
         }
         // Each line is decimated to two points per pixel column of the plot.
         let columns = width.max(1.0) as usize;

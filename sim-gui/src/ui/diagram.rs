@@ -2,7 +2,8 @@
 //! pool) → pipelines → call sites with their governor stacks → provider quotas (when the
 //! scenario has any: a call reaches a station with a quota through it) → upstreams
 //! (stations, GPU servers). Updated live: queue depth and in-flight against each limit as bars, breakers
-//! coloured by state, rejections and 429s as counts. Clicking a node opens its inspector
+//! coloured by state, rejections and 429s as counts; a node as wide as its widest text
+//! (the text shrinks when the column is narrower: it always fits its box). Clicking a node opens its inspector
 //! (its gauges, counters and summary figures) and its knobs.
 
 use crate::session::Opened;
@@ -330,7 +331,7 @@ fn draw(
         let total: f32 = heights.iter().sum::<f32>() + 24.0 * nodes.len().saturating_sub(1) as f32;
         let mut y = rect.top() + 32.0 + ((rect.height() - 40.0 - total) / 2.0).max(0.0);
         for (n, h) in nodes.iter().zip(heights) {
-            let width = NODE_W.min(col_w - 16.0);
+            let width = node_width(&painter, store, n).min(col_w - 8.0);
             let r = Rect::from_min_size(Pos2::new(x - width / 2.0, y), Vec2::new(width, h));
             pos.push((n.id.clone(), r));
             y += h + 24.0;
@@ -372,7 +373,7 @@ fn draw(
             Pos2::new(r.left() + 6.0, y),
             egui::Align2::LEFT_TOP,
             &n.id,
-            egui::FontId::proportional(13.0),
+            fitted(&painter, &n.id, 13.0, r.width() - 12.0),
             ui.visuals().strong_text_color(),
         );
         y += ROW_H;
@@ -404,6 +405,33 @@ fn draw(
     clicked
 }
 
+/// A node's width: its widest text at full size (the id, its figures, its governors' rows)
+/// and the margins, at least [`NODE_W`] (the column may hold less: the text then shrinks).
+fn node_width(p: &egui::Painter, store: &Store, n: &Node) -> f32 {
+    let width = |text: &str, size: f32| {
+        p.layout_no_wrap(text.to_string(), egui::FontId::proportional(size), Color32::WHITE)
+            .size()
+            .x
+    };
+    let mut widest = width(&n.id, 13.0) + 12.0;
+    let govs = n.governors.iter().filter_map(|g| figures(store, g).into_iter().next());
+    for (text, _) in figures(store, &n.id).into_iter().chain(govs) {
+        widest = widest.max(width(&text, 12.0) + 14.0);
+    }
+    widest.max(NODE_W)
+}
+
+/// The font of `size` points, smaller (down to 8) when `text` would be wider than `max_w`:
+/// a node's text fits its box.
+fn fitted(p: &egui::Painter, text: &str, size: f32, max_w: f32) -> egui::FontId {
+    let font = egui::FontId::proportional(size);
+    let w = p.layout_no_wrap(text.to_string(), font.clone(), Color32::WHITE).size().x;
+    if w <= max_w || w <= 0.0 {
+        return font;
+    }
+    egui::FontId::proportional((size * max_w / w).max(8.0))
+}
+
 fn node_height(store: &Store, n: &Node) -> f32 {
     let lines = 1 + figures(store, &n.id).len() + n.governors.len();
     lines as f32 * ROW_H + 8.0
@@ -424,11 +452,12 @@ fn line(p: &egui::Painter, r: Rect, y: f32, text: &str, fill: Option<f32>, color
             if f > 0.9 { Color32::from_rgb(210, 90, 60) } else { Color32::from_rgb(80, 140, 210) };
         p.rect_filled(full, 2.0, c.gamma_multiply(0.7));
     }
-    p.text(
+    // Shrunk to fit; what still does not (below 8 points) stays inside the band.
+    p.with_clip_rect(band.intersect(p.clip_rect())).text(
         Pos2::new(band.left() + 3.0, y + 1.0),
         egui::Align2::LEFT_TOP,
         text,
-        egui::FontId::proportional(12.0),
+        fitted(p, text, 12.0, band.width() - 6.0),
         Color32::from_gray(230),
     );
 }

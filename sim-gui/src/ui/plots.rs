@@ -128,24 +128,25 @@ const Y_AXIS_WIDTH: f32 = 64.0;
 const LEGEND_WIDTH: f32 = 230.0;
 
 pub fn view(ui: &mut egui::Ui, st: &mut PlotsState, store: &Store, opened: Option<&Opened>) {
-    let present: Vec<PlotKind> = PlotKind::ALL
+    // Each plot's traces, built once a frame; a plot with nothing to draw is not offered.
+    let lanes = store.breaker_lanes();
+    let mut present: Vec<(PlotKind, Vec<Trace<'_>>)> = PlotKind::ALL
         .into_iter()
-        .filter(|k| match k {
-            PlotKind::Breakers => !store.breaker_lanes().is_empty(),
-            _ => !traces(store, opened, *k, st.per_source).is_empty(),
-        })
+        .map(|k| (k, traces(store, opened, k, st.per_source)))
+        .filter(|(k, t)| if *k == PlotKind::Breakers { !lanes.is_empty() } else { !t.is_empty() })
         .collect();
-    controls(ui, st, store, &present);
-    let kinds: Vec<PlotKind> = present.into_iter().filter(|k| st.shown.contains(k)).collect();
-    let n = kinds.len().max(1) as f32;
+    let kinds: Vec<PlotKind> = present.iter().map(|p| p.0).collect();
+    controls(ui, st, store, &kinds);
+    present.retain(|(k, _)| st.shown.contains(k));
+    let n = present.len().max(1) as f32;
     // Title row, plot with its x axis, spacing.
     // At least 130 points each (several labelled values, a readable axis title); the view
     // scrolls when they do not all fit.
     let height = ((ui.available_height() - 30.0 * n) / n).max(130.0);
     let now = store.status.now.0 as f64 / 1e9;
     egui::ScrollArea::vertical().show(ui, |ui| {
-        for k in kinds {
-            plot(ui, store, opened, k, height, now, st);
+        for (k, traces) in &present {
+            plot(ui, store, (*k, traces), &lanes, height, now, st);
         }
         if store.series.is_empty() {
             ui.weak("No data yet: the plots fill as the run goes.");
@@ -231,19 +232,18 @@ fn range_of(span: Span, now: f64) -> Option<(f64, f64)> {
     }
 }
 
+/// Plot `k` with its traces and legend; `lanes`: the breaker lanes (for the strip).
 fn plot(
     ui: &mut egui::Ui,
     store: &Store,
-    opened: Option<&Opened>,
-    k: PlotKind,
+    (k, traces): (PlotKind, &[Trace<'_>]),
+    lanes: &[crate::store::Lane],
     height: f32,
     now: f64,
     st: &mut PlotsState,
 ) {
     ui.strong(k.label());
-    let traces = traces(store, opened, k, st.per_source);
     let range = range_of(st.span, now);
-    let lanes = store.breaker_lanes();
     let y_title = k.y_title();
     ui.horizontal_top(|ui| {
         let width = (ui.available_width() - LEGEND_WIDTH - 8.0).max(200.0);
@@ -277,7 +277,7 @@ fn plot(
                 draw_trace(pu, t, store, range, columns);
             }
             if k == PlotKind::Breakers {
-                breaker_strip(pu, &lanes);
+                breaker_strip(pu, lanes);
             }
             marks(pu, store);
             if let Span::Focus(t) = st.span {

@@ -859,3 +859,25 @@ fn a_quota_s_requests_and_tokens_left_are_plotted_and_shown_on_its_node() {
     h.get_by_label("requests_left");
     h.get_by_label("tokens left");
 }
+
+#[test]
+fn an_instant_typed_into_the_time_cursor_rewinds_once() {
+    let mut h = harness(SHOWCASE);
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    stopped_at(&mut h, 150);
+    let generation = h.state().store.generation;
+    // The cursor's number field, one key a frame, then Enter: one rewind, to 90 s (per
+    // keystroke it went to 9 s, and 90 s was then ahead of the clock).
+    h.get_by_value("150.0 s").focus();
+    h.step();
+    h.step();
+    for c in ["9", "0"] {
+        h.event(egui::Event::Text(c.into()));
+        h.step();
+    }
+    h.key_press(egui::Key::Enter);
+    wait(&mut h, "the rewind", |w| w.store.generation > generation);
+    settle_frames(&mut h);
+    assert_eq!(h.state().store.generation, generation + 1, "one rewind");
+    assert_eq!(h.state().store.status.now, SimTime::ZERO + sim_core::SimDuration::from_secs(90));
+}

@@ -4,14 +4,73 @@
 //! (`observed.<path>.*`, see [`crate::derived`]). Only names and what the observation API
 //! exposes are read: a component kind added to the model appears here without code.
 //!
-//! API boundary: [`traces`] for the plots, [`lines`] (owned points) for tests.
+//! API boundary: [`PlotKind`], [`traces`] for the plots, [`lines`] (owned points) for
+//! tests; nothing here depends on the plots module (no module cycle).
 
 use crate::session::Opened;
 use crate::store::Store;
-use crate::ui::plots::PlotKind;
 use egui::Color32;
 use egui_plot::PlotPoint;
 use std::borrow::Cow;
+
+/// The plots on offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PlotKind {
+    Latency,
+    Queues,
+    InFlight,
+    Throughput,
+    Budgets,
+    Breakers,
+    Gpu,
+}
+
+impl PlotKind {
+    pub const ALL: [PlotKind; 7] = [
+        PlotKind::Latency,
+        PlotKind::Queues,
+        PlotKind::InFlight,
+        PlotKind::Throughput,
+        PlotKind::Budgets,
+        PlotKind::Breakers,
+        PlotKind::Gpu,
+    ];
+    pub fn label(self) -> &'static str {
+        match self {
+            PlotKind::Latency => "Latency p50/p95/p99 per class",
+            PlotKind::Queues => "Queue depth",
+            PlotKind::InFlight => "In flight vs limits",
+            PlotKind::Throughput => "Throughput / goodput / 429 / retries / degraded by reason",
+            PlotKind::Budgets => "Budgets left (quota requests and tokens, buckets, retries)",
+            PlotKind::Breakers => "Breaker state",
+            PlotKind::Gpu => "GPU batch size and KV use",
+        }
+    }
+    /// The y axis's title, with its unit.
+    pub fn y_title(self) -> &'static str {
+        match self {
+            PlotKind::Latency => "latency (ms)",
+            PlotKind::Queues => "waiting (mean)",
+            PlotKind::InFlight => "in flight (mean)",
+            PlotKind::Throughput => "requests / s",
+            PlotKind::Budgets => "left (% of most)",
+            PlotKind::Breakers => "",
+            PlotKind::Gpu => "seqs; KV (k tokens)",
+        }
+    }
+    /// Its check box's name.
+    pub fn short(self) -> &'static str {
+        match self {
+            PlotKind::Latency => "latency",
+            PlotKind::Queues => "queues",
+            PlotKind::InFlight => "in flight",
+            PlotKind::Throughput => "throughput",
+            PlotKind::Budgets => "budgets",
+            PlotKind::Breakers => "breakers",
+            PlotKind::Gpu => "GPU",
+        }
+    }
+}
 
 /// How a trace is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,6 +9,8 @@
 //!   the start) and the run over the live session API (`experiments::session::LiveSession`
 //!   over `models::Session`: step, run until, validated changes stamped with their
 //!   instants, values in force, export, rewind), kept across the run's end. No UI types.
+//! * [`derived`] — the per-bucket rates derived from the summary's counts, closed at the
+//!   same boundaries as the engine's own series (a function of simulated time only).
 //! * [`worker`] — the simulation thread: owns the session, takes commands, streams updates.
 //! * [`store`] — the UI's copy of what the worker sent (series, events, status, summary).
 //! * [`ui`] — the panels, one module each: a panel takes its own state and what it reads
@@ -19,6 +21,7 @@
 //! it; observing (series, gauges, events, summary reads) never changes a run.
 
 pub mod app;
+pub mod derived;
 pub mod session;
 pub mod store;
 pub mod ui;

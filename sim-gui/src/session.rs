@@ -15,6 +15,7 @@
 //! re-simulates from t = 0 with the changes stamped at or before `t` (later ones are
 //! forgotten: a new change branches there).
 
+use crate::derived::Derived;
 use experiments::Experiment;
 use experiments::runner::{RunRecord, Status};
 use experiments::session::{LiveSession, RunChoice};
@@ -24,8 +25,8 @@ use models::params::ParamValue;
 use models::scenario::{Scenario, SetParam};
 use models::summary::Summary;
 use models::{RunConfig, Session};
-use sim_core::SimTime;
-use sim_core::metrics::MetricReading;
+use sim_core::metrics::{MetricReading, SeriesRow};
+use sim_core::{SimError, SimTime};
 use std::sync::Arc;
 
 /// Loads a bundled experiment (`stormglass list`) by name: from the source tree when
@@ -173,11 +174,20 @@ pub struct Run {
     pub output: Option<RunOutput>,
     /// Once finished: the state at the end.
     last: Observed,
+    /// The per-bucket rates derived from the summary's counts, read at every boundary the
+    /// run crosses (see [`crate::derived`]).
+    derived: Derived,
 }
 
 impl Run {
     pub fn open(sel: Selection) -> Result<Run, String> {
-        Ok(Run { live: sel.open()?, sel, output: None, last: Observed::default() })
+        let live = sel.open()?;
+        let derived = Run::derived_of(&live);
+        Ok(Run { live, sel, output: None, last: Observed::default(), derived })
+    }
+
+    fn derived_of(s: &Session) -> Derived {
+        Derived::new(&s.world().summary_counts(), s.config().sample_every, s.end())
     }
 
     pub fn session(&self) -> &Session {
@@ -197,6 +207,10 @@ impl Run {
     pub fn changes(&self) -> &[SetParam<ParamValue>] {
         self.live.applied()
     }
+    /// The per-bucket rate rows (`summary.<name>`) of the buckets closed so far.
+    pub fn derived(&self) -> &[SeriesRow] {
+        self.derived.rows()
+    }
     /// The state now (once finished: at the end).
     pub fn observe(&self) -> Observed {
         if self.is_finished() { self.last.clone() } else { Observed::of(&self.live) }
@@ -211,12 +225,50 @@ impl Run {
         Session::replaying(Scenario::clone(s.scenario()), *s.config(), changes)
     }
 
+    /// Processes everything at or before `t` (capped at the end), closing the derived
+    /// buckets on the way.
+    fn drive(&mut self, t: SimTime) -> Result<(), SimError> {
+        let t = t.min(self.live.end());
+        self.close_through(t)?;
+        self.live.session_mut().run_until(t)
+    }
+
+    /// Closes every derived bucket whose end boundary `b` is at or before `t`: the session
+    /// runs to `b - 1 ns` (every event and change stamped before `b`, none at `b`) and the
+    /// counts are read there.
+    fn close_through(&mut self, t: SimTime) -> Result<(), SimError> {
+        while let Some(b) = self.derived.due(t) {
+            let s = self.live.session_mut();
+            s.run_until(SimTime(b.0 - 1))?;
+            self.derived.close(&s.world().summary_counts(), &s.components());
+        }
+        Ok(())
+    }
+
+    /// Processes the next event (the derived buckets it crosses closed first); `Ok(false)`:
+    /// none is left before the end.
+    fn step_event(&mut self) -> Result<bool, SimError> {
+        match self.live.next_event_time() {
+            Some(e) => {
+                self.close_through(e)?;
+                self.live.session_mut().step()
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Finishes the run when nothing is left before its end (or the engine stopped it).
     fn settle(&mut self) {
         if self.output.is_none() && self.live.is_done() {
+            let end = self.live.end();
+            let mut error = self.drive(end).err();
+            if error.is_none() {
+                let s = self.live.session();
+                self.derived.finish(&s.world().summary_counts(), &s.components());
+            }
             let fresh = self.replaying(self.changes().to_vec());
             let mut done = std::mem::replace(self.live.session_mut(), fresh);
-            let error = done.run_to_end().err();
+            error = error.or(done.run_to_end().err());
             self.last = Observed::of(&done);
             let mut out = done.finish();
             out.error = out.error.or(error);
@@ -237,7 +289,7 @@ impl Run {
         if self.is_finished() {
             return Ok(());
         }
-        let r = self.running()?.run_until(t).map_err(|e| e.to_string());
+        let r = self.drive(t).map_err(|e| e.to_string());
         self.settle();
         r
     }
@@ -245,15 +297,15 @@ impl Run {
     /// Processes the events due at or before `t`, at most `max_events` of them; when none
     /// is left before `t`, moves the clock to `t` (changes, bucket boundaries).
     pub fn advance(&mut self, t: SimTime, max_events: u64) -> Result<(), String> {
-        let s = self.running()?;
+        self.running()?;
         let mut n = 0;
         let r = loop {
-            match s.next_event_time() {
+            match self.live.next_event_time() {
                 Some(e) if e <= t && n >= max_events => break Ok(()),
                 Some(e) if e <= t => {}
-                _ => break s.run_until(t),
+                _ => break self.drive(t),
             }
-            if let Err(e) = s.step() {
+            if let Err(e) = self.step_event() {
                 break Err(e);
             }
             n += 1;
@@ -264,7 +316,8 @@ impl Run {
 
     /// One event (or to the end when none is left).
     pub fn step(&mut self) -> Result<(), String> {
-        let r = self.running()?.step().map(|_| ()).map_err(|e| e.to_string());
+        self.running()?;
+        let r = self.step_event().map(|_| ()).map_err(|e| e.to_string());
         self.settle();
         r
     }
@@ -289,18 +342,16 @@ impl Run {
     }
 
     /// Re-simulates from t = 0 to `t` (capped at the clock) with the changes stamped at or
-    /// before `t`; later changes are forgotten.
+    /// before `t`; later changes are forgotten. Every series, the derived ones included,
+    /// is rebuilt on the way: the same as the run had there.
     pub fn rewind(&mut self, t: SimTime) -> Result<(), String> {
         let t = t.min(self.now());
-        if self.output.take().is_some() {
-            let kept = self.changes().iter().filter(|c| SimTime::ZERO + c.at <= t).cloned();
-            let fresh = self.replaying(kept.collect());
-            *self.live.session_mut() = fresh;
-            return self.run_until(t);
-        }
-        let r = self.live.rewind(t).map_err(|e| e.to_string());
-        self.settle();
-        r
+        let kept = self.changes().iter().filter(|c| SimTime::ZERO + c.at <= t).cloned();
+        let fresh = self.replaying(kept.collect());
+        *self.live.session_mut() = fresh;
+        self.output = None;
+        self.derived = Run::derived_of(&self.live);
+        self.run_until(t)
     }
 
     /// The session as an experiment file for `dir` (see [`LiveSession::export`]).

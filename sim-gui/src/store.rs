@@ -12,6 +12,9 @@ use sim_core::metrics::MetricReading;
 use sim_core::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 
+/// A breaker's lane: its path and the spans `(from s, to s, state)` of its states.
+pub type Lane = (String, Vec<(f64, f64, String)>);
+
 /// The UI's copy of a session's observable state.
 #[derive(Default)]
 pub struct Store {
@@ -138,5 +141,18 @@ impl Store {
             }
         }
         out
+    }
+
+    /// One lane per breaker-like component, in path order: the spans of its states from
+    /// t = 0 to now — from its `state_change` events, or, before its first transition, the
+    /// state its observed component state shows (a breaker that never moved is a lane too).
+    pub fn breaker_lanes(&self) -> Vec<Lane> {
+        let now = self.status.now.0 as f64 / 1e9;
+        let mut lanes = self.breaker_states();
+        let snap = self.status.observed.snapshot.as_ref();
+        for (path, b) in snap.into_iter().flat_map(|s| s.breakers()) {
+            lanes.entry(path.to_string()).or_insert_with(|| vec![(0.0, now, b.state.to_string())]);
+        }
+        lanes.into_iter().collect()
     }
 }

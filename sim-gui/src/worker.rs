@@ -4,18 +4,19 @@
 //! The UI thread never touches the simulation. It sends [`Cmd`]s and drains [`Update`]s
 //! each frame, so it never blocks on a run, however fast or slow.
 //!
-//! Key design decision: while running, the worker stops at every sampling-bucket boundary
-//! and reads the run's summary there (cumulative counts → per-bucket deltas: throughput,
-//! goodput, 429s, retries, degraded). Where it stops depends only on simulated time, never
-//! on wall-clock pacing, so the plotted series are the same whatever the speed; and
-//! stopping, reading and resuming never changes a run (the loop is resumable).
+//! Key design decision: the per-bucket rates (throughput, goodput, 429s, retries,
+//! degraded) are derived by the session itself at every bucket boundary it crosses
+//! ([`crate::derived`]), whatever drives it: a paced run, a step, a run until, a rewind's
+//! re-simulation. They depend only on simulated time, never on wall-clock pacing or on
+//! when the worker publishes; and stopping, reading and resuming never changes a run (the
+//! loop is resumable).
 //!
 //! A panic inside the model is caught and shown as the session's error; the UI lives on.
 
 use crate::session::{Observed, Run, Selection};
 use models::params::ParamValue;
 use models::scenario::SetParam;
-use models::summary::{Summary, Value};
+use models::summary::Summary;
 use models::world::ModelEvent;
 use sim_core::metrics::SeriesRow;
 use sim_core::{SimDuration, SimTime};
@@ -152,10 +153,8 @@ struct Loop {
     anchor: (Instant, SimTime),
     until: Option<SimTime>,
     rows_sent: usize,
+    derived_sent: usize,
     events_sent: usize,
-    /// The per-bucket rates: the summary's count columns worth a rate, and their totals
-    /// at the last bucket.
-    rates: Rates,
     last_publish: (Instant, u64, SimTime),
     error: Option<String>,
 }
@@ -180,8 +179,8 @@ impl Loop {
             anchor: (Instant::now(), SimTime::ZERO),
             until: None,
             rows_sent: 0,
+            derived_sent: 0,
             events_sent: 0,
-            rates: Rates::default(),
             last_publish: (Instant::now(), 0, SimTime::ZERO),
             error: None,
         }
@@ -322,8 +321,8 @@ impl Loop {
         self.generation += 1;
         self.error = None;
         self.rows_sent = 0;
+        self.derived_sent = 0;
         self.events_sent = 0;
-        self.rates = Rates::of(&s.session().world().summary_counts());
         let cfg = s.session().config();
         self.send(Update::Session {
             generation: self.generation,
@@ -407,25 +406,22 @@ impl Loop {
             }
             return;
         };
-        // Series rows and the derived per-bucket summary deltas: sent as they close, so the
-        // plots are the same whatever the publishing rate.
+        // Series rows and the derived per-bucket summary deltas: sent as they close (the
+        // session closes both at the same boundaries), so the plots are the same whatever
+        // the publishing rate.
         let live = s.session();
         let (rows, events): (&[SeriesRow], &[ModelEvent]) = match &s.output {
             Some(o) => (&o.series, &o.state_events),
             None => (live.series(), live.model_events()),
         };
         if rows.len() > self.rows_sent {
-            let new = rows[self.rows_sent..].to_vec();
+            let _ = self.tx.send(Update::Rows(rows[self.rows_sent..].to_vec()));
             self.rows_sent = rows.len();
-            let at = new.last().map(|r| r.bucket_start_ns).unwrap_or(0);
-            let _ = self.tx.send(Update::Rows(new));
-            let derived = match &s.output {
-                Some(o) => self.rates.deltas(&o.summary, at),
-                // The counts alone: no quantile pass over the latency histograms at every
-                // bucket (that was four fifths of a background run's time).
-                None => self.rates.deltas(&live.world().summary_counts(), at),
-            };
-            let _ = self.tx.send(Update::Derived(derived));
+        }
+        let derived = s.derived();
+        if derived.len() > self.derived_sent {
+            let _ = self.tx.send(Update::Derived(derived[self.derived_sent..].to_vec()));
+            self.derived_sent = derived.len();
         }
         if events.len() > self.events_sent {
             let _ = self.tx.send(Update::Events(events[self.events_sent..].to_vec()));
@@ -466,79 +462,5 @@ impl Loop {
         self.send(Update::Status(Box::new(st)));
         self.last_publish = (Instant::now(), events, now);
         (self.wake)();
-    }
-}
-
-/// Summary counts worth a per-bucket rate (suffixes of `source.*` / `class.*` / governor
-/// columns).
-const RATE_SUFFIXES: &[&str] = &[
-    "offered",
-    "completed",
-    "success",
-    "degraded",
-    "failed",
-    "rejected",
-    "retries",
-    "not_permitted",
-    "rejected_429",
-];
-
-fn is_rate(name: &str) -> bool {
-    let leaf = name.rsplit('.').next().unwrap_or("");
-    RATE_SUFFIXES.contains(&leaf)
-        || leaf.ends_with("_upstream_429")
-        || (leaf.starts_with("degraded_") && !leaf.contains("ms"))
-}
-
-/// The summary's counts worth a per-bucket rate, by name (sorted), and their totals at the
-/// previous bucket. The names are those of the run's [`summary_counts`] that [`is_rate`]
-/// keeps; the final summary (the run ended) is read for the same names.
-///
-/// [`summary_counts`]: models::world::QueueingWorld::summary_counts
-#[derive(Default)]
-struct Rates {
-    /// `(summary name, series metric summary.<name>)`, sorted by name.
-    names: Vec<(String, String)>,
-    before: Vec<f64>,
-}
-
-impl Rates {
-    fn of(counts: &Summary) -> Rates {
-        let mut names: Vec<(String, String)> = counts
-            .values
-            .iter()
-            .filter(|(n, _)| is_rate(n))
-            .map(|(n, _)| (n.clone(), format!("summary.{n}")))
-            .collect();
-        names.sort();
-        names.dedup();
-        let before = vec![0.0; names.len()];
-        Rates { names, before }
-    }
-
-    /// Per-bucket deltas of the counts since the previous call, as rows `summary.<name>`
-    /// stamped with the bucket start `at_ns`.
-    fn deltas(&mut self, sum: &Summary, at_ns: u64) -> Vec<SeriesRow> {
-        let mut now = self.before.clone();
-        for (n, v) in &sum.values {
-            if let Ok(i) = self.names.binary_search_by(|(m, _)| m.as_str().cmp(n)) {
-                now[i] = match v {
-                    Value::U64(x) => *x as f64,
-                    Value::F64(x) => *x,
-                };
-            }
-        }
-        let rows = self
-            .names
-            .iter()
-            .zip(now.iter().zip(&self.before))
-            .map(|((_, metric), (x, b))| SeriesRow {
-                bucket_start_ns: at_ns,
-                metric: metric.clone(),
-                value: x - b,
-            })
-            .collect();
-        self.before = now;
-        rows
     }
 }

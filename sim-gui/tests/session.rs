@@ -206,8 +206,9 @@ fn the_summary_is_the_runs_table_row_of_the_headless_run() {
 }
 
 /// The per-bucket rates the worker derives (`summary.<name>`, deltas of the summary's counts
-/// read at each bucket boundary, the last from the final summary) add up, per name, to the
+/// read just before each bucket boundary, the last at the end) add up, per name, to the
 /// headless run's summary: no bucket is lost, none counted twice, the final one included.
+/// (The derived `observed.*` rows are states, not counts: not summed.)
 #[test]
 fn the_derived_per_bucket_counts_add_up_to_the_headless_summary() {
     let sel = open(SHOWCASE);
@@ -221,7 +222,7 @@ fn the_derived_per_bucket_counts_add_up_to_the_headless_summary() {
     loop {
         match w.rx.recv_timeout(Duration::from_secs(1)) {
             Ok(Update::Derived(rows)) => {
-                for r in rows {
+                for r in rows.into_iter().filter(|r| r.metric.starts_with("summary.")) {
                     *sums.entry(r.metric).or_default() += r.value;
                 }
             }

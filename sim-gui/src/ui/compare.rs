@@ -84,19 +84,27 @@ fn resolve(o: &Opened, store: &Store, c: Choice) -> Result<(String, Scenario), S
     }
 }
 
-fn chooser(ui: &mut egui::Ui, id: &str, combos: &[(usize, String)], c: &mut Choice) {
+fn chooser(
+    ui: &mut egui::Ui,
+    id: &str,
+    label: egui::Id,
+    combos: &[(usize, String)],
+    c: &mut Choice,
+) {
     let text = match c {
         Choice::Session => "this session (knobs)".to_string(),
         Choice::Combo(i) => {
             combos.iter().find(|x| x.0 == *i).map(|x| x.1.clone()).unwrap_or_default()
         }
     };
-    egui::ComboBox::from_id_salt(id).selected_text(text).width(240.0).show_ui(ui, |ui| {
-        for (i, label) in combos {
-            ui.selectable_value(c, Choice::Combo(*i), label);
+    let combo = egui::ComboBox::from_id_salt(id).selected_text(text).width(240.0);
+    let r = combo.show_ui(ui, |ui| {
+        for (i, name) in combos {
+            ui.selectable_value(c, Choice::Combo(*i), name);
         }
         ui.selectable_value(c, Choice::Session, "this session (knobs)");
     });
+    r.response.labelled_by(label);
 }
 
 /// The compare view. `wake` asks for a repaint when the comparison's runs are done.
@@ -114,10 +122,10 @@ pub fn view(
     let combos = Selection::combos(&o.exp);
     let seed = store.seed;
     ui.horizontal(|ui| {
-        ui.label("A");
-        chooser(ui, "cmp-a", &combos, &mut st.a);
-        ui.label("B");
-        chooser(ui, "cmp-b", &combos, &mut st.b);
+        let l = ui.label("A");
+        chooser(ui, "cmp-a", l.id, &combos, &mut st.a);
+        let l = ui.label("B");
+        chooser(ui, "cmp-b", l.id, &combos, &mut st.b);
         ui.label(format!("seed {seed}"));
         if ui.add_enabled(!st.busy, egui::Button::new("Run comparison")).clicked() {
             start(st, o, store, wake.clone());
@@ -150,23 +158,76 @@ pub fn view(
             .cloned()
             .unwrap_or_default();
     }
-    egui::ComboBox::from_id_salt("cmp-metric").selected_text(&st.metric).width(320.0).show_ui(
-        ui,
-        |ui| {
+    ui.horizontal(|ui| {
+        let l = ui.label("Series");
+        let combo = egui::ComboBox::from_id_salt("cmp-metric").selected_text(&st.metric);
+        let r = combo.width(320.0).show_ui(ui, |ui| {
             for k in a.series.keys() {
                 ui.selectable_value(&mut st.metric, k.clone(), k);
             }
-        },
-    );
+        });
+        r.response.labelled_by(l.id);
+    });
     let m = st.metric.clone();
-    Plot::new("cmp-plot").height(260.0).legend(Legend::default()).show(ui, |pu| {
-        for (side, name) in [(a, "A"), (b, "B")] {
-            if let Some(p) = side.series.get(&m) {
-                pu.line(Line::new(format!("{name} {m}"), PlotPoints::Borrowed(p)));
+    let plot = Plot::new("cmp-plot").height(260.0).legend(Legend::default());
+    let plot = plot.x_axis_label("time (s)").y_axis_label(m.as_str()).y_axis_min_width(64.0);
+    let plot = plot.x_grid_spacer(crate::ui::plots::nice_marks);
+    plot.y_grid_spacer(crate::ui::plots::nice_marks).show(ui, |pu| {
+        for ((side, name), color) in [(a, "A"), (b, "B")].into_iter().zip(SIDE_COLORS) {
+            let Some(p) = side.series.get(&m) else { continue };
+            // A bucket without a value (no answer: no quantile) is a gap.
+            let width = p.windows(2).map(|w| w[1].x - w[0].x).fold(f64::MAX, f64::min);
+            for seg in crate::ui::plots::segments(p, width) {
+                let line = Line::new(format!("{name} {m}"), PlotPoints::Borrowed(seg));
+                pu.line(line.color(color));
             }
         }
     });
     headline(ui, a, b);
+}
+
+/// The colours of sides A and B.
+const SIDE_COLORS: [egui::Color32; 2] =
+    [egui::Color32::from_rgb(240, 140, 60), egui::Color32::from_rgb(90, 160, 230)];
+
+/// A headline figure as the table shows it: a count as a whole number with thousands
+/// separated (`12 345`), a latency in ms with one decimal, anything not a number (no
+/// answer, no quantile) as `–`.
+pub fn figure_text(name: &str, v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => number(name, v, false),
+        _ => "–".into(),
+    }
+}
+
+/// B - A in the same format, signed (`–` unless both are numbers).
+pub fn difference_text(name: &str, a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if a.is_finite() && b.is_finite() => number(name, b - a, true),
+        _ => "–".into(),
+    }
+}
+
+fn number(name: &str, v: f64, signed: bool) -> String {
+    if name.contains("_ms") {
+        return if signed { format!("{v:+.1} ms") } else { format!("{v:.1} ms") };
+    }
+    let sign = if v < 0.0 {
+        "-"
+    } else if signed && v > 0.0 {
+        "+"
+    } else {
+        ""
+    };
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push('\u{2009}');
+        }
+        out.push(c);
+    }
+    format!("{sign}{out}")
 }
 
 /// The headline figures of both sides and B - A.
@@ -197,12 +258,9 @@ fn headline(ui: &mut egui::Ui, a: &Side, b: &Side) {
             }) {
                 let (x, y) = (num(&a.summary, n), num(&b.summary, n));
                 ui.monospace(n);
-                ui.monospace(x.map(|v| format!("{v:.2}")).unwrap_or_default());
-                ui.monospace(y.map(|v| format!("{v:.2}")).unwrap_or_default());
-                ui.monospace(match (x, y) {
-                    (Some(x), Some(y)) => format!("{:+.2}", y - x),
-                    _ => String::new(),
-                });
+                ui.monospace(figure_text(n, x));
+                ui.monospace(figure_text(n, y));
+                ui.monospace(difference_text(n, x, y));
                 ui.end_row();
             }
         });

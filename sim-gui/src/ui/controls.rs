@@ -131,7 +131,9 @@ pub fn cursor(ui: &mut egui::Ui, cursor: &mut Option<f64>, store: &Store, out: &
             egui::Slider::new(&mut t, 0.0..=end.max(1e-9))
                 .suffix(" s")
                 .max_decimals(3)
-                .text("rewind"),
+                .text("rewind")
+                // A typed instant rewinds once, on Enter or focus loss, not per keystroke.
+                .update_while_editing(false),
         );
         // The slider rounds what it shows to 3 decimals, which reads as a change: only a
         // drag, or a value set more than that rounding away (typed, AccessKit), is the

@@ -1,7 +1,9 @@
 //! The request path, generated from the scenario: sources → app instances (dispatcher,
-//! pool) → pipelines → call sites with their governor stacks → upstreams (stations, GPU
-//! servers). Updated live: queue depth and in-flight against each limit as bars, breakers
-//! coloured by state, rejections and 429s as counts. Clicking a node opens its inspector
+//! pool) → pipelines → call sites with their governor stacks → provider quotas (when the
+//! scenario has any: a call reaches a station with a quota through it) → upstreams
+//! (stations, GPU servers). Updated live: queue depth and in-flight against each limit as bars, breakers
+//! coloured by state, rejections and 429s as counts; a node as wide as its widest text
+//! (the text shrinks when the column is narrower: it always fits its box). Clicking a node opens its inspector
 //! (its gauges, counters and summary figures) and its knobs.
 
 use crate::session::Opened;
@@ -44,14 +46,22 @@ pub struct Node {
     pub governors: Vec<String>,
 }
 
-/// The diagram's structure: nodes by column, edges by node id.
+/// The diagram's structure: column titles, nodes by column, edges by node id.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Graph {
+    pub columns: Vec<&'static str>,
     pub nodes: Vec<Node>,
     pub edges: Vec<(String, String)>,
 }
 
-pub const COLUMNS: [&str; 5] = ["sources", "app instances", "pipelines", "call sites", "upstreams"];
+/// The columns; `quotas` between the call sites and the upstreams when there are any.
+const COLUMNS: [&str; 6] =
+    ["sources", "app instances", "pipelines", "call sites", "quotas", "upstreams"];
+
+/// The quota a call to upstream `name` goes through (a station's provider quota).
+fn quota_of<'a>(sc: &'a Scenario, name: &str) -> Option<&'a str> {
+    sc.stations.iter().find(|s| s.name == name)?.quota.as_deref()
+}
 
 /// The upstream's component path (a station or a GPU server).
 fn upstream_id(sc: &Scenario, name: &str) -> String {
@@ -65,6 +75,9 @@ fn upstream_id(sc: &Scenario, name: &str) -> String {
 /// Builds the graph of a scenario.
 pub fn graph(sc: &Scenario) -> Graph {
     let mut g = Graph::default();
+    let with_quotas = !sc.quotas.is_empty();
+    g.columns = COLUMNS.iter().copied().filter(|c| with_quotas || *c != "quotas").collect();
+    let upstream_col = g.columns.len() - 1;
     let target_id = |t: &str| {
         if sc.pipelines.iter().any(|p| p.name == t) {
             format!("pipeline.{t}")
@@ -111,7 +124,10 @@ pub fn graph(sc: &Scenario) -> Graph {
         let mut ups: Vec<&str> = vec![c.upstream.as_str()];
         ups.extend(c.split.iter().map(|s| s.0.as_str()));
         for u in ups {
-            let e = (id.clone(), upstream_id(sc, u));
+            let e = match quota_of(sc, u) {
+                Some(q) => (id.clone(), format!("quota.{q}")),
+                None => (id.clone(), upstream_id(sc, u)),
+            };
             if !g.edges.contains(&e) {
                 g.edges.push(e);
             }
@@ -120,11 +136,17 @@ pub fn graph(sc: &Scenario) -> Graph {
             g.edges.push((id.clone(), format!("call_site.{b}")));
         }
     }
+    for q in &sc.quotas {
+        g.nodes.push(node(format!("quota.{}", q.name), upstream_col - 1));
+    }
     for s in &sc.stations {
-        g.nodes.push(node(format!("station.{}", s.name), 4));
+        g.nodes.push(node(format!("station.{}", s.name), upstream_col));
+        if let Some(q) = &s.quota {
+            g.edges.push((format!("quota.{q}"), format!("station.{}", s.name)));
+        }
     }
     for s in &sc.gpu_servers {
-        g.nodes.push(node(format!("gpu_server.{}", s.name), 4));
+        g.nodes.push(node(format!("gpu_server.{}", s.name), upstream_col));
     }
     g
 }
@@ -215,16 +237,38 @@ fn figures(store: &Store, id: &str) -> Vec<(String, Option<f32>)> {
             vec![(format!("{name}: {state} {rate:.0}% fail, refused {np:.0}"), None)]
         }
         "retry" => vec![(format!("{name}: retries {:.0}", count(&format!("{id}.retries"))), None)],
-        _ if has_flight => {
-            let (text, fill) = against(name, used, limit);
-            let text = if waiting > 0 { format!("{text} wait {waiting}") } else { text };
-            vec![(text, fill)]
-        }
-        _ => match states.iter().find_map(|c| c.tokens_left) {
-            Some(t) => vec![(format!("{name}: {t} tokens left"), None)],
-            None => vec![(name.to_string(), None)],
-        },
+        _ => generic_figures(&states, name, used, limit, waiting),
     }
+}
+
+/// What any other component shows, from its observed state alone: in flight against its
+/// limit, waiting, tokens left, and each figure named `*_left` (a quota's requests left);
+/// the first line starts with the component's name (a governor's row shows only that one).
+fn generic_figures(
+    states: &[&ComponentState],
+    name: &str,
+    used: u64,
+    limit: Option<u64>,
+    waiting: u64,
+) -> Vec<(String, Option<f32>)> {
+    let mut out = Vec::new();
+    if states.iter().any(|c| c.in_flight.is_some()) {
+        let (text, fill) = against(name, used, limit);
+        let text = if waiting > 0 { format!("{text} wait {waiting}") } else { text };
+        out.push((text, fill));
+    }
+    if let Some(t) = states.iter().find_map(|c| c.tokens_left) {
+        let who = if out.is_empty() { format!("{name}: ") } else { String::new() };
+        out.push((format!("{who}{t} tokens left"), None));
+    }
+    let lefts = states.iter().flat_map(|c| c.figures.iter()).filter(|f| f.0.ends_with("_left"));
+    for (n, v) in lefts {
+        out.push((format!("{v:.0} {}", n.replace('_', " ")), None));
+    }
+    if out.is_empty() {
+        out.push((name.to_string(), None));
+    }
+    out
 }
 
 /// The request path and, for the selected node, its inspector and knobs.
@@ -271,9 +315,9 @@ fn draw(
     rect: Rect,
 ) -> Option<String> {
     let painter = ui.painter_at(rect);
-    let col_w = rect.width() / COLUMNS.len() as f32;
+    let col_w = rect.width() / g.columns.len() as f32;
     let mut pos: Vec<(String, Rect)> = Vec::new();
-    for (c, title) in COLUMNS.iter().enumerate() {
+    for (c, title) in g.columns.iter().enumerate() {
         let x = rect.left() + col_w * (c as f32 + 0.5);
         painter.text(
             Pos2::new(x, rect.top() + 8.0),
@@ -287,7 +331,7 @@ fn draw(
         let total: f32 = heights.iter().sum::<f32>() + 24.0 * nodes.len().saturating_sub(1) as f32;
         let mut y = rect.top() + 32.0 + ((rect.height() - 40.0 - total) / 2.0).max(0.0);
         for (n, h) in nodes.iter().zip(heights) {
-            let width = NODE_W.min(col_w - 16.0);
+            let width = node_width(&painter, store, n).min(col_w - 8.0);
             let r = Rect::from_min_size(Pos2::new(x - width / 2.0, y), Vec2::new(width, h));
             pos.push((n.id.clone(), r));
             y += h + 24.0;
@@ -329,7 +373,7 @@ fn draw(
             Pos2::new(r.left() + 6.0, y),
             egui::Align2::LEFT_TOP,
             &n.id,
-            egui::FontId::proportional(13.0),
+            fitted(&painter, &n.id, 13.0, r.width() - 12.0),
             ui.visuals().strong_text_color(),
         );
         y += ROW_H;
@@ -352,13 +396,40 @@ fn draw(
                 .components(gov)
                 .find_map(|c| c.breaker.as_ref())
                 .map(|b| crate::ui::plots::state_color(b.state));
-            for (text, fill) in figures(store, gov) {
+            if let Some((text, fill)) = figures(store, gov).into_iter().next() {
                 line(&painter, gr, y, &text, fill, state_col);
             }
             y += ROW_H;
         }
     }
     clicked
+}
+
+/// A node's width: its widest text at full size (the id, its figures, its governors' rows)
+/// and the margins, at least [`NODE_W`] (the column may hold less: the text then shrinks).
+fn node_width(p: &egui::Painter, store: &Store, n: &Node) -> f32 {
+    let width = |text: &str, size: f32| {
+        p.layout_no_wrap(text.to_string(), egui::FontId::proportional(size), Color32::WHITE)
+            .size()
+            .x
+    };
+    let mut widest = width(&n.id, 13.0) + 12.0;
+    let govs = n.governors.iter().filter_map(|g| figures(store, g).into_iter().next());
+    for (text, _) in figures(store, &n.id).into_iter().chain(govs) {
+        widest = widest.max(width(&text, 12.0) + 14.0);
+    }
+    widest.max(NODE_W)
+}
+
+/// The font of `size` points, smaller (down to 8) when `text` would be wider than `max_w`:
+/// a node's text fits its box.
+fn fitted(p: &egui::Painter, text: &str, size: f32, max_w: f32) -> egui::FontId {
+    let font = egui::FontId::proportional(size);
+    let w = p.layout_no_wrap(text.to_string(), font.clone(), Color32::WHITE).size().x;
+    if w <= max_w || w <= 0.0 {
+        return font;
+    }
+    egui::FontId::proportional((size * max_w / w).max(8.0))
 }
 
 fn node_height(store: &Store, n: &Node) -> f32 {
@@ -381,11 +452,12 @@ fn line(p: &egui::Painter, r: Rect, y: f32, text: &str, fill: Option<f32>, color
             if f > 0.9 { Color32::from_rgb(210, 90, 60) } else { Color32::from_rgb(80, 140, 210) };
         p.rect_filled(full, 2.0, c.gamma_multiply(0.7));
     }
-    p.text(
+    // Shrunk to fit; what still does not (below 8 points) stays inside the band.
+    p.with_clip_rect(band.intersect(p.clip_rect())).text(
         Pos2::new(band.left() + 3.0, y + 1.0),
         egui::Align2::LEFT_TOP,
         text,
-        egui::FontId::proportional(12.0),
+        fitted(p, text, 12.0, band.width() - 6.0),
         Color32::from_gray(230),
     );
 }
@@ -405,7 +477,7 @@ fn inspector(
         close = ui.small_button("close").clicked();
     });
     let prefix = format!("{id}.");
-    egui::ScrollArea::vertical().id_salt("inspector").show(ui, |ui| {
+    egui::ScrollArea::both().id_salt("inspector").auto_shrink([false, false]).show(ui, |ui| {
         egui::Grid::new("inspector-figures").striped(true).show(ui, |ui| {
             let mut row = |k: &str, v: String| {
                 ui.label(k);

@@ -18,7 +18,7 @@ enum Filter {
 
 /// Whether a configuration change is an outage's start or end (an upstream's failure
 /// injection, an app's health).
-fn is_outage(kind: &str, from: &str) -> bool {
+pub fn is_outage(kind: &str, from: &str) -> bool {
     kind == "config_change"
         && ["error_rate", "healthy", "business_error_rate", "latency_multiplier"]
             .iter()

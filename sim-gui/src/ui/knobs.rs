@@ -3,13 +3,19 @@
 //! a limit switch for optional counts, a text field for distributions; a search field; values that differ
 //! from the scenario's highlighted, with a reset. Run-time parameters apply at the current
 //! instant; the others are marked and apply on reset.
+//!
+//! Invariant: one edit, one change. A value typed into a field is committed once, on Enter
+//! or when the field loses focus (never per keystroke); a drag once, when it ends; a
+//! click, a choice or an AccessKit value at once — paused or running. After the commit the
+//! knob shows the value sent (then the change recorded at the current instant, then the
+//! value in force), never the old value while the change is on its way.
 
 use crate::session::Opened;
 use crate::store::Store;
 use crate::ui::{Action, Actions};
 use crate::worker::Cmd;
 use models::params::{ParamSpec, ParamType, ParamValue};
-use sim_core::SimDuration;
+use sim_core::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 
 #[derive(Default)]
@@ -21,6 +27,26 @@ pub struct KnobsState {
     pub dist_text: BTreeMap<String, String>,
     /// A value being dragged (applied when the drag ends).
     pub editing: Option<(String, ParamValue)>,
+    /// A change sent to the session and not yet echoed in the store: the knob shows it
+    /// until the recorded changes, the notices or the session move on.
+    pub sent: Option<Sent>,
+}
+
+/// A change sent, with what the store held when it was sent.
+pub struct Sent {
+    pub path: String,
+    pub value: ParamValue,
+    generation: u64,
+    changes: usize,
+    notices: usize,
+}
+
+impl Sent {
+    /// Whether the store still holds what it held when the change was sent (no echo yet).
+    fn waiting(&self, store: &Store) -> bool {
+        (store.generation, store.changes.len(), store.notices.len())
+            == (self.generation, self.changes, self.notices)
+    }
 }
 
 const CHANGED: egui::Color32 = egui::Color32::from_rgb(230, 180, 60);
@@ -91,10 +117,22 @@ pub fn component_knobs(
     }
 }
 
-/// The value a knob shows: a pending reset value, else the value in force now.
+/// The value a knob shows: a pending reset value; else a change sent and not yet
+/// recorded; else the last change recorded at the current instant (it takes effect at the
+/// instant's end, so a paused session does not hold it in force yet); else the value in
+/// force now.
 fn shown_value(st: &KnobsState, store: &Store, s: &ParamSpec) -> ParamValue {
     if let Some((_, v)) = st.pending.iter().find(|(p, _)| *p == s.path) {
         return v.clone();
+    }
+    if let Some(sent) = st.sent.as_ref().filter(|x| x.path == s.path && x.waiting(store)) {
+        return sent.value.clone();
+    }
+    let now = store.status.now;
+    let recorded_now =
+        store.changes.iter().rev().find(|c| c.path == s.path && SimTime::ZERO + c.at >= now);
+    if let Some(c) = recorded_now {
+        return c.value.clone();
     }
     store.param(&s.path).unwrap_or(&s.value).clone()
 }
@@ -138,6 +176,13 @@ fn knob(ui: &mut egui::Ui, st: &mut KnobsState, store: &Store, s: &ParamSpec, ou
     }
     if commit && v != current {
         if s.runtime {
+            st.sent = Some(Sent {
+                path: s.path.clone(),
+                value: v.clone(),
+                generation: store.generation,
+                changes: store.changes.len(),
+                notices: store.notices.len(),
+            });
             out.push(Action::Send(Cmd::Apply(s.path.clone(), v)));
         } else {
             st.pending.retain(|(p, _)| *p != s.path);
@@ -146,7 +191,10 @@ fn knob(ui: &mut egui::Ui, st: &mut KnobsState, store: &Store, s: &ParamSpec, ou
     }
 }
 
-/// Whether a widget's edit is finished (a drag released, a click, a typed value).
+/// Whether a widget's edit is finished: a drag released, a click, or a value typed and
+/// committed (Enter or focus lost: every number field is built with
+/// `update_while_editing(false)`, so keystrokes never reach the value), or set through
+/// AccessKit. One edit, one change.
 fn done(r: &egui::Response) -> bool {
     r.drag_stopped() || (r.changed() && !r.dragged())
 }
@@ -161,9 +209,10 @@ fn float_knob(
     label: egui::Id,
 ) -> bool {
     let r = if max.is_finite() && min.is_finite() && max - min <= 1000.0 {
-        ui.add(egui::Slider::new(x, min..=max).suffix(unit))
+        ui.add(egui::Slider::new(x, min..=max).suffix(unit).update_while_editing(false))
     } else {
-        ui.add(egui::DragValue::new(x).range(min..=max).speed(0.01).suffix(unit))
+        let d = egui::DragValue::new(x).range(min..=max).speed(0.01).suffix(unit);
+        ui.add(d.update_while_editing(false))
     }
     .labelled_by(label);
     done(&r)
@@ -203,9 +252,8 @@ fn editor(
             let mut ms = d.0 as f64 / 1e6;
             let (lo, hi) = (min.0 as f64 / 1e6, max.0 as f64 / 1e6);
             let speed = (ms.abs() * 0.01).max(0.1);
-            let r = ui
-                .add(egui::DragValue::new(&mut ms).range(lo..=hi).speed(speed).suffix(" ms"))
-                .labelled_by(label);
+            let w = egui::DragValue::new(&mut ms).range(lo..=hi).speed(speed).suffix(" ms");
+            let r = ui.add(w.update_while_editing(false)).labelled_by(label);
             *d = SimDuration((ms * 1e6).round().clamp(min.0 as f64, max.0 as f64) as u64);
             done(&r)
         }
@@ -280,7 +328,8 @@ fn dragged_u64(
 ) -> egui::Response {
     ui.push_id(id, |ui| {
         let speed = ((*n as f64) * 0.02).max(0.05);
-        ui.add(egui::DragValue::new(n).range(min..=max).speed(speed).suffix(unit))
+        let d = egui::DragValue::new(n).range(min..=max).speed(speed).suffix(unit);
+        ui.add(d.update_while_editing(false))
     })
     .inner
 }

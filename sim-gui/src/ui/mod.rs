@@ -11,7 +11,9 @@ pub mod decimate;
 pub mod diagram;
 pub mod events;
 pub mod knobs;
+pub mod legend;
 pub mod open;
+pub mod plot_lines;
 pub mod plots;
 
 use crate::session::Selection;

@@ -135,8 +135,8 @@ pub const SAME_INSTANT_BASE: u64 = 100_000;
 /// Additional events allowed at one instant per live entity.
 pub const SAME_INSTANT_PER_ENTITY: u64 = 64;
 /// Most live entities that scale the same-instant limit: 40,000, so an instant holds at
-/// most 100,000 + 64 × 40,000 = 2,660,000 events (about a second of wall time at the
-/// slowest event rates measured: bench/NOTES.md, issue 32). A batch flood of 2⁶⁴
+/// most 100,000 + 64 × 40,000 = 2,660,000 events (0.7 s of wall time for a batch flood
+/// into a loss station, measured for issue 32). A batch flood of 2⁶⁴
 /// requests, or an idle capacity of 100,000 servers, cannot make a loop at one instant spin
 /// for minutes before it is stopped.
 pub const SAME_INSTANT_MAX_ENTITIES: u64 = 40_000;

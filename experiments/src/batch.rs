@@ -8,9 +8,11 @@
 //! * `--overwrite` also deletes every part of this shard's runs, and `summary.parquet`.
 //!   It leaves the parts of other shards' planned runs, which a concurrent shard may be
 //!   writing at this moment.
-//! * `--resume` skips a run only when its `runs` part carries the labels the current plan
-//!   gives it (`run_index`, `point`, swept columns; see [`results::labels_match`]); a run
-//!   that survived an edit of the sweep under its old labels is run again.
+//! * `--resume` skips a run only when its `runs` part says `ok` and carries the labels the
+//!   current plan gives it (`run_index`, `point`, swept columns; see [`results::reusable`]):
+//!   a run that ended in an error, or was interrupted (status `interrupted`: runs still
+//!   going when the grace period after a signal ran out, or at a second signal), is run
+//!   again, and so is a run that survived an edit of the sweep under its old labels.
 
 use crate::experiment::Experiment;
 use crate::results;
@@ -69,7 +71,7 @@ pub fn prepare(
         mine.iter().copied().filter(|&i| done.contains_key(&exp.runs[i].run_id)).collect();
     if !existing.is_empty() && !resume && !overwrite {
         return Err(PrepareError::Refused(format!(
-            "{}: results of {} of this shard's {} runs exist already; add --resume to run only the missing ones, or --overwrite to run them all again",
+            "{}: results of {} of this shard's {} runs exist already; add --resume to run only the missing, failed and interrupted ones, or --overwrite to run them all again",
             root.display(),
             existing.len(),
             mine.len()
@@ -81,7 +83,7 @@ pub fn prepare(
         existing
             .iter()
             .copied()
-            .filter(|&i| results::labels_match(&done[&exp.runs[i].run_id], exp, i))
+            .filter(|&i| results::reusable(&done[&exp.runs[i].run_id], exp, i))
             .collect()
     };
     let todo: Vec<usize> = mine.iter().copied().filter(|i| !valid.contains(i)).collect();

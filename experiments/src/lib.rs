@@ -27,6 +27,7 @@ pub mod runner;
 pub mod scenario_file;
 pub mod search;
 pub mod session;
+pub mod shard_lock;
 pub mod staging;
 pub mod sweep;
 pub mod sweep_range;

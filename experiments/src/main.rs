@@ -61,7 +61,8 @@ enum Cmd {
         /// JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID − SLURM_ARRAY_TASK_MIN.
         #[arg(long, default_value = "0/1")]
         shard: String,
-        /// Skip runs whose results already exist (after an interruption or failure).
+        /// Run only the runs not done: missing ones, and those that ended in an error or were
+        /// cut short by a signal (status `interrupted`); runs that ended ok are kept.
         #[arg(long, conflicts_with = "overwrite")]
         resume: bool,
         /// Delete existing results of this shard's runs and run them again.
@@ -382,6 +383,19 @@ fn run(
 ) -> ExitCode {
     use experiments::results;
     let root = out.join(&exp.name);
+    // Before anything in the folder is touched: a second process on this shard would
+    // delete the parts the first is writing.
+    let _lock = match experiments::shard_lock::ShardLock::take(&root, shard) {
+        Ok(l) => l,
+        Err(experiments::shard_lock::LockError::Busy(m)) => {
+            eprintln!("{m}");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("{}: cannot lock shard {shard}: {e}", root.display());
+            return ExitCode::FAILURE;
+        }
+    };
     if let Err(e) = results::remove_temporaries(&root) {
         eprintln!("{}: {e}", root.display());
         return ExitCode::FAILURE;
@@ -464,10 +478,7 @@ fn run(
         }
         finished += 1;
         let k = finished;
-        let status = match &r.status {
-            Status::Ok => "ok".to_string(),
-            Status::Error(e) => format!("ERROR {e}"),
-        };
+        let status = r.status.line();
         match (&bar, mode) {
             (Some(b), _) => {
                 if r.status != Status::Ok {
@@ -492,11 +503,17 @@ fn run(
         }
         return ExitCode::FAILURE;
     }
-    if STOP.load(Ordering::SeqCst) {
+    if let Err(e) = experiments::provenance::write(&root, exp, shards) {
+        eprintln!("{}: cannot write the manifest: {e}", root.display());
+        return ExitCode::FAILURE;
+    }
+    let cut = records.iter().filter(|r| matches!(r.status, Status::Interrupted(_))).count();
+    if STOP.load(Ordering::SeqCst) || cut > 0 {
         eprintln!(
-            "interrupted: {} of {} runs of this shard finished and saved; rerun the same command with --resume",
-            records.len() + (mine.len() - todo.len()),
-            mine.len()
+            "interrupted: {} of {} runs of this shard finished and saved, {cut} cut short (state `Interrupted` in manifest.ron), {} not started; rerun the same command with --resume to run every run not done",
+            records.len() - cut + (mine.len() - todo.len()),
+            mine.len(),
+            todo.len() - records.len()
         );
         return ExitCode::from(130);
     }

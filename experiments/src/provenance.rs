@@ -1,5 +1,12 @@
 //! `manifest.ron` and `experiment.ron`: what was run, with which code, for provenance and
 //! for merging and resuming split batches.
+//!
+//! Each planned run's `state` in the manifest is read from its `runs` part when the
+//! manifest is written (as a batch starts and as it ends, interrupted or not): `Pending`
+//! (no part), `Done` (`ok`), `Failed` (`error`: running it again fails again) or
+//! `Interrupted` (cut short by a signal: no result yet). `--resume` runs every run that is
+//! not `Done`. Concurrent shards write it in turn (an exclusive lock on the folder, on Unix),
+//! each from the parts on disk, so the last one written is never older than the parts.
 
 use crate::experiment::{Experiment, Outputs};
 use crate::results::{shard_of, write_text};
@@ -30,6 +37,29 @@ struct ManifestRun<'a> {
     point: usize,
     seed: u64,
     shard: u32,
+    state: RunState,
+}
+
+/// Where a planned run stands (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum RunState {
+    Pending,
+    Done,
+    Failed,
+    Interrupted,
+}
+
+impl RunState {
+    /// The state of a run whose `runs` part has this `status` (`None`: no part).
+    pub fn of(status: Option<&str>) -> RunState {
+        match status {
+            None => RunState::Pending,
+            Some("ok") => RunState::Done,
+            Some("interrupted") => RunState::Interrupted,
+            // An unreadable part is no result either: `--resume` runs it again.
+            Some(_) => RunState::Failed,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -54,8 +84,20 @@ pub fn scenario_hash(exp: &Experiment) -> String {
     format!("{:016x}", name_id(&crate::experiment::canonical(&exp.scenario)))
 }
 
-/// Writes `manifest.ron` and `experiment.ron` into the experiment folder.
+/// An exclusive lock on the folder itself, held while the manifest is written (Unix; where
+/// a folder cannot be opened as a file, none: the manifest is still replaced whole).
+fn folder_lock(root: &Path) -> Option<std::fs::File> {
+    let f = std::fs::File::open(root).ok()?;
+    f.lock().ok()?;
+    Some(f)
+}
+
+/// Writes `manifest.ron` (every run's state read from its part now) and `experiment.ron`
+/// into the experiment folder.
 pub fn write(root: &Path, exp: &Experiment, shards: u32) -> std::io::Result<()> {
+    std::fs::create_dir_all(root)?;
+    let _lock = folder_lock(root);
+    let statuses = crate::results::run_statuses(root)?;
     let pretty = ron::ser::PrettyConfig::default();
     let m = Manifest {
         stormglass_version: env!("CARGO_PKG_VERSION"),
@@ -73,6 +115,7 @@ pub fn write(root: &Path, exp: &Experiment, shards: u32) -> std::io::Result<()> 
                 point: r.point,
                 seed: r.seed,
                 shard: shard_of(i, shards),
+                state: RunState::of(statuses.get(&r.run_id).map(String::as_str)),
             })
             .collect(),
     };

@@ -20,7 +20,7 @@
 //! `pl.scan_parquet("results/<exp>/runs/")` read a whole split batch, with a `shard` column.
 
 use crate::experiment::Experiment;
-use crate::runner::{RunRecord, Status};
+use crate::runner::RunRecord;
 use crate::staging::Staging;
 use models::params::ParamValue;
 use models::summary::Value;
@@ -148,9 +148,33 @@ pub fn parts(root: &Path, table: &str) -> std::io::Result<Vec<(String, PathBuf)>
     Ok(out)
 }
 
-/// Run ids whose `runs` part exists (in any shard folder).
+/// The `status` of the `runs` part at `path` (`ok`, `error`, `interrupted`); `None` when
+/// the part cannot be read. Only that column is read.
+pub fn part_status(path: &Path) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    let df = ParquetReader::new(f).with_columns(Some(vec!["status".into()])).finish().ok()?;
+    Some(df.column("status").ok()?.str().ok()?.get(0)?.to_string())
+}
+
+/// The status of every run whose `runs` part exists (in any shard folder), by run id.
+pub fn run_statuses(root: &Path) -> std::io::Result<std::collections::HashMap<String, String>> {
+    Ok(parts(root, "runs")?
+        .into_iter()
+        .map(|(id, path)| {
+            let status = part_status(&path).unwrap_or_else(|| "unreadable".into());
+            (id, status)
+        })
+        .collect())
+}
+
+/// Run ids whose `runs` part exists and which ran to an end (`ok` or `error`): an
+/// `interrupted` run has no result yet, so a summary waits for it.
 pub fn completed_runs(root: &Path) -> std::io::Result<std::collections::BTreeSet<String>> {
-    Ok(parts(root, "runs")?.into_iter().map(|(id, _)| id).collect())
+    Ok(run_statuses(root)?
+        .into_iter()
+        .filter(|(_, s)| s == "ok" || s == "error")
+        .map(|(id, _)| id)
+        .collect())
 }
 
 /// Parts of any table whose run is not in `planned` (left by an earlier batch of an
@@ -224,23 +248,8 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
         ),
         Column::new("point".into(), records.iter().map(|r| r.point as u64).collect::<Vec<_>>()),
         Column::new("seed".into(), records.iter().map(|r| r.seed).collect::<Vec<_>>()),
-        Column::new(
-            "status".into(),
-            records
-                .iter()
-                .map(|r| if r.status == Status::Ok { "ok" } else { "error" })
-                .collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "error".into(),
-            records
-                .iter()
-                .map(|r| match &r.status {
-                    Status::Ok => None,
-                    Status::Error(e) => Some(e.as_str()),
-                })
-                .collect::<Vec<_>>(),
-        ),
+        Column::new("status".into(), records.iter().map(|r| r.status.name()).collect::<Vec<_>>()),
+        Column::new("error".into(), records.iter().map(|r| r.status.message()).collect::<Vec<_>>()),
         Column::new(
             "fingerprint".into(),
             records.iter().map(|r| r.fingerprint.as_deref()).collect::<Vec<_>>(),
@@ -509,14 +518,19 @@ pub fn load(dir: impl AsRef<Path>) -> PolarsResult<DataFrame> {
     scan(dir, "runs")?.sort(["run_index"], Default::default()).collect()
 }
 
-/// Whether the `runs` part at `path` carries the labels the current plan gives run
-/// `index` (`run_index`, `point`, the swept-parameter columns). A run whose resolved
-/// scenario did not change keeps its run id when the experiment is edited, but its place
-/// in the plan (and the set of swept columns) may change: such a part must be written
+/// Whether `--resume` may keep the `runs` part at `path` for run `index`: the run ended
+/// `ok` (an `error` or `interrupted` run is run again) and its part carries the labels the
+/// current plan gives it (`run_index`, `point`, the swept-parameter columns). A run whose
+/// resolved scenario did not change keeps its run id when the experiment is edited, but its
+/// place in the plan (and the set of swept columns) may change: such a part must be written
 /// again, or two points would share a `point` label.
-pub fn labels_match(path: &Path, exp: &Experiment, index: usize) -> bool {
+pub fn reusable(path: &Path, exp: &Experiment, index: usize) -> bool {
     let Ok(f) = std::fs::File::open(path) else { return false };
     let Ok(df) = ParquetReader::new(f).finish() else { return false };
+    let ok = df.column("status").ok().and_then(|c| c.str().ok()?.get(0).map(|s| s == "ok"));
+    if ok != Some(true) {
+        return false;
+    }
     let run = &exp.runs[index];
     let u = |c: &str| df.column(c).ok()?.u64().ok()?.get(0);
     if u("run_index") != Some(index as u64) || u("point") != Some(run.point as u64) {

@@ -13,7 +13,38 @@ use std::time::Instant;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Status {
     Ok,
+    /// The run failed (a guard, an invariant, a panic): running it again fails again.
     Error(String),
+    /// Cut short by a signal (a second one, or the grace period after the first ran out):
+    /// the run has no result, and `--resume` runs it again.
+    Interrupted(String),
+}
+
+impl Status {
+    /// The `status` column's value: `ok`, `error` or `interrupted`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error(_) => "error",
+            Status::Interrupted(_) => "interrupted",
+        }
+    }
+
+    /// The `error` column's value (`None` when ok).
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Status::Ok => None,
+            Status::Error(m) | Status::Interrupted(m) => Some(m),
+        }
+    }
+
+    /// `ok`, or the status in capitals and its message (progress lines).
+    pub fn line(&self) -> String {
+        match self.message() {
+            None => "ok".into(),
+            Some(m) => format!("{} {m}", self.name().to_uppercase()),
+        }
+    }
 }
 
 /// Everything recorded about one run.
@@ -51,8 +82,8 @@ fn injected_panic(seed: u64) {
 }
 
 /// Set (by a second signal, or when the grace period after the first runs out) to end the
-/// runs in progress: each stops within `sim_core::engine::CHECK_EVERY` events with an
-/// `interrupted` error, recorded as its error row.
+/// runs in progress: each stops within `sim_core::engine::CHECK_EVERY` events and is
+/// recorded with status [`Status::Interrupted`], which `--resume` runs again.
 pub static ABORT: AtomicBool = AtomicBool::new(false);
 
 /// Runs one planned run, catching panics.
@@ -84,6 +115,9 @@ pub fn run_one(exp: &Experiment, index: usize, run: &PlannedRun) -> RunRecord {
     match result {
         Ok(out) => {
             rec.status = match (&out.error, out.violations.is_empty()) {
+                (Some(e @ sim_core::SimError::Interrupted { .. }), _) => {
+                    Status::Interrupted(e.to_string())
+                }
                 (Some(e), _) => Status::Error(e.to_string()),
                 (None, false) => {
                     Status::Error(format!("invariant violated: {}", out.violations.join("; ")))

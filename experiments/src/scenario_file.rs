@@ -75,24 +75,37 @@ fn load_traces(
 /// Most bytes of a scenario or experiment file.
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
-/// Reads a regular file of at most `max` bytes: a device (`/dev/zero`), a FIFO or a file
-/// growing past the bound is refused instead of being read until memory runs out. The bytes
+/// Reads a regular file of at most `max` bytes: a device (`/dev/zero`), a FIFO, a file
+/// larger than the bound (from its size, before reading) or one growing past it is refused
+/// instead of being read until memory runs out. The bytes
 /// are returned as read: [`crate::ronfile::utf8`] turns them into text with a positioned
 /// error.
 pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Error, ErrorKind, Read};
     // Looked at before opening: opening a FIFO blocks until something writes to it.
-    if !std::fs::metadata(path)?.is_file() {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
         return Err(Error::new(
             ErrorKind::InvalidInput,
             "not a regular file (a device, a pipe or a directory is never read)",
         ));
     }
+    // A file too large is refused before a byte is read (reading a gigabyte takes seconds);
+    // one growing past the bound while it is read is refused by the bounded read below.
+    if meta.len() > max {
+        return Err(too_large(max, Some(meta.len())));
+    }
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
     file.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
-        return Err(Error::new(ErrorKind::InvalidInput, format!("larger than {max} bytes")));
+        return Err(too_large(max, None));
     }
     Ok(bytes)
+}
+
+/// The refusal of a file over `max` bytes (`size`: as its metadata gives it).
+fn too_large(max: u64, size: Option<u64>) -> std::io::Error {
+    let size = size.map_or(String::new(), |s| format!(" ({s} bytes)"));
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("larger than {max} bytes{size}"))
 }

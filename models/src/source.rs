@@ -164,16 +164,39 @@ fn is_one(x: &f64) -> bool {
     *x == 1.0
 }
 
-/// The one rule for a renewal source's rate, wherever its gap or limit is set: the
-/// scenario's check (and so every resolved variant and sweep point) and the timeline's. A
-/// gap with a mean of zero is an infinite rate, allowed only with a `limit` (a batch flood
-/// of `limit` requests at one instant).
+/// Most arrivals a renewal source may declare per simulated second: 10⁶, a mean gap of
+/// 1 µs, at the source's peak (the gap's mean divided by `rate_multiplier` and by its
+/// profile's highest multiplier). Above it a few simulated seconds hold billions of events,
+/// hours of wall time (`Exponential(mean: "1ns")` for 10 s is 10¹⁰ arrivals): refused when
+/// the file is checked rather than found out by the event budget. A batch flood (a zero gap
+/// with a `limit`) is not a rate.
+pub const MAX_ARRIVAL_RATE: f64 = 1e6;
+
+/// The one rule for a renewal source's rate, wherever its gap, limit or rate multiplier is
+/// set: the scenario's check (and so every resolved variant and sweep point) and the
+/// timeline's. `peak` is the highest multiplier the gap meets ([`peak_multiplier`]). A gap
+/// with a mean of zero is an infinite rate, allowed only with a `limit` (a batch flood of
+/// `limit` requests at one instant); any other gap's rate at the peak is at most
+/// [`MAX_ARRIVAL_RATE`].
 pub fn check_rate(
     interarrival: Option<&Dist<SimDuration>>,
     limit: Option<u64>,
+    peak: f64,
 ) -> Result<(), String> {
-    if limit.is_none() && interarrival.is_some_and(|d| d.mean().is_some_and(|m| m <= 0.0)) {
-        return Err("expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate; for a batch flood set a `limit`)".into());
+    let Some(mean_ns) = interarrival.and_then(|d| d.mean()) else { return Ok(()) };
+    if mean_ns <= 0.0 {
+        if limit.is_none() {
+            return Err("expected a distribution with a mean > 0 (a zero inter-arrival time is an infinite rate; for a batch flood set a `limit`)".into());
+        }
+        return Ok(());
+    }
+    let rate = 1e9 / mean_ns * peak;
+    if rate > MAX_ARRIVAL_RATE {
+        return Err(format!(
+            "an arrival rate of {rate:.3e} a simulated second (a mean gap of {} at a peak multiplier of {peak}: `rate_multiplier` × the profile's highest point) exceeds the limit of {MAX_ARRIVAL_RATE:.0} (`MAX_ARRIVAL_RATE`, docs/limits.md): expected a mean gap of at least {}; for a batch flood use a zero gap with a `limit`",
+            SimDuration::from_ns(mean_ns.round() as u64),
+            SimDuration::from_ns((1e9 / MAX_ARRIVAL_RATE * peak).ceil() as u64),
+        ));
     }
     Ok(())
 }
@@ -191,6 +214,16 @@ pub fn resolve_profile(
         Some(mean) => profile.resolve(mean),
         None => Err("a profile written in rates scales the source's `interarrival`, which needs a finite mean > 0".into()),
     }
+}
+
+/// The highest multiplier a renewal source's gap meets: `rate_multiplier` × its profile's
+/// highest point (1 without a profile; a profile in rates resolved first, and one that does
+/// not resolve counted as 1: its own check refuses it).
+pub fn peak_multiplier(s: &SourceSpec) -> f64 {
+    let resolved =
+        s.profile.as_ref().and_then(|p| resolve_profile(p, s.interarrival.as_ref()).ok());
+    let profile = resolved.map_or(1.0, |p| p.points().iter().map(|&(_, m)| m).fold(0.0, f64::max));
+    s.rate_multiplier * profile
 }
 
 /// The error of a parameter this source does not have (a trace source has no

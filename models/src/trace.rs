@@ -134,6 +134,33 @@ pub const MAX_ROWS: usize = 50_000_000;
 /// Most bytes of a trace file (the file layer reads no more: a path to `/dev/zero` or a
 /// never-ending pipe is refused, not read until memory runs out). 50·10⁶ rows of ~20 bytes.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Most bytes of a cell an error quotes: a bad cell may be a whole file without a line
+/// break (a binary file, a trace with another separator), and is never echoed whole.
+pub const MAX_QUOTED_BYTES: usize = 100;
+
+/// `text` in backticks as an error quotes it: whole up to [`MAX_QUOTED_BYTES`], else its
+/// first bytes (cut at a character boundary), an ellipsis and its length.
+pub fn quote(text: &str) -> String {
+    if text.len() <= MAX_QUOTED_BYTES {
+        return format!("`{text}`");
+    }
+    let mut end = MAX_QUOTED_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("`{}…` ({} bytes)", &text[..end], text.len())
+}
+
+/// A header's column names as an error lists them: each quoted, at most the first 16.
+fn header_list(names: &[&str]) -> String {
+    const SHOWN: usize = 16;
+    let mut list: Vec<String> = names.iter().take(SHOWN).map(|n| quote(n)).collect();
+    if names.len() > SHOWN {
+        list.push(format!("… ({} columns)", names.len()));
+    }
+    list.join(", ")
+}
+
 /// A run replaying fewer than this percentage of a trace's rows is refused unless the trace
 /// says `partial: true`: it is almost always a wrong `time_unit`.
 pub const MIN_REPLAYED_PERCENT: u64 = 1;
@@ -148,7 +175,11 @@ impl TraceData {
         let names: Vec<&str> = header.split(',').map(|s| s.trim()).collect();
         let find = |want: &str| {
             names.iter().position(|n| *n == want).ok_or_else(|| {
-                format!("line 1: no column named `{want}`; the header has: {}", names.join(", "))
+                format!(
+                    "line 1: no column named {}; the header has: {}",
+                    quote(want),
+                    header_list(&names)
+                )
             })
         };
         let a = find(&spec.columns.arrival)?;
@@ -183,9 +214,14 @@ impl TraceData {
                 })
             };
             let raw = cell(a, &spec.columns.arrival)?;
-            let t: f64 = raw.parse().ok().filter(|x: &f64| x.is_finite() && *x >= 0.0).ok_or_else(|| {
-                format!("line {line_no}: column `{}`: expected a non-negative number, found `{raw}`", spec.columns.arrival)
-            })?;
+            let t: f64 =
+                raw.parse().ok().filter(|x: &f64| x.is_finite() && *x >= 0.0).ok_or_else(|| {
+                    format!(
+                        "line {line_no}: column `{}`: expected a non-negative number, found {}",
+                        spec.columns.arrival,
+                        quote(raw)
+                    )
+                })?;
             if t < last {
                 return Err(format!(
                     "line {line_no}: column `{}`: arrival times must not decrease ({t} after {last})",
@@ -198,23 +234,24 @@ impl TraceData {
             // 2⁶³ ns is 292 years: beyond it the clock cannot hold the time (never clamped).
             if ns >= 9.2e18 {
                 return Err(format!(
-                    "line {line_no}: column `{}`: {raw} is more than the 292 years a run can hold after the first row",
-                    spec.columns.arrival
+                    "line {line_no}: column `{}`: {} is more than the 292 years a run can hold after the first row",
+                    spec.columns.arrival,
+                    quote(raw)
                 ));
             }
             d.arrival_ns.push(ns as u64);
-            let tokens = |col: Option<usize>,
-                          name: &Option<String>|
-             -> Result<Option<u32>, String> {
-                let Some(c) = col else { return Ok(None) };
-                let raw = cell(c, name.as_deref().unwrap_or(""))?;
-                raw.parse::<u32>().map(Some).map_err(|_| {
+            let tokens =
+                |col: Option<usize>, name: &Option<String>| -> Result<Option<u32>, String> {
+                    let Some(c) = col else { return Ok(None) };
+                    let raw = cell(c, name.as_deref().unwrap_or(""))?;
+                    raw.parse::<u32>().map(Some).map_err(|_| {
                     format!(
-                        "line {line_no}: column `{}`: expected a whole number of tokens, found `{raw}`",
-                        name.as_deref().unwrap_or("")
+                        "line {line_no}: column `{}`: expected a whole number of tokens, found {}",
+                        name.as_deref().unwrap_or(""),
+                        quote(raw)
                     )
                 })
-            };
+                };
             d.prompt_tokens.push(tokens(p, &spec.columns.prompt_tokens)?);
             d.output_tokens.push(tokens(o, &spec.columns.output_tokens)?);
             if let Some(c) = k {
@@ -230,7 +267,8 @@ impl TraceData {
                 }
                 raw.parse::<u64>().ok().filter(|&x| x >= 1).ok_or_else(|| {
                     format!(
-                        "line {line_no}: column `{name}`: expected {what} (a whole number ≥ 1; an empty cell for none), found `{raw}`"
+                        "line {line_no}: column `{name}`: expected {what} (a whole number ≥ 1; an empty cell for none), found {}",
+                        quote(raw)
                     )
                 })
             };
@@ -269,7 +307,8 @@ impl TraceData {
         for (name, line) in &self.class_names {
             if !classes.contains(&name.as_str()) {
                 return Err(format!(
-                    "line {line}: column `{column}`: no class named `{name}`; the scenario's classes: {}",
+                    "line {line}: column `{column}`: no class named {}; the scenario's classes: {}",
+                    quote(name),
                     classes.join(", ")
                 ));
             }
@@ -424,7 +463,7 @@ mod tests {
     fn errors_name_the_line() {
         let cases = [
             ("", "the trace is empty"),
-            ("time,a\n", "line 1: no column named `arrived_at`; the header has: time, a"),
+            ("time,a\n", "line 1: no column named `arrived_at`; the header has: `time`, `a`"),
             ("arrived_at,num_prefill_tokens,num_decode_tokens\n", "no rows"),
             (
                 "arrived_at,num_prefill_tokens,num_decode_tokens\n1,2,3\nx,2,3\n",
@@ -444,12 +483,28 @@ mod tests {
             ),
             (
                 "arrived_at,num_prefill_tokens,num_decode_tokens\n0,2,3\n1e300,2,3\n",
-                "line 3: column `arrived_at`: 1e300 is more than the 292 years a run can hold",
+                "line 3: column `arrived_at`: `1e300` is more than the 292 years a run can hold",
             ),
         ];
         for (text, want) in cases {
             let e = TraceData::parse_csv(text, &spec()).unwrap_err();
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    /// A cell of a megabyte (a file with another separator has cells as long as the file)
+    /// and a header of 1,000 columns: the error quotes at most `MAX_QUOTED_BYTES` of each
+    /// name or cell and 16 names, never the whole (it echoed 943 MB for a 0.9 GB cell).
+    #[test]
+    fn errors_quote_at_most_a_hundred_bytes_of_a_cell() {
+        let cell = format!("{}é{}", "7".repeat(99), "x".repeat(1 << 20));
+        let text = format!("arrived_at,num_prefill_tokens,num_decode_tokens\n0,{cell},1\n");
+        let e = TraceData::parse_csv(&text, &spec()).unwrap_err();
+        // The two-byte `é` straddles byte 100: the quote stops before it.
+        assert!(e.ends_with(&format!("found `{}…` ({} bytes)", "7".repeat(99), cell.len())), "{e}");
+        let header: Vec<String> = (0..1000).map(|i| format!("c{i}")).collect();
+        let e = TraceData::parse_csv(&format!("{}\n", header.join(",")), &spec()).unwrap_err();
+        assert!(e.ends_with("`c15`, … (1000 columns)"), "{e}");
+        assert!(e.len() < 300, "{}", e.len());
     }
 }

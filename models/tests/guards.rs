@@ -19,21 +19,60 @@ fn cfg(secs: u64, limits: Limits) -> RunConfig {
 fn a_batch_flood_of_two_to_the_sixty_four_stops_at_the_capped_same_instant_limit() {
     // 2⁶⁴ − 1 requests at t = 0 into a loss station: each is refused at once, so nothing
     // accumulates and only the same-instant guard can stop it. Its entity count (the unsent
-    // requests, ~2⁶⁴) is capped at max_entities = 10,000: the limit is 100,000 + 64 ×
-    // 10,000 = 740,000 events, where it used to saturate at 2⁶⁴ (spinning for ever).
+    // requests, ~2⁶⁴) is capped at SAME_INSTANT_MAX_ENTITIES = 40,000: the limit is
+    // 100,000 + 64 × 40,000 = 2,660,000 events (0.7 s of wall time), where it used to
+    // saturate at 2⁶⁴ (spinning for ever) and then, capped at MAX_ENTITIES, at 3.2·10⁸
+    // events (26 s to 100 s of wall time, issue 32).
     let sc = load(
         r#"Scenario(name: "flood",
         sources: [(name: "flood", interarrival: Constant("0s"), limit: Some(18446744073709551615), target: "c")],
         call_sites: [(name: "c", upstream: "st")],
         stations: [(name: "st", servers: 2, queue_capacity: Some(0), service: Constant("1ms"))])"#,
     );
-    let out = models::run(&sc, &cfg(1, Limits { max_entities: 10_000, ..Limits::default() }));
+    let out = models::run(&sc, &cfg(1, Limits::default()));
     match &out.error {
-        Some(SimError::ZeroTimeLoop { limit: 740_000, component, .. }) => {
-            assert_eq!(component, "source.flood")
+        Some(SimError::ZeroTimeLoop { limit: 2_660_000, component, busiest, .. }) => {
+            assert_eq!(component, "source.flood");
+            assert_eq!(busiest, "source.flood");
         }
         other => panic!("{other:?}"),
     }
+    assert!(out.violations.is_empty(), "{:?}", out.violations);
+}
+
+/// Incident 12 with a pool queue of 0: 2,000 closed-loop users with no think time, every
+/// one of them refused at once by the full pool of 600 threads (`Abort`), re-sends at the
+/// same instant for ever. The same-instant limit counts the users, threads and instance
+/// (≈ 2,600 entities: 100,000 + 64 × ~3,200 < 320,000 events), not the station's 100,000
+/// idle servers, which lifted it to 6.7·10⁶ events (28–39 s of wall time per run, issue 32).
+#[test]
+fn a_closed_loop_refused_by_a_full_pool_stops_at_a_limit_set_by_its_users() {
+    let sc = load(
+        r#"Scenario(name: "more-threads",
+        sources: [(name: "load", target: "upstream", app: "svc",
+                   closed_loop: ClosedLoop(users: 2000, think_time: Constant("0s")))],
+        apps: [(name: "svc",
+            pool: Some(Shared((name: "workers", core_pool_size: 600, maximum_pool_size: 600,
+                queue_capacity: 0, prestart_all_core_threads: true))),
+            thread_overhead: Some((cpu_cores: 16, overhead_per_thread: 0.0004, knee_threads: 0)),
+            local_work: Some(Constant("12ms")))],
+        call_sites: [(name: "upstream", upstream: "upstream")],
+        stations: [(name: "upstream", servers: 100000, service: Constant("178ms"))])"#,
+    );
+    let started = std::time::Instant::now();
+    let out = models::run(&sc, &cfg(70, Limits::default()));
+    let wall = started.elapsed().as_secs_f64();
+    match &out.error {
+        Some(SimError::ZeroTimeLoop { limit, busiest, time, .. }) => {
+            assert!(*limit < 320_000, "{limit}");
+            assert_eq!(busiest, "source.load");
+            assert_eq!(time.0, 0);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Measured 0.2–0.4 s (dev CLI); 10 s leaves room for a loaded test machine, and is
+    // far below the 28–39 s the scan of every pool thread per event took.
+    assert!(wall < 10.0, "{wall:.1} s");
     assert!(out.violations.is_empty(), "{:?}", out.violations);
 }
 

@@ -12,8 +12,10 @@
 //!   at or after `b`, after every change stamped before `b`.
 //! * Guards: an event budget and a same-instant limit (`base + per_entity × live entities`,
 //!   the entity count taken once when an instant first exceeds `base` and capped at
-//!   `max_entities`, so no parameter can raise it without bound) end the run with an error
-//!   naming the component whose event tripped them. Every [`CHECK_EVERY`] events the loop
+//!   `same_instant_max_entities`, so no parameter can raise it without bound and a loop at
+//!   one instant is stopped within about a second of wall time) end the run with an error
+//!   naming the component whose event tripped them; past the base the instant's events are
+//!   counted by kind, and the same-instant error names the component that spun (`spin.rs`). Every [`CHECK_EVERY`] events the loop
 //!   also checks what the run holds ([`World::holdings`]: entities and estimated bytes,
 //!   against `max_entities` and `max_bytes`) and an outside stop flag (`interrupt`, set by
 //!   a second signal): both end the run with an error too, never a hang or an aborted
@@ -132,9 +134,14 @@ pub const MAX_EVENTS: u64 = 20_000_000_000;
 pub const SAME_INSTANT_BASE: u64 = 100_000;
 /// Additional events allowed at one instant per live entity.
 pub const SAME_INSTANT_PER_ENTITY: u64 = 64;
+/// Most live entities that scale the same-instant limit: 40,000, so an instant holds at
+/// most 100,000 + 64 × 40,000 = 2,660,000 events (0.7 s of wall time for a batch flood
+/// into a loss station, measured for issue 32). A batch flood of 2⁶⁴
+/// requests, or an idle capacity of 100,000 servers, cannot make a loop at one instant spin
+/// for minutes before it is stopped.
+pub const SAME_INSTANT_MAX_ENTITIES: u64 = 40_000;
 /// Entities (requests and calls in the system, pending events) a run may hold at once:
-/// 5·10⁶ (a request and its call are two). It also caps the entity count that scales the
-/// same-instant limit (≤ 100,000 + 64 × 5·10⁶ = 3.2·10⁸ events).
+/// 5·10⁶ (a request and its call are two).
 pub const MAX_ENTITIES: u64 = 5_000_000;
 /// Estimated bytes a run may hold in the collections that grow with it (2 GiB): with
 /// `--jobs` runs at once, a batch stays within the machine's memory.
@@ -151,6 +158,8 @@ pub struct Limits {
     pub same_instant_base: u64,
     /// Additional events allowed at one instant per live entity.
     pub same_instant_per_entity: u64,
+    /// Most live entities counted by the same-instant limit.
+    pub same_instant_max_entities: u64,
     /// Most entities a run may hold at once ([`World::holdings`] plus pending events).
     pub max_entities: u64,
     /// Most estimated bytes a run may hold ([`World::holdings`] plus the calendar).
@@ -166,6 +175,7 @@ impl Default for Limits {
             max_events: MAX_EVENTS,
             same_instant_base: SAME_INSTANT_BASE,
             same_instant_per_entity: SAME_INSTANT_PER_ENTITY,
+            same_instant_max_entities: SAME_INSTANT_MAX_ENTITIES,
             max_entities: MAX_ENTITIES,
             max_bytes: MAX_RUN_BYTES,
             interrupt: None,
@@ -181,9 +191,21 @@ pub enum SimError {
     EventBudget { limit: u64, time: SimTime, component: String },
     #[error(
         "{events} events at the single instant {time} exceed the limit of {limit} \
-         (a zero-time loop?); the last one came from component `{component}`"
+         (a zero-time loop?): component `{busiest}` spun, {busiest_events} of the last \
+         {counted} events; the last one came from component `{component}`"
     )]
-    ZeroTimeLoop { time: SimTime, events: u64, limit: u64, component: String },
+    ZeroTimeLoop {
+        time: SimTime,
+        events: u64,
+        limit: u64,
+        /// The component of the instant's last event.
+        component: String,
+        /// The component of the event kind with the most events past the base.
+        busiest: String,
+        busiest_events: u64,
+        /// Events counted past the base.
+        counted: u64,
+    },
     #[error("run-time change stamped {at} is in the past (now {now})")]
     ChangeInPast { at: SimTime, now: SimTime },
     #[error(
@@ -229,6 +251,8 @@ pub struct Simulation<W: World> {
     events_at_instant: u64,
     /// The same-instant limit, fixed when the instant first exceeds the base.
     instant_limit: Option<u64>,
+    /// The instant's events past the base, by kind (for the same-instant error).
+    spin: spin::SpinTally<W::Event>,
     changes: BTreeMap<(SimTime, u64), W::Change>,
     change_seq: u64,
     sampling: Option<SamplingState>,
@@ -272,6 +296,7 @@ impl<W: World> Simulation<W> {
             instant: SimTime::ZERO,
             events_at_instant: 0,
             instant_limit: None,
+            spin: spin::SpinTally::new(),
             changes: BTreeMap::new(),
             change_seq: 0,
             sampling,
@@ -401,7 +426,9 @@ impl<W: World> Simulation<W> {
         if t != self.instant || self.events == 0 {
             self.instant = t;
             self.events_at_instant = 0;
-            self.instant_limit = None;
+            if self.instant_limit.take().is_some() {
+                self.spin.clear();
+            }
         }
         self.now = t;
         self.events += 1;
@@ -417,34 +444,49 @@ impl<W: World> Simulation<W> {
             self.check_holdings(t)?;
         }
         if self.events_at_instant > self.limits.same_instant_base {
-            // Fixed once for the rest of the instant, when the base is first exceeded (off
-            // the hot path): a loop that creates entities as it spins cannot keep raising
-            // its own limit, so it is stopped after a bounded number of events. The count
-            // is capped at `max_entities`: a parameter (a batch flood's `limit` near 2⁶⁴)
-            // cannot raise it without bound either.
-            let limit = *self.instant_limit.get_or_insert_with(|| {
-                let entities = self
-                    .world
-                    .live_entities()
-                    .max(self.calendar.len() as u64)
-                    .min(self.limits.max_entities);
-                self.limits
-                    .same_instant_base
-                    .saturating_add(self.limits.same_instant_per_entity.saturating_mul(entities))
-            });
-            if self.events_at_instant > limit {
-                return Err(self.fail(SimError::ZeroTimeLoop {
-                    time: t,
-                    events: self.events_at_instant,
-                    limit,
-                    component: self.world.component_of(&event),
-                }));
-            }
+            self.same_instant_guard(t, &event)?;
         }
         self.fingerprint.fold_event(t.0, event.kind_id(), event.entity_id());
         let mut ctx = Ctx { now: t, calendar: &mut self.calendar, metrics: &mut self.metrics };
         self.world.handle(event, &mut ctx);
         Ok(())
+    }
+
+    /// The same-instant limit, for an event past the instant's base (off the hot path).
+    /// The limit is fixed once for the rest of the instant, when the base is first
+    /// exceeded: a loop that creates entities as it spins cannot keep raising its own
+    /// limit, so it is stopped after a bounded number of events. The entity count is capped
+    /// at `same_instant_max_entities`: a parameter (a batch flood's `limit` near 2⁶⁴, a
+    /// station's 100,000 servers) cannot raise it without bound either.
+    #[cold]
+    fn same_instant_guard(&mut self, t: SimTime, event: &W::Event) -> Result<(), SimError> {
+        let limit = *self.instant_limit.get_or_insert_with(|| {
+            let entities = self
+                .world
+                .live_entities()
+                .max(self.calendar.len() as u64)
+                .min(self.limits.same_instant_max_entities);
+            self.limits
+                .same_instant_base
+                .saturating_add(self.limits.same_instant_per_entity.saturating_mul(entities))
+        });
+        self.spin.count(event);
+        if self.events_at_instant <= limit {
+            return Ok(());
+        }
+        let (busiest, busiest_events, counted) = match self.spin.busiest() {
+            Some((e, n, all)) => (self.world.component_of(e), n, all),
+            None => (self.world.component_of(event), 1, 1),
+        };
+        Err(self.fail(SimError::ZeroTimeLoop {
+            time: t,
+            events: self.events_at_instant,
+            limit,
+            component: self.world.component_of(event),
+            busiest,
+            busiest_events,
+            counted,
+        }))
     }
 
     /// The entity and memory bounds and the interrupt flag (every [`CHECK_EVERY`] events).
@@ -572,5 +614,6 @@ pub struct Finished<W> {
     pub end: SimTime,
 }
 
+mod spin;
 #[cfg(test)]
 mod tests;

@@ -17,7 +17,8 @@ pub struct SearchArgs {
     /// Runs in parallel (each run is single-threaded). Default: number of cores.
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Reuse the runs whose results already exist (after an interruption).
+    /// Reuse the runs that ended ok; runs missing, failed or cut short by a signal
+    /// (`interrupted`) run again.
     #[arg(long, conflicts_with = "overwrite")]
     pub resume: bool,
     /// Delete existing results of the search and run again.

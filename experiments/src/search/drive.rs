@@ -1,5 +1,5 @@
 //! Running a race over files: each round's runs through the batch machinery (staging,
-//! one part per run, `--resume` skips the runs whose parts exist), each run's metrics read
+//! one part per run, `--resume` skips the runs whose parts say `ok`), each run's metrics read
 //! back from its `runs` part (so a resumed run and a fresh one are read alike), then
 //! `rounds.parquet` and `summary.parquet`.
 
@@ -73,6 +73,10 @@ pub fn drive(
 ) -> Result<Outcome, DriveError> {
     let plan = &search.plan;
     let err = other(root);
+    let _lock = crate::shard_lock::ShardLock::take(root, 0).map_err(|e| match e {
+        crate::shard_lock::LockError::Busy(m) => DriveError::Refused(m),
+        e => err(e.to_string()),
+    })?;
     results::remove_temporaries(root).map_err(|e| err(e.to_string()))?;
     let Prepared { mine, todo } = prepare(root, plan, (0, 1), opts.resume, opts.overwrite)
         .map_err(|e| match e {
@@ -112,10 +116,7 @@ pub fn drive(
             }
             k += 1;
             if opts.log {
-                let status = match &r.status {
-                    Status::Ok => "ok".to_string(),
-                    Status::Error(e) => format!("ERROR {e}"),
-                };
+                let status = r.status.line();
                 eprintln!(
                     "[round {} {k}/{}] run {} {} point {} seed {} {status} ({:.2}s)",
                     race.round + 1,
@@ -134,7 +135,8 @@ pub fn drive(
         }
         out.ran += records.len();
         done.extend(records.iter().map(|r| r.run_index));
-        if stop.load(Ordering::SeqCst) || records.len() < fresh.len() {
+        let cut = records.iter().any(|r| matches!(r.status, Status::Interrupted(_)));
+        if stop.load(Ordering::SeqCst) || cut || records.len() < fresh.len() {
             out.interrupted = true;
             break;
         }
@@ -157,6 +159,7 @@ pub fn drive(
     }
     out.fates = race.fates.clone();
     out.wall_seconds = started.elapsed().as_secs_f64();
+    provenance::write(root, plan, 1).map_err(|e| err(format!("cannot write the manifest: {e}")))?;
     if !out.interrupted {
         let mut rounds = report::rounds_frame(search, &out.rows).map_err(|e| err(e.to_string()))?;
         results::write_parquet(root, "rounds.parquet", &mut rounds)

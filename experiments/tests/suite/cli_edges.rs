@@ -119,3 +119,30 @@ fn validate_reports_every_error_of_a_file() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 3, "{err}");
 }
+
+/// A trace of 1 GiB + 1 byte (sparse: no disk) is refused from its size before a byte is
+/// read, naming its size; reading it first took 6–10 s (issue 32).
+#[test]
+fn a_trace_over_the_bound_is_refused_before_it_is_read() {
+    let dir = std::env::temp_dir().join(format!("stormglass-huge-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("huge.csv");
+    let f = std::fs::File::create(&trace).unwrap();
+    f.set_len(models::trace::MAX_FILE_BYTES + 1).unwrap();
+    let file = dir.join("huge.ron");
+    std::fs::write(
+        &file,
+        r#"Scenario(name: "replay",
+    sources: [(name: "t", target: "c", trace: Trace(file: "huge.csv"))],
+    call_sites: [(name: "c", upstream: "st")],
+    stations: [(name: "st", servers: 4, service: Constant("1ms"))])"#,
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let err = experiments::load(&file, &experiments::RunDefaults::default()).unwrap_err();
+    let secs = started.elapsed().as_secs_f64();
+    let msg = err.to_string();
+    assert!(msg.contains("larger than 1073741824 bytes (1073741825 bytes)"), "{msg}");
+    assert!(secs < 1.0, "{secs:.2} s");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -29,7 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 crate::params::param_choices! {
     /// Java's `RejectedExecutionHandler`s.
@@ -153,6 +153,11 @@ pub struct PoolCounters {
 pub struct ThreadPool<T> {
     spec: ThreadPoolSpec,
     threads: BTreeMap<ThreadId, Thread>,
+    /// The idle threads ordered by `(idle since, id)`: the index `pick_idle`, `busy` and
+    /// keep-alive use, kept equal to the idle entries of `threads` ([`Self::set_thread`]),
+    /// so each is O(log threads) per event instead of a scan of every thread (a closed loop
+    /// re-sending into a full pool of 600 threads spun at 200,000 events a second).
+    idle: BTreeSet<(SimTime, ThreadId)>,
     next_id: u32,
     queue: VecDeque<(T, SimTime)>,
     pub counters: PoolCounters,
@@ -166,6 +171,7 @@ impl<T> ThreadPool<T> {
         let mut p = ThreadPool {
             spec: spec.clone(),
             threads: BTreeMap::new(),
+            idle: BTreeSet::new(),
             next_id: 0,
             queue: VecDeque::new(),
             counters: PoolCounters::default(),
@@ -173,7 +179,7 @@ impl<T> ThreadPool<T> {
         if spec.prestart_all_core_threads {
             for _ in 0..spec.core_pool_size {
                 let id = p.spawn();
-                p.threads.insert(id, Thread::Idle { since: now });
+                p.set_thread(id, Some(Thread::Idle { since: now }));
             }
         }
         p
@@ -188,7 +194,7 @@ impl<T> ThreadPool<T> {
     }
     /// Threads running a task (`getActiveCount()`).
     pub fn busy(&self) -> u64 {
-        self.threads.values().filter(|t| **t == Thread::Busy).count() as u64
+        (self.threads.len() - self.idle.len()) as u64
     }
     pub fn idle(&self) -> u64 {
         self.alive() - self.busy()
@@ -197,10 +203,24 @@ impl<T> ThreadPool<T> {
         self.queue.len()
     }
 
+    /// Sets thread `id`'s state (`None`: it exits), keeping the idle index equal to it.
+    fn set_thread(&mut self, id: ThreadId, state: Option<Thread>) {
+        let old = match state {
+            Some(t) => self.threads.insert(id, t),
+            None => self.threads.remove(&id),
+        };
+        if let Some(Thread::Idle { since }) = old {
+            self.idle.remove(&(since, id));
+        }
+        if let Some(Thread::Idle { since }) = state {
+            self.idle.insert((since, id));
+        }
+    }
+
     fn spawn(&mut self) -> ThreadId {
         let id = ThreadId(self.next_id);
         self.next_id += 1;
-        self.threads.insert(id, Thread::Busy);
+        self.set_thread(id, Some(Thread::Busy));
         self.counters.threads_created += 1;
         self.counters.largest_pool_size = self.counters.largest_pool_size.max(self.alive());
         id
@@ -209,12 +229,8 @@ impl<T> ThreadPool<T> {
     /// The idle thread the queue hands a task to: FIFO waiters for a bounded queue, LIFO for
     /// the `SynchronousQueue`. Ties by thread id.
     fn pick_idle(&self) -> Option<ThreadId> {
-        let idle = self.threads.iter().filter_map(|(id, t)| match t {
-            Thread::Idle { since } => Some((*since, *id)),
-            Thread::Busy => None,
-        });
-        let pick = if self.spec.queue_capacity == 0 { idle.max() } else { idle.min() };
-        pick.map(|(_, id)| id)
+        let pick = if self.spec.queue_capacity == 0 { self.idle.last() } else { self.idle.first() };
+        pick.map(|&(_, id)| id)
     }
 
     /// An idle thread becomes busy now (a hand-off, or a loan to another pool).
@@ -224,7 +240,7 @@ impl<T> ThreadPool<T> {
             "idle threads only while the queue is empty"
         );
         let id = self.pick_idle()?;
-        self.threads.insert(id, Thread::Busy);
+        self.set_thread(id, Some(Thread::Busy));
         Some(id)
     }
 
@@ -303,14 +319,14 @@ impl<T> ThreadPool<T> {
         );
         self.counters.completed += 1;
         if self.alive() > self.spec.maximum_pool_size {
-            self.threads.remove(&thread);
+            self.set_thread(thread, None);
             self.counters.threads_exited += 1;
             return Finished::Exited;
         }
         if let Some((task, at)) = self.queue.pop_front() {
             return Finished::Next(task, at);
         }
-        self.threads.insert(thread, Thread::Idle { since: now });
+        self.set_thread(thread, Some(Thread::Idle { since: now }));
         Finished::Idle
     }
 
@@ -319,13 +335,7 @@ impl<T> ThreadPool<T> {
     }
 
     fn oldest_idle(&self) -> Option<(SimTime, ThreadId)> {
-        self.threads
-            .iter()
-            .filter_map(|(id, t)| match t {
-                Thread::Idle { since } => Some((*since, *id)),
-                Thread::Busy => None,
-            })
-            .min()
+        self.idle.first().copied()
     }
 
     /// The next keep-alive expiry that would end a thread, if any.
@@ -341,7 +351,7 @@ impl<T> ThreadPool<T> {
         while self.alive() > self.floor() {
             match self.oldest_idle() {
                 Some((since, id)) if since + self.spec.keep_alive_time <= now => {
-                    self.threads.remove(&id);
+                    self.set_thread(id, None);
                     self.counters.threads_exited += 1;
                 }
                 _ => break,
@@ -358,7 +368,7 @@ impl<T> ThreadPool<T> {
         // Idle threads above the new maximum exit at once (interruptIdleWorkers).
         while self.alive() > maximum_pool_size {
             let Some((_, id)) = self.oldest_idle() else { break };
-            self.threads.remove(&id);
+            self.set_thread(id, None);
             self.counters.threads_exited += 1;
         }
     }

@@ -346,7 +346,8 @@ impl<V> ScenarioSpec<V> {
                 }
                 (Some(_), None) => {}
             }
-            crate::source::check_rate(s.interarrival.as_ref(), s.limit)
+            let peak = crate::source::peak_multiplier(s);
+            crate::source::check_rate(s.interarrival.as_ref(), s.limit, peak)
                 .map_err(|message| at("interarrival", message))?;
             if let Some(p) = s.profile.as_ref().filter(|p| p.in_rates()) {
                 crate::source::resolve_profile(p, s.interarrival.as_ref())

@@ -97,15 +97,22 @@ impl Scenario {
             };
             SpecError { path: field.into(), message: e.message }
         })?;
-        // A zero inter-arrival time is refused on the timeline as in the scenario body
-        // (an infinite rate floods memory), unless the source has a `limit`.
-        if let (Some(("source", name, "interarrival")), ParamValue::DurationDist(d)) =
-            (crate::params::split_path(&s.path), &s.value)
-        {
-            let limit = self.sources.iter().find(|x| x.name == name).and_then(|x| x.limit);
-            crate::source::check_rate(Some(d), limit)
-                .map_err(|message| SpecError { path: "value".into(), message })?;
+        // A source's rate is checked on the timeline as in the scenario body (a zero gap
+        // without a `limit` is an infinite rate; no rate over `MAX_ARRIVAL_RATE`), against
+        // the source's other values as the scenario declares them.
+        let Some(("source", name, param)) = crate::params::split_path(&s.path) else {
+            return Ok(());
+        };
+        let Some(src) = self.sources.iter().find(|x| x.name == name) else { return Ok(()) };
+        let mut changed = src.clone();
+        match (param, &s.value) {
+            ("interarrival", ParamValue::DurationDist(d)) => changed.interarrival = Some(d.clone()),
+            ("rate_multiplier", ParamValue::Float(x)) => changed.rate_multiplier = *x,
+            _ => return Ok(()),
         }
+        let peak = crate::source::peak_multiplier(&changed);
+        crate::source::check_rate(changed.interarrival.as_ref(), changed.limit, peak)
+            .map_err(|message| SpecError { path: "value".into(), message })?;
         Ok(())
     }
 }

@@ -206,9 +206,4 @@ impl Upstreams {
             }
         }
     }
-
-    /// Servers of every station (engine entity bound).
-    pub fn servers(&self) -> u64 {
-        self.stations.iter().map(|s| s.st.servers).sum()
-    }
 }

@@ -25,6 +25,26 @@ fn the_limits_table_states_the_constants() {
             l.same_instant_base == 100_000 && l.same_instant_per_entity == 64,
         ),
         (
+            "events at one instant",
+            "capped at 40,000 (`SAME_INSTANT_MAX_ENTITIES`)",
+            l.same_instant_max_entities == 40_000,
+        ),
+        (
+            "arrival rate of a renewal source",
+            "10⁶ a simulated second (`MAX_ARRIVAL_RATE`)",
+            models::source::MAX_ARRIVAL_RATE == 1e6,
+        ),
+        (
+            "trace file / scenario or experiment file",
+            "checked against the file's size before a byte is read",
+            models::trace::MAX_FILE_BYTES == 1 << 30,
+        ),
+        (
+            "bytes of a trace cell quoted in an error",
+            "100 (`MAX_QUOTED_BYTES`)",
+            models::trace::MAX_QUOTED_BYTES == 100,
+        ),
+        (
             "pipeline stages",
             "64 / 16 / 256",
             models::pipeline::MAX_STAGES == 64

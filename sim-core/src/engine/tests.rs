@@ -268,9 +268,13 @@ fn zero_time_loop_is_stopped_naming_the_component() {
     sim.calendar.schedule(now, Phase::Dispatch, Ev::Loop);
     let err = sim.run_until(SimTime(2_000_000_000)).unwrap_err();
     match &err {
-        SimError::ZeroTimeLoop { component, limit, .. } => {
+        SimError::ZeroTimeLoop { component, limit, busiest, busiest_events, counted, .. } => {
             assert_eq!(component, "toy.looper");
             assert!(*limit >= 1010);
+            // Every event past the base was the looper's: it is named as what spun.
+            assert_eq!(busiest, "toy.looper");
+            assert_eq!(busiest_events, counted);
+            assert_eq!(*counted, limit + 1 - 1000, "counted from the first event past the base");
         }
         other => panic!("{other:?}"),
     }
@@ -282,14 +286,14 @@ fn zero_time_loop_is_stopped_naming_the_component() {
 #[test]
 fn huge_entity_counts_cannot_lift_the_same_instant_limit() {
     // A world claiming ~2⁶⁴ entities (a batch flood's unsent requests): the same-instant
-    // limit is 1,000 + 10 × min(2⁶⁴, max_entities = 5,000) = 51,000, not 2⁶⁴.
+    // limit is 1,000 + 10 × min(2⁶⁴, same_instant_max_entities = 5,000) = 51,000, not 2⁶⁴.
     let mut sim = toy(
         1,
         None,
         Limits {
             same_instant_base: 1000,
             same_instant_per_entity: 10,
-            max_entities: 5000,
+            same_instant_max_entities: 5000,
             ..Limits::default()
         },
     );

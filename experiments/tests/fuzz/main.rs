@@ -308,6 +308,9 @@ fn fuzz(seed: u64, count: u64, until: Option<Instant>) -> Stats {
         let (input, result) = if rng.chance(8) {
             let text = csv::generate(&mut rng);
             let bytes = text.clone().into_bytes();
+            if until.is_some() || count > SLICE {
+                let _ = std::fs::write(current.with_extension("csv"), &bytes);
+            }
             let r = csv::execute(&text, &mut rng, &INTERRUPT);
             (Input { path: PathBuf::from("trace.csv"), kind: "csv".into(), bytes }, r)
         } else {

@@ -445,7 +445,7 @@ mod tests {
         };
         let c = CallInfo::simple(1, 0);
         let (t0, t1) = (SimTime(0), SimTime(1_000_000));
-        let mut after = |o: LimiterOutcomes, outcome: Outcome| {
+        let after = |o: LimiterOutcomes, outcome: Outcome| {
             let mut l: AimdLimit = SimpleLimiter::new(&spec(o));
             for i in 0..5 {
                 assert_eq!(l.on_call(&CallInfo::simple(10 + i, 0), t0), CallDecision::Pass);

@@ -16,6 +16,20 @@
 //! cancelled from above take no sample (`onIgnore`). `AbstractLimit.onSample` then sets the limit the
 //! algorithm returns.
 //!
+//! Which outcome is which is the declaration's `outcomes` ([`LimiterOutcomes`]): the
+//! mapping above is `STORMGLASS` (the default); `GRPC_CLIENT`, `GRPC_SERVER` and `SERVLET`
+//! are the library's own integrations (`ConcurrencyLimitClientInterceptor`,
+//! `ConcurrencyLimitServerInterceptor`, `ConcurrencyLimitServletFilter`), table in
+//! [`LimiterOutcomes::classify`].
+//!
+//! Same instant: the engine orders one nanosecond's events by phase — completions, then
+//! timeouts, then arrivals (`sim_core::calendar`). So an answer returns its permit and
+//! takes its sample before a timeout of the same instant fires, and both before a call
+//! arriving at that instant is admitted: the arrival sees the limit and `in_flight` after
+//! every answer and timeout of its nanosecond. In the library the order is whichever
+//! thread gets there first. An answer at the nanosecond its call passed has `rtt` 0 (each
+//! algorithm's module says what that does).
+//!
 //! The limit is the gauge `<kind>.<name>.limit` (with `in_flight` and the algorithm's own
 //! gauges); each change of the limit in force is an event, `limit_increase` or
 //! `limit_decrease` (`from` → `to`), stamped when it happened.
@@ -28,8 +42,69 @@ use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecisio
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
 use crate::params::{ApplyParam, GovernorSpec, ParamValue};
+use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
 use std::collections::BTreeMap;
+
+crate::params::param_choices! {
+    /// `outcomes`: which call outcomes a Netflix limiter's listener reports as
+    /// `onSuccess`, `onDropped` or `onIgnore` — the library leaves it to the integration
+    /// that wraps a call, and its own integrations differ ([`LimiterOutcomes::classify`]).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum LimiterOutcomes {
+        /// stormglass's mapping ([`netflix_classify`]): timeouts, 5xx, connect errors,
+        /// interrupted streams and the upstream's own refusals (429, full queue) dropped.
+        #[default]
+        Stormglass = "STORMGLASS",
+        /// `ConcurrencyLimitClientInterceptor` (the `GrpcClientLimiterBuilder` limiter):
+        /// OK → success, UNAVAILABLE → dropped, any other status → ignored.
+        GrpcClient = "GRPC_CLIENT",
+        /// `ConcurrencyLimitServerInterceptor`: CANCELLED / DEADLINE_EXCEEDED → dropped,
+        /// every other status (errors too) → success.
+        GrpcServer = "GRPC_SERVER",
+        /// `ConcurrencyLimitServletFilter`: a response of any status → success, an
+        /// exception out of the chain → ignored; never dropped.
+        Servlet = "SERVLET",
+    }
+}
+
+impl LimiterOutcomes {
+    /// The default (serialization skips it).
+    pub fn is_default(&self) -> bool {
+        *self == LimiterOutcomes::Stormglass
+    }
+
+    /// A returning call's `didDrop` (`Some(true)`: `onDropped`, `Some(false)`:
+    /// `onSuccess`) or `None` (`onIgnore`). stormglass's outcomes as the integrations see
+    /// them: an upstream 5xx, a connect error and the upstream's own refusals (its 429,
+    /// its full queue) are gRPC UNAVAILABLE (gRPC's HTTP mapping: 429, 502, 503, 504 →
+    /// UNAVAILABLE; a server's overload answer), a timeout is DEADLINE_EXCEEDED, a
+    /// business error and an interrupted stream other statuses (INVALID_ARGUMENT,
+    /// INTERNAL). For a servlet, a timeout, a connect error and an interrupted stream are
+    /// exceptions (no response); every answer is a response. A refusal or a degraded
+    /// answer by a governor below this level never reached the transport the client
+    /// interceptor sees (ignored), but is a status the server handler and the servlet
+    /// chain returned (success). A call cancelled from above is ignored by every preset
+    /// (`cancel` / `onCancel`; [`SimpleLimiter`]'s `on_abandon`).
+    pub fn classify(self, o: Outcome) -> Option<bool> {
+        use Reason::*;
+        let upstream_refusal = matches!(o, Outcome::Rejected(Upstream429 | QueueFull));
+        match self {
+            LimiterOutcomes::Stormglass => netflix_classify(o),
+            LimiterOutcomes::GrpcClient => match o {
+                Outcome::Success => Some(false),
+                Outcome::Failed(Upstream5xx | ConnectError) => Some(true),
+                _ if upstream_refusal => Some(true),
+                _ => None,
+            },
+            LimiterOutcomes::GrpcServer => Some(o == Outcome::Failed(Timeout)),
+            LimiterOutcomes::Servlet => match o {
+                Outcome::Failed(Timeout | ConnectError | StreamInterrupted) => None,
+                _ => Some(false),
+            },
+        }
+    }
+}
 
 /// Largest limit (a bound on the state, as a gate's permits).
 pub const MAX_LIMIT: u64 = 10_000_000;
@@ -67,10 +142,14 @@ pub trait LimitAlgorithm: Clone + std::fmt::Debug + ApplyParam {
     fn new(spec: &Self::Spec) -> (Self, u64);
     /// `_update(startTime, rtt, inflight, didDrop)`: the limit after one sample.
     fn update(&mut self, limit: u64, s: &Sample) -> u64;
+    /// The outcome mapping the declaration chose (default stormglass's).
+    fn outcomes(_spec: &Self::Spec) -> LimiterOutcomes {
+        LimiterOutcomes::Stormglass
+    }
     /// Whether an outcome takes a sample (`Some(didDrop)`) or not (`None`): by default
-    /// Netflix's `AbstractLimiter` listener ([`netflix_classify`]).
-    fn classify(o: Outcome) -> Option<bool> {
-        netflix_classify(o)
+    /// as the declaration's mapping says ([`LimiterOutcomes::classify`]).
+    fn classify(outcomes: LimiterOutcomes, o: Outcome) -> Option<bool> {
+        outcomes.classify(o)
     }
     /// The algorithm's next timer, if it has one (Envoy's sample and minRTT windows).
     fn wake_at(&self) -> Option<SimTime> {
@@ -94,6 +173,7 @@ pub trait LimitAlgorithm: Clone + std::fmt::Debug + ApplyParam {
 #[derive(Clone, Debug)]
 pub struct SimpleLimiter<A> {
     algo: A,
+    outcomes: LimiterOutcomes,
     limit: u64,
     /// Calls past this level: when each passed, and the in-flight count just after.
     started: BTreeMap<CallId, (SimTime, u64)>,
@@ -110,6 +190,7 @@ impl<A: LimitAlgorithm> SimpleLimiter<A> {
         let (algo, limit) = A::new(spec);
         SimpleLimiter {
             algo,
+            outcomes: A::outcomes(spec),
             limit,
             started: BTreeMap::new(),
             events: Vec::new(),
@@ -178,7 +259,7 @@ impl<A: LimitAlgorithm> Governor for SimpleLimiter<A> {
     fn on_outcome(&mut self, call: &CallInfo, outcome: Outcome, now: SimTime) -> OutcomeDecision {
         let (start, inflight) =
             self.started.remove(&call.call).expect("an outcome of a call that passed");
-        match A::classify(outcome) {
+        match A::classify(self.outcomes, outcome) {
             Some(drop) => {
                 if drop {
                     self.dropped += 1;
@@ -310,5 +391,73 @@ mod tests {
         l.on_abandon(&c(5), t1);
         assert_eq!((l.in_flight(), l.limit(), l.ignored), (0, 2, 2));
         assert_eq!((l.passed, l.rejected, l.succeeded, l.dropped), (4, 1, 1, 1));
+    }
+
+    /// Each preset's mapping, outcome by outcome: S = `onSuccess`, D = `onDropped`,
+    /// I = `onIgnore`. STORMGLASS is [`netflix_classify`]; GRPC_CLIENT is
+    /// `ConcurrencyLimitClientInterceptor`'s `onClose` (`status.isOk()` → onSuccess,
+    /// `Code.UNAVAILABLE` → onDropped, else onIgnore); GRPC_SERVER is
+    /// `ConcurrencyLimitServerInterceptor`'s `close` (CANCELLED, DEADLINE_EXCEEDED →
+    /// onDropped, default → onSuccess); SERVLET is `ConcurrencyLimitServletFilter.doFilter`
+    /// (`chain.doFilter` returned → onSuccess, an exception → onIgnore).
+    #[test]
+    fn outcome_presets_table() {
+        use LimiterOutcomes::*;
+        use Reason::*;
+        #[rustfmt::skip]
+        let rows: &[(Outcome, &str, &str)] = &[
+            // (outcome, STORMGLASS GRPC_CLIENT GRPC_SERVER SERVLET, why)
+            (Outcome::Success, "SSSS", "an answer: OK, a response"),
+            (Outcome::Failed(Timeout), "DIDI", "DEADLINE_EXCEEDED; an exception in a servlet"),
+            (Outcome::Failed(Upstream5xx), "DDSS", "UNAVAILABLE (503); a 5xx response"),
+            (Outcome::Failed(ConnectError), "DDSI", "UNAVAILABLE; an I/O exception"),
+            (Outcome::Failed(StreamInterrupted), "DISI", "INTERNAL; an exception"),
+            (Outcome::Failed(BusinessError), "IISS", "INVALID_ARGUMENT; a 4xx response"),
+            (Outcome::Rejected(Upstream429), "DDSS", "429 → UNAVAILABLE; a 429 response"),
+            (Outcome::Rejected(QueueFull), "DDSS", "the upstream's overload answer"),
+            (Outcome::Rejected(GateFull), "IISS", "a governor below: no transport call"),
+            (Outcome::Degraded(Shed), "IISS", "answered below: no transport call"),
+        ];
+        let code = |c: Option<bool>| match c {
+            Some(false) => 'S',
+            Some(true) => 'D',
+            None => 'I',
+        };
+        for &(o, expect, why) in rows {
+            let got: String = [Stormglass, GrpcClient, GrpcServer, Servlet]
+                .map(|m| code(m.classify(o)))
+                .iter()
+                .collect();
+            assert_eq!(got, expect, "{o:?}: {why}");
+        }
+    }
+
+    /// The mapping is the declaration's: an AIMD limit under GRPC_SERVER takes a 5xx as a
+    /// success (+1 while in use) where the default takes it as a drop (×0.9); under
+    /// SERVLET a timeout takes no sample at all.
+    #[test]
+    fn outcome_mapping_is_a_declared_parameter() {
+        let spec = |outcomes| AimdLimitSpec {
+            initial_limit: 10,
+            min_limit: 1,
+            outcomes,
+            ..AimdLimitSpec::defaults("a")
+        };
+        let c = CallInfo::simple(1, 0);
+        let (t0, t1) = (SimTime(0), SimTime(1_000_000));
+        let after = |o: LimiterOutcomes, outcome: Outcome| {
+            let mut l: AimdLimit = SimpleLimiter::new(&spec(o));
+            for i in 0..5 {
+                assert_eq!(l.on_call(&CallInfo::simple(10 + i, 0), t0), CallDecision::Pass);
+            }
+            l.on_call(&c, t0);
+            l.on_outcome(&c, outcome, t1);
+            (l.limit(), l.dropped, l.ignored)
+        };
+        let fail = Outcome::Failed(Reason::Upstream5xx);
+        assert_eq!(after(LimiterOutcomes::Stormglass, fail), (9, 1, 0), "(int)(10 × 0.9)");
+        assert_eq!(after(LimiterOutcomes::GrpcServer, fail), (11, 0, 0), "6 × 2 ≥ 10: + 1");
+        let timeout = Outcome::Failed(Reason::Timeout);
+        assert_eq!(after(LimiterOutcomes::Servlet, timeout), (10, 0, 1), "no sample");
     }
 }

@@ -322,7 +322,7 @@ impl LimitAlgorithm for GradientController {
 
     /// Every answer is a sample (the filter samples what it encodes); the drop flag only
     /// feeds the limiter's counters.
-    fn classify(o: Outcome) -> Option<bool> {
+    fn classify(_: crate::adaptive::LimiterOutcomes, o: Outcome) -> Option<bool> {
         Some(o != Outcome::Success)
     }
 

@@ -11,7 +11,7 @@
 //! Gauges `aimd_limit.<name>.{limit, in_flight}`, `limit_increase`/`limit_decrease` events and the
 //! summary counters come from the limiter.
 
-use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
+use crate::adaptive::{LimitAlgorithm, LimiterOutcomes, MAX_LIMIT, Sample, SimpleLimiter};
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
 
@@ -37,6 +37,10 @@ pub struct AimdLimitSpec {
     /// A round trip longer than this counts as a drop (`timeout`, default 5 s).
     #[serde(default = "D::timeout")]
     pub timeout: SimDuration,
+    /// Which outcomes are `onSuccess` / `onDropped` / `onIgnore`: stormglass's mapping
+    /// (the default) or a library integration's ([`LimiterOutcomes`]).
+    #[serde(default, skip_serializing_if = "LimiterOutcomes::is_default")]
+    pub outcomes: LimiterOutcomes,
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
@@ -52,6 +56,7 @@ impl AimdLimitSpec {
             max_limit: D::max_limit(),
             backoff_ratio: D::backoff_ratio(),
             timeout: D::timeout(),
+            outcomes: LimiterOutcomes::Stormglass,
         }
     }
 }
@@ -70,6 +75,9 @@ pub type AimdLimit = SimpleLimiter<Aimd>;
 
 impl LimitAlgorithm for Aimd {
     type Spec = AimdLimitSpec;
+    fn outcomes(spec: &AimdLimitSpec) -> LimiterOutcomes {
+        spec.outcomes
+    }
     fn new(spec: &AimdLimitSpec) -> (Self, u64) {
         let a = Aimd {
             min_limit: spec.min_limit,
@@ -95,6 +103,8 @@ impl LimitAlgorithm for Aimd {
 
 crate::params::declare_params! {
     AimdLimitSpec: "aimd_limit", name = |s| s.name, state = Aimd;
+    outcomes: Enum { choices: LimiterOutcomes::CHOICES }, "", fixed,
+        "which outcomes are onSuccess/onDropped/onIgnore: STORMGLASS (default), or as the library's GRPC_CLIENT, GRPC_SERVER, SERVLET integrations";
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
         "the limit before the first sample (initialLimit)", default = 20;
     min_limit: Count { min: 1, max: MAX_LIMIT }, "calls",

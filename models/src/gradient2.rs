@@ -12,11 +12,20 @@
 //!   gradient + queue_size`, smoothed `estimate × (1 − smoothing) + new × smoothing`,
 //!   clamped to `[min_limit, max_concurrency]`; the limit is `(int) estimate`.
 //!
-//! Drops take a sample like any other (the algorithm ignores `didDrop`). Not modelled: the
+//! Drops take a sample like any other (the algorithm ignores `didDrop`).
+//!
+//! Zero RTT (an answer in the nanosecond its call passed): with a long-term average of 0
+//! (every sample so far 0) `rtt_tolerance × long ÷ rtt` is 0 ÷ 0. In the library
+//! (`Gradient2Limit._update`) that NaN passes `Math.min`/`Math.max` into
+//! `estimatedLimit`, where it stays for good — every later update multiplies it — and
+//! `(int) NaN = 0` is the limit: `SimpleLimiter` refuses every call from then on, so no
+//! sample could ever come to change it. stormglass takes a gradient of 1 there instead (a
+//! listed deviation). With a long-term average above 0 a zero RTT gives `+∞`, a gradient
+//! of 1, in both. Not modelled: the
 //! `WindowedLimit` wrapper (samples aggregated per window before `_update`) and a
 //! `queueSize` function of the limit (the fixed `queueSize(int)` form is).
 
-use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
+use crate::adaptive::{LimitAlgorithm, LimiterOutcomes, MAX_LIMIT, Sample, SimpleLimiter};
 use serde::{Deserialize, Serialize};
 
 /// Configuration, named as `Gradient2Limit.Builder` names it.
@@ -47,6 +56,10 @@ pub struct Gradient2LimitSpec {
     /// `rttTolerance` (≥ 1, default 1.5).
     #[serde(default = "D::rtt_tolerance")]
     pub rtt_tolerance: f64,
+    /// Which outcomes are `onSuccess` / `onDropped` / `onIgnore`: stormglass's mapping
+    /// (the default) or a library integration's ([`LimiterOutcomes`]).
+    #[serde(default, skip_serializing_if = "LimiterOutcomes::is_default")]
+    pub outcomes: LimiterOutcomes,
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
@@ -64,6 +77,7 @@ impl Gradient2LimitSpec {
             queue_size: D::queue_size(),
             long_window: D::long_window(),
             rtt_tolerance: D::rtt_tolerance(),
+            outcomes: LimiterOutcomes::Stormglass,
         }
     }
 }
@@ -110,6 +124,9 @@ pub type Gradient2Limit = SimpleLimiter<Gradient2>;
 
 impl LimitAlgorithm for Gradient2 {
     type Spec = Gradient2LimitSpec;
+    fn outcomes(spec: &Gradient2LimitSpec) -> LimiterOutcomes {
+        spec.outcomes
+    }
     fn new(spec: &Gradient2LimitSpec) -> (Self, u64) {
         let g = Gradient2 {
             estimate: spec.initial_limit as f64,
@@ -149,6 +166,8 @@ impl LimitAlgorithm for Gradient2 {
 
 crate::params::declare_params! {
     Gradient2LimitSpec: "gradient2_limit", name = |s| s.name, state = Gradient2;
+    outcomes: Enum { choices: LimiterOutcomes::CHOICES }, "", fixed,
+        "which outcomes are onSuccess/onDropped/onIgnore: STORMGLASS (default), or as the library's GRPC_CLIENT, GRPC_SERVER, SERVLET integrations";
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
         "the limit before the first sample (initialLimit)", default = 20;
     min_limit: Count { min: 1, max: MAX_LIMIT }, "calls",

@@ -26,13 +26,19 @@
 //!
 //! Deviations: the probe jitter is a keyed draw of the sampling call's random bits (the
 //! library's `ThreadLocalRandom`), the first drawn at the first sample; a zero RTT (an
-//! answer in the same nanosecond) takes no sample where the library throws; custom
+//! answer in the same nanosecond) takes no sample where the library throws
+//! (`VegasLimit._update`: `rtt must be >0`). Neither leaks the permit: the library's
+//! listener (`AbstractLimiter.createListener`) decrements `inFlight` before it calls
+//! `onSample`, so the exception reaches the caller of `onSuccess` / `onDropped` with the
+//! permit already given back (the gRPC server interceptor logs it, the client
+//! interceptor's `onClose` and the servlet filter let it out); here the call leaves
+//! `started` before the sample is taken (test `zero_rtt_returns_the_permit`); custom
 //! `increase`/`decrease` functions are not modelled (the defaults are).
 //!
 //! Gauges `vegas_limit.<name>.{limit, in_flight, rtt_noload_us}`, `limit_increase` /
 //! `limit_decrease` events and the summary counters (`probes` besides the limiter's).
 
-use crate::adaptive::{LimitAlgorithm, MAX_LIMIT, Sample, SimpleLimiter};
+use crate::adaptive::{LimitAlgorithm, LimiterOutcomes, MAX_LIMIT, Sample, SimpleLimiter};
 use serde::{Deserialize, Serialize};
 use sim_core::rng::{bits_to_open01, mix64};
 
@@ -65,6 +71,10 @@ pub struct VegasLimitSpec {
     /// samples (default 30).
     #[serde(default = "D::probe_multiplier")]
     pub probe_multiplier: u64,
+    /// Which outcomes are `onSuccess` / `onDropped` / `onIgnore`: stormglass's mapping
+    /// (the default) or a library integration's ([`LimiterOutcomes`]).
+    #[serde(default, skip_serializing_if = "LimiterOutcomes::is_default")]
+    pub outcomes: LimiterOutcomes,
 }
 
 /// The defaults declared in the parameter rows below.
@@ -82,6 +92,7 @@ impl VegasLimitSpec {
             beta: D::beta(),
             threshold: D::threshold(),
             probe_multiplier: D::probe_multiplier(),
+            outcomes: LimiterOutcomes::Stormglass,
         }
     }
 }
@@ -159,6 +170,9 @@ impl Vegas {
 
 impl LimitAlgorithm for Vegas {
     type Spec = VegasLimitSpec;
+    fn outcomes(spec: &VegasLimitSpec) -> LimiterOutcomes {
+        spec.outcomes
+    }
     fn new(spec: &VegasLimitSpec) -> (Self, u64) {
         let v = Vegas {
             estimate: spec.initial_limit as f64,
@@ -210,6 +224,8 @@ impl LimitAlgorithm for Vegas {
 
 crate::params::declare_params! {
     VegasLimitSpec: "vegas_limit", name = |s| s.name, state = Vegas;
+    outcomes: Enum { choices: LimiterOutcomes::CHOICES }, "", fixed,
+        "which outcomes are onSuccess/onDropped/onIgnore: STORMGLASS (default), or as the library's GRPC_CLIENT, GRPC_SERVER, SERVLET integrations";
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,
         "the limit before the first sample (initialLimit)", default = 20;
     max_concurrency: Count { min: 1, max: MAX_LIMIT }, "calls",
@@ -333,5 +349,25 @@ mod tests {
         let c = v.probe_count;
         v.update(0, &Sample::of(SimDuration::ZERO, 10, false));
         assert_eq!(v.probe_count, c);
+    }
+
+    /// A zero-RTT answer (in the nanosecond its call passed) gives its permit back and
+    /// moves nothing: `in_flight` returns to 0, the limit stays, no probe is counted (the
+    /// library throws from `_update` after `AbstractLimiter`'s listener has already
+    /// decremented `inFlight`: no permit is leaked there either).
+    #[test]
+    fn zero_rtt_returns_the_permit() {
+        use crate::governor::{CallInfo, Governor};
+        use crate::outcome::Outcome;
+        use sim_core::SimTime;
+        let mut l: VegasLimit = SimpleLimiter::new(&VegasLimitSpec::defaults("v"));
+        let t = SimTime(5_000);
+        for i in 0..3 {
+            let c = CallInfo::simple(i, 0);
+            l.on_call(&c, t);
+            l.on_outcome(&c, Outcome::Success, t);
+        }
+        assert_eq!((l.in_flight(), l.limit(), l.succeeded), (0, 20, 3));
+        assert_eq!(l.algorithm().probe_count, 0);
     }
 }

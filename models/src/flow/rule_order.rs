@@ -9,9 +9,23 @@
 //! `HashSet`'s, decided by `FlowRule.hashCode()` — not the order the rules were written.
 //!
 //! Key design decision: the order is computed, not approximated. [`flow_rule_hash`] is
-//! `FlowRule.hashCode()` (with `AbstractRule.hashCode()`: the resource name's
-//! `String.hashCode()`, `limitApp` left out when it is `default`) in Java `int`
-//! arithmetic; [`hash_set_order`] is the iteration order of a `HashSet` filled in the
+//! `FlowRule.hashCode()` as Sentinel 1.8.9 computes it: `AbstractRule.hashCode()` (the
+//! resource name's `String.hashCode()`, `limitApp` left out when it is `default`, then the
+//! `regex` flag) continued by `FlowRule`'s own fields, in Java `int` arithmetic. Which
+//! release added which field (a scenario names no Sentinel release, so stormglass follows
+//! 1.8.9, the latest 1.8.x):
+//!
+//! | field | in the hash since |
+//! |---|---|
+//! | resource, limitApp (not `default`), grade, count, strategy, refResource, controlBehavior, warmUpPeriodSec, maxQueueingTimeMs | before 1.4.0 |
+//! | clusterMode, clusterConfig | 1.4.0 (cluster flow control) |
+//! | regex (`AbstractRule`, folded in before `FlowRule`'s fields) | 1.8.7 (regex resource names) |
+//!
+//! Leaving `regex` out multiplies the resource's hash by one power of 31 less and so
+//! changes the bucket, and thus the order, of most rule sets (resource "llm": pacing 10/s
+//! and reject 2/s were checked pacing first before 1.8.7, reject first since).
+//!
+//! [`hash_set_order`] is the iteration order of a `HashSet` filled in the
 //! written order (a `HashMap` table of 16 buckets, doubled past 0.75 load or when a bucket
 //! reaches 9 entries while the table is smaller than 64; bucket `(h ^ h >>> 16) & (n − 1)`;
 //! each bucket in insertion order, which a resize preserves). A bucket that Java would turn
@@ -47,12 +61,20 @@ fn behavior_code(b: ControlBehavior) -> i32 {
     }
 }
 
-/// `FlowRule.hashCode()` of `rule` on `resource` (Sentinel 1.8.x): the resource's hash,
-/// then grade, `count` (`Double.doubleToLongBits`, high and low words xor-ed), strategy
-/// (DIRECT = 0), refResource (null = 0), controlBehavior, warmUpPeriodSec,
-/// maxQueueingTimeMs, clusterMode (false = 0), clusterConfig (null = 0), each folded in as
-/// `31 · h + field`. stormglass's own fields (`cold_factor` — a global property in
-/// Sentinel — and `max_queue_length`) are not part of Sentinel's rule.
+/// `AbstractRule.hashCode()` (Sentinel 1.8.9) of a rule on `resource` with `limitApp`
+/// `default` (left out of the hash) and `regex` false: `31 · resource.hashCode() + 0`. The
+/// `regex` term is there since 1.8.7; before it the result was the resource's hash alone.
+fn abstract_rule_hash(resource: &str) -> i32 {
+    let regex = 0; // stormglass names resources exactly: `regex` is false
+    java_string_hash(resource).wrapping_mul(31).wrapping_add(regex)
+}
+
+/// `FlowRule.hashCode()` of `rule` on `resource` (Sentinel 1.8.9): `super.hashCode()`
+/// ([`abstract_rule_hash`]), then grade, `count` (`Double.doubleToLongBits`, high and low
+/// words xor-ed), strategy (DIRECT = 0), refResource (null = 0), controlBehavior,
+/// warmUpPeriodSec, maxQueueingTimeMs, clusterMode (false = 0), clusterConfig (null = 0),
+/// each folded in as `31 · h + field`. stormglass's own fields (`cold_factor` — a global
+/// property in Sentinel — and `max_queue_length`) are not part of Sentinel's rule.
 pub fn flow_rule_hash(resource: &str, rule: &FlowRule) -> i32 {
     let bits = rule.count.to_bits();
     let fields = [
@@ -66,10 +88,11 @@ pub fn flow_rule_hash(resource: &str, rule: &FlowRule) -> i32 {
         0,
         0,
     ];
-    fields.iter().fold(java_string_hash(resource), |h, &f| h.wrapping_mul(31).wrapping_add(f))
+    fields.iter().fold(abstract_rule_hash(resource), |h, &f| h.wrapping_mul(31).wrapping_add(f))
 }
 
-/// `FlowRule.equals` over Sentinel's fields: two such rules are one element of the set.
+/// `FlowRule.equals` over Sentinel's fields (`AbstractRule.equals`: same resource, same
+/// `limitApp`, same `regex` — all alike here): two such rules are one element of the set.
 pub fn sentinel_equal(a: &FlowRule, b: &FlowRule) -> bool {
     a.grade == b.grade
         && a.count.to_bits() == b.count.to_bits()
@@ -132,25 +155,44 @@ mod tests {
         }
     }
 
-    /// `FlowRule.hashCode()` of rules on resource "chat": each row printed by a Java program
-    /// (OpenJDK 17.0.15) folding the same fields with `31 * result + field` in `int`.
+    /// `FlowRule.hashCode()` (with `AbstractRule.hashCode()`, Sentinel 1.8.9) of rules on
+    /// resource "chat": each row printed by a Java program (OpenJDK 17.0.15) folding the
+    /// fields of those two methods with `31 * result + field` in `int`. The first row is
+    /// also what Sentinel 1.8.9 itself gives `new FlowRule("chat").setCount(10)` (measured
+    /// for issue 32); without the `regex` term (Sentinel ≤ 1.8.6) it was 477 232 979.
     #[test]
     fn flow_rule_hash_table() {
         let qps = |c: f64, b| FlowRule::qps(c, b);
         let table = [
             // (rule, hash, why)
-            (qps(10.0, ControlBehavior::Default), 477_232_979, "QPS 10, defaults 10 s, 500 ms"),
+            (qps(10.0, ControlBehavior::Default), 1_134_335_235, "QPS 10, defaults 10 s, 500 ms"),
             (
                 qps(10.0, ControlBehavior::RateLimiter),
-                479_080_021,
+                1_136_182_277,
                 "behaviour 2: + 2·31^4 (four fields follow it)",
             ),
-            (FlowRule::thread(10.0), -2_010_279_854, "grade 0: − 31^8 from the first (wrapping)"),
-            (qps(2.5, ControlBehavior::Default), -2_137_915_565, "count bits 0x4004000000000000"),
+            (FlowRule::thread(10.0), -1_353_177_598, "grade 0: − 31^8 from the first (wrapping)"),
+            (qps(2.5, ControlBehavior::Default), -1_480_813_309, "count bits 0x4004000000000000"),
         ];
         for (rule, h, why) in table {
             assert_eq!(flow_rule_hash("chat", &rule), h, "{why}");
         }
+        // `AbstractRule.hashCode()` alone: 31 · "chat".hashCode() + (regex ? 1 : 0).
+        assert_eq!(abstract_rule_hash("chat"), 3_052_376 * 31);
+    }
+
+    /// Resource "llm", pacing 10/s and reject 2/s: with the `regex` term (1.8.9) the reject
+    /// rule's bucket (0) comes before the pacing rule's (11), in either written order
+    /// (OpenJDK 17.0.15's `HashSet` prints [cap, pace] both ways); without it (≤ 1.8.6,
+    /// buckets 12 and 10) the pacing rule came first.
+    #[test]
+    fn regex_term_decides_the_order_on_llm() {
+        let pace = FlowRule::qps(10.0, ControlBehavior::RateLimiter);
+        let cap = FlowRule::qps(2.0, ControlBehavior::Default);
+        assert_eq!(flow_rule_hash("llm", &pace), -413_065_894);
+        assert_eq!(flow_rule_hash("llm", &cap), -1_746_342_312);
+        assert_eq!(sentinel_flow_order("llm", &[pace.clone(), cap.clone()]).unwrap(), [1, 0]);
+        assert_eq!(sentinel_flow_order("llm", &[cap, pace]).unwrap(), [0, 1]);
     }
 
     /// Iteration orders of a `java.util.HashSet<Integer>`-like set of keys with these hash

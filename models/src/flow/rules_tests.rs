@@ -254,6 +254,26 @@ fn warm_up_rate_limiter_paces_cold_then_warm() {
     assert!(f.iter().all(|x| *x != RW));
 }
 
+/// Regression (issue 32): warm-up pacing with count 2, warm-up 1 s and cold factor 4 (or
+/// 5, or count 0) panicked ("negative value NaN"). Sentinel's `WarmUpRateLimiterController`
+/// computes maxToken = warningToken = 0, an infinite slope, a NaN rate and a 0 ms cost
+/// (`Math.round(NaN)`), so it lets every call through: 50 calls in 5 s all pass on arrival.
+#[test]
+fn warm_up_rate_limiter_at_degenerate_settings_passes_every_call() {
+    for (count, cf) in [(2.0, 4), (2.0, 5), (0.0, 3)] {
+        let rule = FlowRule {
+            warm_up_period_sec: 1,
+            cold_factor: cf,
+            ..FlowRule::qps(count, B::WarmUpRateLimiter)
+        };
+        let mut g = rules(vec![rule]);
+        let arrivals: Vec<u64> = (0..50).map(|i| i * 100 * MS).collect();
+        let f = drive(&mut g, &arrivals, true, 6_000 * MS);
+        let expect: Vec<Fate> = arrivals.iter().map(|&t| P(t)).collect();
+        assert_eq!(f, expect, "count {count}, factor {cf}");
+    }
+}
+
 /// Two reject rules: THREAD 80 (main gate) + QPS 10 (fuse). 12 calls held in flight at
 /// t = 0: the QPS fuse rejects the 11th and 12th (10 + 1 > 10); with THREAD 2 the thread
 /// rule rejects the 3rd. Either order gives the same verdicts (strictest wins).

@@ -29,13 +29,23 @@ pub fn uses_nanos(count: f64) -> bool {
     (r != 0 && 1000 % r != 0) || count / 1000.0 > 1.0
 }
 
-/// `java.lang.Math.round` (Java 7+) for the non-negative values used here: ties go up,
-/// and the fraction is compared exactly — `floor(x + 0.5)` (Java 6) rounds
+/// `java.lang.Math.round(double)` (Java 7+) for the non-negative values used here: ties go
+/// up, and the fraction is compared exactly — `floor(x + 0.5)` (Java 6) rounds
 /// 0.49999999999999994 up to 1 because the sum rounds to 1.0.
 pub fn java_round(x: f64) -> u64 {
     assert!(x >= 0.0, "negative value {x}");
+    java_math_round(x) as u64
+}
+
+/// `java.lang.Math.round(double)` for every double: ties go up (−2.5 → −2), NaN → 0, values
+/// beyond the `long` range (±∞ included) saturate to `Long.MIN_VALUE` / `MAX_VALUE` (Rust's
+/// float-to-int `as` saturates the same way). `x − floor(x)` is exact for every double.
+pub fn java_math_round(x: f64) -> i64 {
+    if x.is_nan() {
+        return 0;
+    }
     let f = x.floor();
-    (if x - f >= 0.5 { f + 1.0 } else { f }) as u64
+    (if x - f >= 0.5 { f + 1.0 } else { f }) as i64
 }
 
 /// Spacing between two calls, in nanoseconds (whole ms or whole ns as Sentinel computes).
@@ -135,6 +145,20 @@ mod tests {
         for (x, r) in table {
             assert_eq!(java_round(x), r, "{x}");
         }
+        // Every double, as `Math.round(double)` returns it (OpenJDK 17.0.15):
+        let all = [
+            (f64::NAN, 0),
+            (f64::INFINITY, i64::MAX),
+            (f64::NEG_INFINITY, i64::MIN),
+            (1e300, i64::MAX),
+            (-2.5, -2),
+            (-2.6, -3),
+            (-0.49999999999999994, 0),
+            (9.223372036854776e18, i64::MAX),
+        ];
+        for (x, r) in all {
+            assert_eq!(java_math_round(x), r, "{x}");
+        }
     }
 
     /// count 10 (cost 100 ms), max queueing 500 ms. Script: (time ms, expected verdict).
@@ -180,5 +204,19 @@ mod tests {
         assert_eq!(th.check(3.0, 500, SimTime(200_000_000)), Verdict::PassAt(SimTime(666_666_666)));
         // 1 s later, exactly latest + cost = 999 999 999 passes at once.
         assert_eq!(th.check(3.0, 500, SimTime(999_999_999)), Verdict::Pass);
+    }
+
+    /// No count a validated file can hold ([0, 1e9], any float) panics the pacer: costs
+    /// beyond the `long` range saturate as `Math.round` does and the sums saturate.
+    #[test]
+    fn sweep_of_counts_never_panics() {
+        for count in [0.0, 1e-300, 1e-12, 1e-3, 0.49999999999999994, 0.5, 2.6, 3.0, 999.5, 1e9] {
+            for max_ms in [0, 1, 500, 3_600_000] {
+                let mut th = Throttle::new();
+                for t in [0, 0, 1, 999_999, 5_000_000_000, u64::MAX / 2] {
+                    th.check(count, max_ms, SimTime(t));
+                }
+            }
+        }
     }
 }

@@ -251,11 +251,11 @@ fn a_probe_blocked_later_falls_back_to_open_with_its_retry_time() {
     }
 }
 
-/// Five calls at t = 0 through `g`, then its pacing wakes: (call, time ms, passed?) for
+/// `n` calls at t = 0 through `g`, then its pacing wakes: (call, time ms, passed?) for
 /// every call in the order decided.
-fn paced_run(g: &mut dyn Governor) -> Vec<(u64, u64, bool)> {
+fn paced_run(g: &mut dyn Governor, n: u64) -> Vec<(u64, u64, bool)> {
     let mut out = Vec::new();
-    for id in 0..5 {
+    for id in 0..n {
         match g.on_call(&info(id), at(0)) {
             CallDecision::Pass => out.push((id, 0, true)),
             CallDecision::Reject(_) => out.push((id, 0, false)),
@@ -285,12 +285,13 @@ fn flow_rules_run_in_sentinel_order_whatever_the_order_written() {
     let cap = FlowRule::qps(2.0, B::Default);
     let mut a = resource(vec![pace.clone(), cap.clone()], vec![]);
     let mut b = resource(vec![cap.clone(), pace.clone()], vec![]);
-    // On resource "chat" the hashes are 479 080 021 (pace) and −854 196 397 (cap); a
-    // java.util.HashSet (OpenJDK 17.0.15) iterates cap first, whichever is added first.
+    // On resource "chat" the hashes (Sentinel 1.8.9) are 1 136 182 277 (pace) and
+    // −197 094 141 (cap); a java.util.HashSet (OpenJDK 17.0.15) iterates cap first,
+    // whichever is added first.
     for r in [&a, &b] {
         assert_eq!(r.flow().unwrap().rule(0).control_behavior, B::Default, "cap first");
     }
-    let (ra, rb) = (paced_run(&mut a), paced_run(&mut b));
+    let (ra, rb) = (paced_run(&mut a, 5), paced_run(&mut b, 5));
     assert_eq!(ra, rb, "one chain order for both writings");
     // cap then pace: each call passes cap at arrival (passes are counted when a call gets
     // through, so 1 + 1 ≤ 2 for every parked call) and goes at 0, 100, …, 400 ms.
@@ -299,11 +300,30 @@ fn flow_rules_run_in_sentinel_order_whatever_the_order_written() {
     let written = |rules| FlowRules::new(&FlowRulesSpec { name: "f".into(), rules });
     let mut pace_first = written(vec![pace.clone(), cap.clone()]);
     let mut cap_first = written(vec![cap, pace]);
-    assert_eq!(paced_run(&mut cap_first), ra, "FlowRules in Sentinel's order agrees");
+    assert_eq!(paced_run(&mut cap_first, 5), ra, "FlowRules in Sentinel's order agrees");
     // pace then cap: cap is checked at each pass time; the 2nd pass in the rolling second
     // (100 ms) is the last: 2 + 1 > 2 from 200 ms on.
     let expect = [(0, 0, true), (1, 100, true), (2, 200, false), (3, 300, false), (4, 400, false)];
-    assert_eq!(paced_run(&mut pace_first), expect, "FlowRules as written: the order matters");
+    assert_eq!(paced_run(&mut pace_first, 5), expect, "FlowRules as written: the order matters");
+}
+
+/// Regression (issue 32): on resource "llm" a pacing rule (10/s) and a reject rule (2/s)
+/// are checked reject first by Sentinel 1.8.9 (`FlowRule.hashCode()` includes
+/// `AbstractRule`'s `regex` flag since 1.8.7: [`crate::flow::rule_order`]), so three calls
+/// at t = 0 all pass (cap at arrival: 0 + 1 ≤ 2 each time, as passes are counted when a
+/// call gets through; then paced 100 ms apart). Checked pacing first (the order without
+/// the `regex` term), cap would see 2 passes at 200 ms and reject the third.
+#[test]
+fn pacing_and_reject_rule_on_llm_pass_all_three_as_sentinel_1_8_9() {
+    let spec = SentinelResourceSpec {
+        name: "llm".into(),
+        resource: None,
+        flow_rules: vec![FlowRule::qps(10.0, B::RateLimiter), FlowRule::qps(2.0, B::Default)],
+        degrade_rules: vec![],
+    };
+    let mut r = SentinelResource::new(&spec);
+    assert_eq!(r.flow_position(1), 0, "the reject rule is checked first");
+    assert_eq!(paced_run(&mut r, 3), [(0, 0, true), (1, 100, true), (2, 200, true)]);
 }
 
 /// Declarations Sentinel would not run as written are refused with the field and the

@@ -476,8 +476,14 @@ fn run(
                 b.inc(1);
             }
             (None, "log") => eprintln!(
-                "[{k}/{total}] run {} {} point {} seed {} {status} ({:.2}s, {} events)",
-                r.run_id, r.variant, r.point, r.seed, r.wall_seconds, r.events
+                "[{k}/{total}] run {} {} point {} seed {} {status} ({:.2}s, {} events, fingerprint {})",
+                r.run_id,
+                r.variant,
+                r.point,
+                r.seed,
+                r.wall_seconds,
+                r.events,
+                r.fingerprint.as_deref().unwrap_or("-")
             ),
             _ => {}
         }
@@ -501,6 +507,9 @@ fn run(
         return ExitCode::from(130);
     }
     let failed = records.iter().filter(|r| r.status != Status::Ok).count();
+    if !records.is_empty() {
+        print!("{}", experiments::console::fingerprints_text(&records));
+    }
     let all_done = results::completed_runs(&root)
         .map(|d| exp.runs.iter().all(|r| d.contains(&r.run_id)))
         .unwrap_or(false);

@@ -75,6 +75,17 @@ fn quickstart_runs_and_writes_results() {
         assert!(root.join(f).is_file(), "{f} written");
     }
     assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+    // Each run's fingerprint on stdout, even with `--progress none`: one line per run.
+    let runs = experiments::results::load(&root).unwrap();
+    let ids = runs.column("run_id").unwrap().str().unwrap().clone();
+    let fps = runs.column("fingerprint").unwrap().str().unwrap().clone();
+    for (id, fp) in ids.iter().zip(fps.iter()) {
+        let (id, fp) = (id.unwrap(), fp.unwrap());
+        assert!(
+            stdout.lines().any(|l| l.contains(id) && l.trim_end().ends_with(fp)),
+            "run {id}'s fingerprint {fp} in {stdout}"
+        );
+    }
     std::fs::remove_dir_all(&out).unwrap();
 }
 

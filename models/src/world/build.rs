@@ -264,6 +264,11 @@ impl QueueingWorld {
                     .iter()
                     .map(|c| ctx.metrics.histogram(&format!("class.{}.latency", c.name)))
                     .collect(),
+                class_outcomes: sc
+                    .classes
+                    .iter()
+                    .map(|c| observation::ClassOutcomes::new(&c.name, ctx.metrics))
+                    .collect(),
             },
         };
         w.fallback_start();

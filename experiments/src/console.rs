@@ -223,3 +223,34 @@ pub fn fingerprints_text(records: &[RunRecord]) -> String {
     }
     format!("fingerprints:\n{}", t.render("  "))
 }
+
+/// The scenario warnings of an experiment's plan (`ScenarioSpec::breaker_warnings`), each
+/// once, naming the variants it applies to when not all of them: `validate` prints them
+/// after its line, `run` before it starts.
+pub fn scenario_warnings(exp: &Experiment) -> Vec<String> {
+    let mut found: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut last: Option<&models::Scenario> = None;
+    for r in &exp.runs {
+        if last.is_some_and(|l| std::ptr::eq(l, &*r.scenario)) {
+            continue;
+        }
+        last = Some(&r.scenario);
+        for w in r.scenario.breaker_warnings() {
+            match found.iter_mut().find(|(f, _)| *f == w) {
+                Some((_, vs)) if !vs.contains(&r.variant.as_str()) => vs.push(&r.variant),
+                Some(_) => {}
+                None => found.push((w, vec![&r.variant])),
+            }
+        }
+    }
+    found
+        .into_iter()
+        .map(|(w, vs)| {
+            if vs.len() == exp.variants.len() {
+                w
+            } else {
+                format!("{w} (variants {})", vs.join(", "))
+            }
+        })
+        .collect()
+}

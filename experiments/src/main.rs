@@ -268,11 +268,16 @@ fn main() -> ExitCode {
             let mut ok = true;
             for f in files {
                 match load(&RunArgs::bare(&f)) {
-                    Ok(e) => println!(
-                        "{f}: ok ({} runs, {} parameters)",
-                        e.runs.len(),
-                        e.scenario.registry().len()
-                    ),
+                    Ok(e) => {
+                        println!(
+                            "{f}: ok ({} runs, {} parameters)",
+                            e.runs.len(),
+                            e.scenario.registry().len()
+                        );
+                        for w in experiments::console::scenario_warnings(&e) {
+                            println!("{f}: {w}");
+                        }
+                    }
                     Err(e) => {
                         eprintln!("{e}");
                         ok = false;
@@ -445,6 +450,9 @@ fn run(
         todo.len(),
         mine.len() - todo.len()
     );
+    for w in experiments::console::scenario_warnings(exp) {
+        eprintln!("{w}");
+    }
     let bar = (mode == "bar").then(|| {
         let b = indicatif::ProgressBar::new(todo.len() as u64);
         b.set_style(

@@ -169,7 +169,11 @@ crate::params::declare_params! {
         "bound on calls waiting for a permit", default = 100_000;
 }
 
-impl crate::params::GovernorSpec for GateSpec {}
+impl crate::params::GovernorSpec for GateSpec {
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::GateFull]
+    }
+}
 
 impl crate::governor::GovernorKindOps for Gate {
     type Spec = GateSpec;

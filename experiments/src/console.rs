@@ -1,4 +1,5 @@
-//! The console summary printed after a run: per variant × sweep point, one line per source
+//! The console output after a run: each run's fingerprint ([`fingerprints_text`]), then
+//! the summary: per variant × sweep point, one line per source
 //! and per class that had traffic — offered, goodput, failed / rejected / degraded (with
 //! their top reasons), still in flight at the end, p50 and p99 — from `summary.parquet`'s
 //! across-seed means (± the 95% half-width where it matters). Rates are per second of
@@ -9,6 +10,7 @@
 
 use crate::experiment::Experiment;
 use crate::report::num;
+use crate::runner::RunRecord;
 use polars::prelude::*;
 
 /// How many reasons are named after a failed / rejected / degraded rate.
@@ -198,4 +200,57 @@ pub fn summary_text(exp: &Experiment, summary: &DataFrame) -> String {
         }
     }
     out
+}
+
+/// Each run's fingerprint, one line per run in plan order (run id, variant, point, seed,
+/// fingerprint; `-` for a run that panicked): what to compare to tell whether a change of
+/// code or input changed a run. Printed on stdout after every `stormglass run`, whatever
+/// `--progress` says, so a script reads it from a quiet run (`--progress none`).
+pub fn fingerprints_text(records: &[RunRecord]) -> String {
+    let mut sorted: Vec<&RunRecord> = records.iter().collect();
+    sorted.sort_by_key(|r| r.run_index);
+    let mut t = Table {
+        rows: vec![["run", "variant", "point", "seed", "fingerprint"].map(String::from).to_vec()],
+    };
+    for r in sorted {
+        t.rows.push(vec![
+            r.run_id.clone(),
+            r.variant.clone(),
+            r.point.to_string(),
+            r.seed.to_string(),
+            r.fingerprint.clone().unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    format!("fingerprints:\n{}", t.render("  "))
+}
+
+/// The scenario warnings of an experiment's plan (`ScenarioSpec::breaker_warnings`), each
+/// once, naming the variants it applies to when not all of them: `validate` prints them
+/// after its line, `run` before it starts.
+pub fn scenario_warnings(exp: &Experiment) -> Vec<String> {
+    let mut found: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut last: Option<&models::Scenario> = None;
+    for r in &exp.runs {
+        if last.is_some_and(|l| std::ptr::eq(l, &*r.scenario)) {
+            continue;
+        }
+        last = Some(&r.scenario);
+        for w in r.scenario.breaker_warnings() {
+            match found.iter_mut().find(|(f, _)| *f == w) {
+                Some((_, vs)) if !vs.contains(&r.variant.as_str()) => vs.push(&r.variant),
+                Some(_) => {}
+                None => found.push((w, vec![&r.variant])),
+            }
+        }
+    }
+    found
+        .into_iter()
+        .map(|(w, vs)| {
+            if vs.len() == exp.variants.len() {
+                w
+            } else {
+                format!("{w} (variants {})", vs.join(", "))
+            }
+        })
+        .collect()
 }

@@ -150,6 +150,9 @@ pub struct Experiment {
     pub swept: Vec<String>,
     /// The runs: variants × sweep points (constraints applied) × seeds.
     pub runs: Vec<PlannedRun>,
+    /// The columns of the `runs` table after the fixed ones, from the plan (every part
+    /// carries all of them: `crate::schema`).
+    pub columns: Arc<crate::schema::RunColumns>,
     /// The `search` block, resolved (its own plan: the space instead of the sweep).
     pub search: Option<Arc<search_spec::Search>>,
     /// Where the sweep's dimensions are written in the file (`sweep`, `search.space`).
@@ -248,6 +251,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 constraints: vec![],
                 swept: vec![],
                 runs: vec![],
+                columns: Default::default(),
                 search: None,
                 sweep_field: "sweep",
             };
@@ -307,6 +311,7 @@ pub fn load_text(path: &Path, text: &str, defaults: &RunDefaults) -> Result<Expe
                 constraints: vec![],
                 swept: vec![],
                 runs: vec![],
+                columns: Default::default(),
                 search: None,
                 sweep_field: "sweep",
             };
@@ -605,6 +610,7 @@ pub(crate) fn finish_plan(src: &Source<'_>, mut exp: Experiment) -> Result<Exper
             .error_at("constraints", "the constraints exclude every combination".into())
             .into());
     }
+    exp.columns = Arc::new(crate::schema::plan_columns(&exp));
     Ok(exp)
 }
 

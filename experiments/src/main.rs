@@ -269,11 +269,16 @@ fn main() -> ExitCode {
             let mut ok = true;
             for f in files {
                 match load(&RunArgs::bare(&f)) {
-                    Ok(e) => println!(
-                        "{f}: ok ({} runs, {} parameters)",
-                        e.runs.len(),
-                        e.scenario.registry().len()
-                    ),
+                    Ok(e) => {
+                        println!(
+                            "{f}: ok ({} runs, {} parameters)",
+                            e.runs.len(),
+                            e.scenario.registry().len()
+                        );
+                        for w in experiments::console::scenario_warnings(&e) {
+                            println!("{f}: {w}");
+                        }
+                    }
                     Err(e) => {
                         eprintln!("{e}");
                         ok = false;
@@ -459,6 +464,9 @@ fn run(
         todo.len(),
         mine.len() - todo.len()
     );
+    for w in experiments::console::scenario_warnings(exp) {
+        eprintln!("{w}");
+    }
     let bar = (mode == "bar").then(|| {
         let b = indicatif::ProgressBar::new(todo.len() as u64);
         b.set_style(
@@ -487,8 +495,14 @@ fn run(
                 b.inc(1);
             }
             (None, "log") => eprintln!(
-                "[{k}/{total}] run {} {} point {} seed {} {status} ({:.2}s, {} events)",
-                r.run_id, r.variant, r.point, r.seed, r.wall_seconds, r.events
+                "[{k}/{total}] run {} {} point {} seed {} {status} ({:.2}s, {} events, fingerprint {})",
+                r.run_id,
+                r.variant,
+                r.point,
+                r.seed,
+                r.wall_seconds,
+                r.events,
+                r.fingerprint.as_deref().unwrap_or("-")
             ),
             _ => {}
         }
@@ -518,6 +532,9 @@ fn run(
         return ExitCode::from(130);
     }
     let failed = records.iter().filter(|r| r.status != Status::Ok).count();
+    if !records.is_empty() {
+        print!("{}", experiments::console::fingerprints_text(&records));
+    }
     let all_done = results::completed_runs(&root)
         .map(|d| exp.runs.iter().all(|r| d.contains(&r.run_id)))
         .unwrap_or(false);

@@ -21,6 +21,7 @@
 
 use crate::experiment::Experiment;
 use crate::runner::RunRecord;
+use crate::schema::SummaryKind;
 use crate::staging::Staging;
 use models::params::ParamValue;
 use models::summary::Value;
@@ -262,53 +263,26 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
             records.iter().map(|r| run_scenario(exp, r).name.as_str()).collect::<Vec<_>>(),
         ),
     ];
-    // One column per swept parameter, typed by the parameter.
-    for (k, path) in exp.swept.iter().enumerate() {
-        let vals: Vec<Option<&ParamValue>> = records.iter().map(|r| r.params[k].as_ref()).collect();
-        cols.push(param_column(path, &vals));
+    // One column per swept parameter, typed by its declared type (`crate::schema`).
+    for (k, pc) in exp.columns.params.iter().enumerate() {
+        let vals: Vec<Option<&ParamValue>> =
+            records.iter().map(|r| r.params.get(k).and_then(Option::as_ref)).collect();
+        cols.push(pc.column(&vals));
     }
-    // Summary columns: the union over runs, in first-seen order (runs that failed have
-    // nulls). All ok runs of one scenario share one column list.
-    let templates: Vec<models::summary::Summary> = records
-        .iter()
-        .filter(|r| r.summary.values.is_empty())
-        .map(|r| models::run::summary_template(run_scenario(exp, r)))
-        .collect();
-    let mut names: Vec<(&str, bool)> = Vec::new(); // (name, is_u64)
-    for (name, v) in templates.iter().flat_map(|t| t.values.iter()) {
-        if names.iter().any(|(n, _)| n == name) {
-            continue;
-        }
-        names.push((name, matches!(v, Value::U64(_))));
-    }
+    // Summary columns: those of the plan (the union over its scenarios: a run without a
+    // component, or a run that failed, has nulls), then any a record has beyond them (a
+    // scenario changed outside the plan: a live session's overrides).
+    let mut names: Vec<(&str, SummaryKind)> =
+        exp.columns.summary.iter().map(|(n, k)| (n.as_str(), *k)).collect();
     for r in records {
         for (name, v) in &r.summary.values {
             if !names.iter().any(|(n, _)| n == name) {
-                names.push((name, matches!(v, Value::U64(_))));
+                names.push((name, SummaryKind::of(v)));
             }
         }
     }
-    for (name, is_u64) in names {
-        let find = |r: &RunRecord| {
-            r.summary.values.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
-        };
-        let col = if is_u64 {
-            let v: Vec<Option<u64>> = records
-                .iter()
-                .map(|r| find(r).and_then(|v| if let Value::U64(x) = v { Some(x) } else { None }))
-                .collect();
-            Column::new(name.into(), v)
-        } else {
-            let v: Vec<Option<f64>> = records
-                .iter()
-                // A statistic of an empty set (no requests, steps, streams) is
-                // NaN in the model; here it is null (docs/results.md).
-                .map(|r| find(r).and_then(|v| if let Value::F64(x) = v { Some(x) } else { None }))
-                .map(|x| x.filter(|x| !x.is_nan()))
-                .collect();
-            Column::new(name.into(), v)
-        };
-        cols.push(col);
+    for (name, kind) in names {
+        cols.push(summary_column(records, name, kind));
     }
     let goodput = goodput_columns(exp, &cols)?;
     cols.extend(goodput);
@@ -332,40 +306,28 @@ fn goodput_columns(exp: &Experiment, cols: &[Column]) -> PolarsResult<Vec<Column
 
 pub use crate::experiment::metric::goodput_name;
 
-/// The column of a swept parameter: `param.<path>`; counts as u64 (null = unbounded),
-/// numbers as f64, durations as f64 milliseconds (`param.<path>_ms`), distributions and
-/// choices (enum parameters: `CLOSED`) as text.
-fn param_column(path: &str, vals: &[Option<&ParamValue>]) -> Column {
-    // The type of the first run that has the parameter; a variant without it gives null.
-    match vals.iter().flatten().next() {
-        Some(ParamValue::Count(_)) | Some(ParamValue::OptCount(_)) => Column::new(
-            format!("param.{path}").into(),
-            vals.iter()
-                .map(|v| match v {
-                    Some(ParamValue::Count(n)) => Some(*n),
-                    Some(ParamValue::OptCount(n)) => *n,
-                    _ => None,
-                })
+/// One summary column over `records`, typed `kind` (null where a record lacks it).
+fn summary_column(records: &[RunRecord], name: &str, kind: SummaryKind) -> Column {
+    fn find<'a>(r: &'a RunRecord, name: &str) -> Option<&'a Value> {
+        r.summary.values.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+    match kind {
+        SummaryKind::U64 => Column::new(
+            name.into(),
+            records
+                .iter()
+                .map(|r| if let Some(Value::U64(x)) = find(r, name) { Some(*x) } else { None })
                 .collect::<Vec<_>>(),
         ),
-        Some(ParamValue::Duration(_)) => Column::new(
-            format!("param.{path}_ms").into(),
-            vals.iter()
-                .map(|v| match v {
-                    Some(ParamValue::Duration(d)) => Some(d.as_ms_f64()),
-                    _ => None,
-                })
+        // A statistic of an empty set (no requests, steps, streams) is NaN in the model;
+        // here it is null (docs/results.md).
+        SummaryKind::F64 => Column::new(
+            name.into(),
+            records
+                .iter()
+                .map(|r| if let Some(Value::F64(x)) = find(r, name) { Some(*x) } else { None })
+                .map(|x| x.filter(|x| !x.is_nan()))
                 .collect::<Vec<_>>(),
-        ),
-        Some(ParamValue::Float(_)) => Column::new(
-            format!("param.{path}").into(),
-            vals.iter()
-                .map(|v| if let Some(ParamValue::Float(x)) = v { Some(*x) } else { None })
-                .collect::<Vec<_>>(),
-        ),
-        _ => Column::new(
-            format!("param.{path}").into(),
-            vals.iter().map(|v| v.map(|v| v.to_string())).collect::<Vec<_>>(),
         ),
     }
 }
@@ -537,20 +499,13 @@ pub fn reusable(path: &Path, exp: &Experiment, index: usize) -> bool {
         return false;
     }
     let have = df.get_column_names().iter().filter(|n| n.starts_with("param.")).count();
-    have == exp.swept.len()
-        && exp.swept.iter().zip(&run.params).all(|(p, v)| match v {
-            Some(v) => {
-                let want = param_column(p, &[Some(v)]);
-                df.column(want.name()).is_ok_and(|c| c.equals_missing(&want))
-            }
-            // The run's variant has no such parameter: its column (named by the type the
-            // other runs give it) holds null.
-            None => df.columns().iter().any(|c| {
-                let n = c.name().as_str();
-                let plain = format!("param.{p}");
-                (n == plain || n.strip_prefix(&plain).is_some_and(|r| r.starts_with('_')))
-                    && c.null_count() == c.len()
-            }),
+    // Each swept column as this plan writes it (its name and declared type; null where
+    // the run's variant has no such parameter).
+    have == exp.columns.params.len()
+        && exp.columns.params.iter().zip(&run.params).all(|(pc, v)| {
+            let want = pc.column(&[v.as_ref()]);
+            df.column(want.name())
+                .is_ok_and(|c| c.dtype() == want.dtype() && c.equals_missing(&want))
         })
 }
 
@@ -595,10 +550,11 @@ pub fn load_planned(dir: impl AsRef<Path>, exp: &Experiment) -> PolarsResult<Dat
 /// `requests`), all shards, as a `LazyFrame` over the rows in memory, with a hive-style
 /// `shard` column (Int64, last) from the folder names.
 ///
-/// Parts may have different columns — runs of structural variants report different
-/// components, and parts written by an older version lack newer columns: the table has the
-/// union of the parts' columns, in first-seen order over the parts sorted by path, a column
-/// a part lacks read as nulls. Rows come part by part in that order.
+/// Every part this version writes for one plan has the same columns (`crate::schema`), but
+/// a folder may hold parts written by an older version (lacking newer columns, or typing a
+/// swept column by its values): the table has the union of the parts' columns, in
+/// first-seen order over the parts sorted by path, a column a part lacks read as nulls.
+/// Rows come part by part in that order.
 ///
 /// The parts are read eagerly with `ParquetReader`, not with `LazyFrame::scan_parquet`:
 /// polars 0.55 runs every file scan through its streaming engine, which compiles the whole

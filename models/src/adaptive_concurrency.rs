@@ -395,7 +395,11 @@ crate::params::declare_params! {
         "tolerance added to the minRTT (min_rtt_calc_params.buffer)", default = 25.0;
 }
 
-impl crate::params::GovernorSpec for AdaptiveConcurrencySpec {}
+impl crate::params::GovernorSpec for AdaptiveConcurrencySpec {
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::GateFull]
+    }
+}
 
 #[cfg(test)]
 #[path = "adaptive_concurrency_tests.rs"]

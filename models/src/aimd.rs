@@ -120,7 +120,11 @@ crate::params::declare_params! {
         "a round trip longer than this counts as a drop (timeout)", default = SimDuration::from_secs(5);
 }
 
-impl crate::params::GovernorSpec for AimdLimitSpec {}
+impl crate::params::GovernorSpec for AimdLimitSpec {
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::GateFull]
+    }
+}
 
 #[cfg(test)]
 mod tests {

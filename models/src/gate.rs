@@ -262,7 +262,11 @@ crate::params::declare_params! {
         default = SimDuration::from_us(50), opt_get = |s| (!s.fair).then_some(s.wake_latency);
 }
 
-impl crate::params::GovernorSpec for GateSpec {}
+impl crate::params::GovernorSpec for GateSpec {
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::GateFull]
+    }
+}
 
 impl crate::governor::GovernorKindOps for Gate {
     type Spec = GateSpec;

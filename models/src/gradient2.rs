@@ -185,7 +185,11 @@ crate::params::declare_params! {
         "acceptable RTT growth over the long-term average (rttTolerance)", default = 1.5;
 }
 
-impl crate::params::GovernorSpec for Gradient2LimitSpec {}
+impl crate::params::GovernorSpec for Gradient2LimitSpec {
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::GateFull]
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -631,6 +631,18 @@ pub trait GovernorSpec: Params {
     /// Why the kind cannot run in shadow mode (completes "Shadow(Kind(\"name\")): …"),
     /// or `None` when it can.
     const NOT_SHADOWABLE: Option<&'static str> = None;
+    /// The reasons this governor refuses calls with on its own (a local gate's
+    /// `gate_full`, a limiter's `rate_limited`, a breaker's `breaker_open`): refusals that
+    /// climb back through the governors above it in a stack, for the check that a breaker
+    /// there does not count them as failures ([`crate::scenario::ScenarioSpec::breaker_warnings`]).
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        Vec::new()
+    }
+    /// For a breaker: whether it records this outcome as a failure (by its
+    /// `record_exceptions` and `ignore_exceptions`); `None` (the default) for other kinds.
+    fn records_failure(&self, _o: crate::outcome::Outcome) -> Option<bool> {
+        None
+    }
 }
 
 /// All parameters of a scenario, by path (sorted: `explain` output is stable).

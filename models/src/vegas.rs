@@ -245,7 +245,11 @@ crate::params::declare_params! {
         "a no-load RTT probe every jitter × probe_multiplier × limit samples (probeMultiplier)", default = 30;
 }
 
-impl crate::params::GovernorSpec for VegasLimitSpec {}
+impl crate::params::GovernorSpec for VegasLimitSpec {
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::GateFull]
+    }
+}
 
 #[cfg(test)]
 mod tests {

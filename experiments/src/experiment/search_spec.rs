@@ -286,6 +286,7 @@ pub(crate) fn resolve(
         seeds,
         runs: vec![],
         swept: vec![],
+        columns: Default::default(),
         search: None,
         sweep_field: "search.space",
         ..exp.clone()

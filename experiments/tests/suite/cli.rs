@@ -75,6 +75,17 @@ fn quickstart_runs_and_writes_results() {
         assert!(root.join(f).is_file(), "{f} written");
     }
     assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+    // Each run's fingerprint on stdout, even with `--progress none`: one line per run.
+    let runs = experiments::results::load(&root).unwrap();
+    let ids = runs.column("run_id").unwrap().str().unwrap().clone();
+    let fps = runs.column("fingerprint").unwrap().str().unwrap().clone();
+    for (id, fp) in ids.iter().zip(fps.iter()) {
+        let (id, fp) = (id.unwrap(), fp.unwrap());
+        assert!(
+            stdout.lines().any(|l| l.contains(id) && l.trim_end().ends_with(fp)),
+            "run {id}'s fingerprint {fp} in {stdout}"
+        );
+    }
     std::fs::remove_dir_all(&out).unwrap();
 }
 
@@ -117,6 +128,49 @@ fn a_flood_run_warns_that_latency_counts_survivors_only() {
         "SLA met, certain misses in flight counted",
     ] {
         assert!(stdout.contains(want), "{want:?} in {stdout}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A breaker before a gate in a call site's stack counts the gate's refusals as failures
+/// (the default `record_exceptions`): `validate` accepts the file and warns, naming the
+/// setting that ignores them; with `ignore_exceptions: ["rejected:gate_full"]` (a variant
+/// that sets it) the warning names only the variant that still counts them.
+#[test]
+fn validate_warns_when_a_breaker_counts_a_gate_s_refusals() {
+    let dir = tmp("breaker-warning");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("trap.ron");
+    let scenario = |ignore: &str| {
+        format!(
+            r#"Inline(Scenario(name: "trap",
+        sources: [(name: "s", interarrival: Exponential(mean: "10ms"), target: "site")],
+        gates: [(name: "g", permits: 4)],
+        circuit_breakers: [(name: "b"{ignore})],
+        call_sites: [(name: "site", governors: [CircuitBreaker("b"), Gate("g")], upstream: "st")],
+        stations: [(name: "st", servers: 8, service: Constant("50ms"))],
+    ))"#
+        )
+    };
+    let text = format!(
+        r#"Experiment(name: "trap", scenario: {}, duration: "10s",
+    variants: [(name: "default"), (name: "ignoring", scenario: Some({}))])"#,
+        scenario(""),
+        scenario(r#", ignore_exceptions: ["rejected:gate_full"]"#)
+    );
+    std::fs::write(&f, text).unwrap();
+    let o = stormglass().arg("validate").arg(&f).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    let warnings: Vec<&str> = out.lines().filter(|l| l.contains("warning:")).collect();
+    assert_eq!(warnings.len(), 1, "{out}");
+    for want in [
+        "circuit_breaker.b counts the refusals of gate.g",
+        "ignore_exceptions",
+        "\"rejected:gate_full\"",
+        "(variants default)",
+    ] {
+        assert!(warnings[0].contains(want), "{want:?} in {out}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -23,6 +23,7 @@ mod incidents_limits;
 mod no_nan;
 mod report;
 mod results_folder;
+mod schema;
 mod search;
 mod session;
 mod signals;

@@ -83,6 +83,27 @@ fn every_listed_series_is_in_the_timeseries_table_and_adds_up() {
     for s in ["chat", "side"] {
         assert_eq!(series(&format!("source.{s}.arrivals")), col(&format!("source.{s}.offered")));
     }
+    // Per class: the requests that ended, by outcome and rejection reason, and those that
+    // ended with a 429 whatever their outcome (no warm-up: every request is measured).
+    let names: Vec<String> = runs.get_column_names().iter().map(|c| c.to_string()).collect();
+    let classes: Vec<&str> =
+        names.iter().filter_map(|c| c.strip_prefix("class.")?.strip_suffix(".offered")).collect();
+    assert!(!classes.is_empty());
+    for c in &classes {
+        let mut leaves: Vec<String> =
+            ["success", "degraded", "failed", "rejected"].map(String::from).to_vec();
+        leaves.extend(models::outcome::Reason::ALL.map(|r| format!("rejected_{}", r.name())));
+        for leaf in &leaves {
+            assert_eq!(series(&format!("class.{c}.{leaf}")), col(&format!("class.{c}.{leaf}")));
+        }
+        let by_429: f64 = ["failed", "rejected", "degraded"]
+            .iter()
+            .map(|k| col(&format!("class.{c}.{k}_upstream_429")))
+            .sum();
+        assert_eq!(series(&format!("class.{c}.upstream_429")), by_429, "class {c}");
+    }
+    assert!(classes.iter().any(|c| series(&format!("class.{c}.upstream_429")) > 0.0));
+    assert!(classes.iter().any(|c| series(&format!("class.{c}.rejected_breaker_open")) > 0.0));
     // Per call site: the first attempts and retries that the breaker permitted were sent.
     let (attempts, retries) = (series("call_site.site.attempts"), series("call_site.site.retries"));
     let refused = col("circuit_breaker.b.not_permitted");

@@ -19,7 +19,8 @@
 //! ["failed:business_error"]` (a bad prompt is not the upstream's fault, docs/domain.md §3.9).
 //! Degraded outcomes (a fallback below the breaker returned a value) are successes. Put a
 //! breaker *below* local gates, or add `"rejected:gate_full"` to `ignore_exceptions`, to
-//! keep local congestion from opening it.
+//! keep local congestion from opening it; `stormglass validate` and `run` warn about a
+//! breaker that counts such refusals (`ScenarioSpec::breaker_warnings`).
 //!
 //! Architecture invariant: a breaker never schedules anything. It reports its only timer
 //! (the automatic OPEN → HALF_OPEN transition, the maximum wait in HALF_OPEN) through

@@ -126,8 +126,28 @@ crate::params::declare_params! {
     stat_interval_ms: Count { min: 1, max: 86_400_000 }, "ms", fixed, "statistics bucket length", default = 1000;
 }
 
-impl crate::params::GovernorSpec for CircuitBreakerSpec {}
-impl crate::params::GovernorSpec for DegradeRuleSpec {}
+impl crate::params::GovernorSpec for CircuitBreakerSpec {
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::BreakerOpen]
+    }
+    fn records_failure(&self, o: crate::outcome::Outcome) -> Option<bool> {
+        Some(
+            super::classify(&self.record_exceptions, &self.ignore_exceptions, o)
+                == super::Classified::Failure,
+        )
+    }
+}
+impl crate::params::GovernorSpec for DegradeRuleSpec {
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::BreakerOpen]
+    }
+    fn records_failure(&self, o: crate::outcome::Outcome) -> Option<bool> {
+        Some(
+            super::classify(&self.record_exceptions, &self.ignore_exceptions, o)
+                == super::Classified::Failure,
+        )
+    }
+}
 
 impl crate::governor::GovernorKindOps for super::CircuitBreaker {
     type Spec = CircuitBreakerSpec;

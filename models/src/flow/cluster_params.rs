@@ -42,6 +42,9 @@ crate::params::declare_params! {
 
 impl crate::params::GovernorSpec for ClusterFlowRuleSpec {
     const RELOADABLE: bool = true;
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::RateLimited]
+    }
 }
 
 impl crate::governor::GovernorKindOps for ClusterFlow {

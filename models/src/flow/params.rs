@@ -114,12 +114,21 @@ use crate::params::GovernorSpec;
 
 impl GovernorSpec for FlowRulesSpec {
     const RELOADABLE: bool = true;
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::RateLimited]
+    }
 }
 impl GovernorSpec for ParamFlowRuleSpec {
     const RELOADABLE: bool = true;
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::RateLimited]
+    }
 }
 impl GovernorSpec for TokenBucketSpec {
     const RELOADABLE: bool = true;
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::RateLimited]
+    }
 }
 
 impl GovernorKindOps for FlowRules {

@@ -118,6 +118,32 @@ macro_rules! governor_ref {
                 Ok(())
             }
 
+            /// A referenced governor's local refusals ([`GovernorSpec::local_refusals`]);
+            /// none for a shadow (it never acts) or an unknown name.
+            pub fn governor_local_refusals(&self, r: &GovernorRef) -> Vec<crate::outcome::Reason> {
+                match r {
+                    $( GovernorRef::$variant(n) => self.$list.iter()
+                        .find(|c| c.instance_name() == n.as_str())
+                        .map_or_else(Vec::new, |c| c.local_refusals()), )*
+                    GovernorRef::Shadow(_) => Vec::new(),
+                }
+            }
+
+            /// Whether a referenced breaker records `o` as a failure
+            /// ([`GovernorSpec::records_failure`]; `None`: not a breaker, or a shadow).
+            pub fn governor_records_failure(
+                &self,
+                r: &GovernorRef,
+                o: crate::outcome::Outcome,
+            ) -> Option<bool> {
+                match r {
+                    $( GovernorRef::$variant(n) => self.$list.iter()
+                        .find(|c| c.instance_name() == n.as_str())?
+                        .records_failure(o), )*
+                    GovernorRef::Shadow(_) => None,
+                }
+            }
+
             /// Sets a governor parameter in the declaration (`None`: `kind` is not a
             /// governor kind).
             pub(crate) fn set_governor_param(

@@ -21,6 +21,7 @@ pub mod govref;
 mod reach;
 mod sites;
 mod timeline;
+mod warnings;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
 pub use sites::CallSiteSetters;

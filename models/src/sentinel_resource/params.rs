@@ -83,6 +83,9 @@ impl Params for SentinelResourceSpec {
 
 impl GovernorSpec for SentinelResourceSpec {
     const RELOADABLE: bool = true;
+    fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
+        vec![crate::outcome::Reason::RateLimited, crate::outcome::Reason::BreakerOpen]
+    }
 }
 
 impl ApplyParam for SentinelResource {

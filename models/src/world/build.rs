@@ -267,6 +267,11 @@ impl QueueingWorld {
                     .iter()
                     .map(|c| ctx.metrics.histogram(&format!("class.{}.latency", c.name)))
                     .collect(),
+                class_outcomes: sc
+                    .classes
+                    .iter()
+                    .map(|c| observation::ClassOutcomes::new(&c.name, ctx.metrics))
+                    .collect(),
             },
             // Registers nothing without stalls.
             stalls: stalls::StallsRt::new(sc, run.seed, ctx),

@@ -253,6 +253,7 @@ impl QueueingWorld {
             ctx.metrics.record(src.latency, latency.0);
             ctx.metrics.record(self.obs.class_latency[class as usize], latency.0);
         }
+        self.obs.class_outcomes[class as usize].record(outcome, ctx.metrics);
         if client != traffic::NO_CLIENT {
             self.client_answered(source, client, id, outcome, ctx);
         }

@@ -83,20 +83,6 @@ impl Reason {
     }
 }
 
-/// A reason as a parameter's value ([`crate::params::ParamType::Name`] over its stable
-/// names: a retry's `retry_on`).
-impl crate::params::ParamField for Reason {
-    fn to_value(&self) -> crate::params::ParamValue {
-        crate::params::ParamValue::Name(self.name().to_string())
-    }
-    fn from_value(v: crate::params::ParamValue) -> Option<Self> {
-        match v {
-            crate::params::ParamValue::Name(n) => Reason::from_name(&n),
-            _ => None,
-        }
-    }
-}
-
 /// Serde for a list of reasons written by their stable names (`["timeout",
 /// "breaker_open"]`): unknown names are errors listing the known ones; duplicates are
 /// dropped (first kept). Callers add their own rules with [`reason_names::parse`].

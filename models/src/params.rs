@@ -634,7 +634,7 @@ pub trait GovernorSpec: Params {
     /// The reasons this governor refuses calls with on its own (a local gate's
     /// `gate_full`, a limiter's `rate_limited`, a breaker's `breaker_open`): refusals that
     /// climb back through the governors above it in a stack, for the check that a breaker
-    /// there does not count them as failures ([`crate::scenario::ScenarioSpec::breaker_warnings`]).
+    /// there does not count them as failures (`ScenarioSpec::breaker_warnings`, in the schema).
     fn local_refusals(&self) -> Vec<crate::outcome::Reason> {
         Vec::new()
     }
@@ -741,6 +741,20 @@ impl ParamField for u32 {
     fn from_value(v: ParamValue) -> Option<Self> {
         match v {
             ParamValue::Count(n) => u32::try_from(n).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// A reason as a parameter's value ([`ParamType::Name`] over its stable
+/// names: a retry's `retry_on`).
+impl ParamField for crate::outcome::Reason {
+    fn to_value(&self) -> ParamValue {
+        ParamValue::Name(self.name().to_string())
+    }
+    fn from_value(v: ParamValue) -> Option<Self> {
+        match v {
+            ParamValue::Name(n) => crate::outcome::Reason::from_name(&n),
             _ => None,
         }
     }

@@ -14,7 +14,9 @@
 //! `onDropped`, "rejected by an external limit or hitting a timeout". A business error
 //! (the upstream answered), a degraded answer or a refusal by a governor below, and a call
 //! cancelled from above take no sample (`onIgnore`). `AbstractLimit.onSample` then sets the limit the
-//! algorithm returns.
+//! algorithm returns. With `windowed: Some((…))` on the declaration the samples pass
+//! through the library's `WindowedLimit` first (`adaptive/windowed.rs`): the algorithm then sees
+//! one aggregated sample per ready window.
 //!
 //! Which outcome is which is the declaration's `outcomes` ([`LimiterOutcomes`]): the
 //! mapping above is `STORMGLASS` (the default); `GRPC_CLIENT`, `GRPC_SERVER` and `SERVLET`
@@ -37,6 +39,8 @@
 //! Architecture invariant: `in_flight` = calls passed − calls returned (outcome or
 //! abandon); every passed call is in `started` exactly until it returns, and samples at
 //! most once.
+
+pub mod windowed;
 
 use crate::governor::{CallDecision, CallInfo, GovEvent, Governor, OutcomeDecision};
 use crate::ids::CallId;
@@ -146,6 +150,10 @@ pub trait LimitAlgorithm: Clone + std::fmt::Debug + ApplyParam {
     fn outcomes(_spec: &Self::Spec) -> LimiterOutcomes {
         LimiterOutcomes::Stormglass
     }
+    /// The declaration's `WindowedLimit` around the algorithm, if any (`adaptive/windowed.rs`).
+    fn windowed(_spec: &Self::Spec) -> Option<&windowed::WindowedSpec> {
+        None
+    }
     /// Whether an outcome takes a sample (`Some(didDrop)`) or not (`None`): by default
     /// as the declaration's mapping says ([`LimiterOutcomes::classify`]).
     fn classify(outcomes: LimiterOutcomes, o: Outcome) -> Option<bool> {
@@ -174,6 +182,8 @@ pub trait LimitAlgorithm: Clone + std::fmt::Debug + ApplyParam {
 pub struct SimpleLimiter<A> {
     algo: A,
     outcomes: LimiterOutcomes,
+    /// The `WindowedLimit` the samples pass through first, if declared.
+    window: Option<windowed::Windowed>,
     limit: u64,
     /// Calls past this level: when each passed, and the in-flight count just after.
     started: BTreeMap<CallId, (SimTime, u64)>,
@@ -191,6 +201,7 @@ impl<A: LimitAlgorithm> SimpleLimiter<A> {
         SimpleLimiter {
             algo,
             outcomes: A::outcomes(spec),
+            window: A::windowed(spec).map(windowed::Windowed::new),
             limit,
             started: BTreeMap::new(),
             events: Vec::new(),
@@ -274,8 +285,14 @@ impl<A: LimitAlgorithm> Governor for SimpleLimiter<A> {
                     did_drop: drop,
                     draw: call.draw,
                 };
-                let next = self.algo.update(self.limit, &s);
-                self.set_limit(next, now);
+                let s = match &mut self.window {
+                    None => Some(s),
+                    Some(w) => w.on_sample(&s),
+                };
+                if let Some(s) = s {
+                    let next = self.algo.update(self.limit, &s);
+                    self.set_limit(next, now);
+                }
             }
             None => self.ignored += 1,
         }
@@ -459,5 +476,34 @@ mod tests {
         assert_eq!(after(LimiterOutcomes::GrpcServer, fail), (11, 0, 0), "6 × 2 ≥ 10: + 1");
         let timeout = Outcome::Failed(Reason::Timeout);
         assert_eq!(after(LimiterOutcomes::Servlet, timeout), (10, 0, 1), "no sample");
+    }
+
+    /// Through the limiter with a `WindowedLimit` (window 10, 1 s, threshold 100 µs):
+    /// AIMD sees one sample per ready window. Call 0 returns at 1 ms (the first window,
+    /// of one sample: thrown away; next update at 1 ms + 1 s, minRtt × 2 = 2 ms being
+    /// below min_window_time); ten more drops by 900 ms stay in the window (the limit
+    /// untouched, where unwindowed AIMD would cut it ten times); a success at 1.002 s
+    /// closes the window of 11 with didDrop set: one cut, (int)(20 × 0.9) = 18.
+    #[test]
+    fn windowed_limit_feeds_one_sample_per_window() {
+        use windowed::WindowedSpec;
+        let mut l: AimdLimit = SimpleLimiter::new(&AimdLimitSpec {
+            min_limit: 1,
+            windowed: Some(WindowedSpec::default()),
+            ..AimdLimitSpec::defaults("a")
+        });
+        let ms = |x: u64| SimTime(x * 1_000_000);
+        let call = |l: &mut AimdLimit, i: u64, start: SimTime, end: SimTime, o: Outcome| {
+            assert_eq!(l.on_call(&CallInfo::simple(i, 0), start), CallDecision::Pass);
+            l.on_outcome(&CallInfo::simple(i, 0), o, end);
+        };
+        call(&mut l, 0, ms(0), ms(1), Outcome::Success);
+        for i in 1..=10 {
+            call(&mut l, i, ms(i * 80), ms(i * 80 + 50), Outcome::Failed(Reason::Timeout));
+            assert_eq!(l.limit(), 20, "call {i} still inside the window");
+        }
+        call(&mut l, 11, ms(1_000), ms(1_002), Outcome::Success);
+        assert_eq!(l.limit(), 18, "one cut for the whole window");
+        assert_eq!((l.succeeded, l.dropped), (2, 10), "the limiter's counts are per call");
     }
 }

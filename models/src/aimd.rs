@@ -11,6 +11,7 @@
 //! Gauges `aimd_limit.<name>.{limit, in_flight}`, `limit_increase`/`limit_decrease` events and the
 //! summary counters come from the limiter.
 
+use crate::adaptive::windowed::WindowedSpec;
 use crate::adaptive::{LimitAlgorithm, LimiterOutcomes, MAX_LIMIT, Sample, SimpleLimiter};
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
@@ -41,6 +42,10 @@ pub struct AimdLimitSpec {
     /// (the default) or a library integration's ([`LimiterOutcomes`]).
     #[serde(default, skip_serializing_if = "LimiterOutcomes::is_default")]
     pub outcomes: LimiterOutcomes,
+    /// The library's `WindowedLimit` around the algorithm (`adaptive/windowed.rs`); `None` (the
+    /// default): every sample goes to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windowed: Option<WindowedSpec>,
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
@@ -57,6 +62,7 @@ impl AimdLimitSpec {
             backoff_ratio: D::backoff_ratio(),
             timeout: D::timeout(),
             outcomes: LimiterOutcomes::Stormglass,
+            windowed: None,
         }
     }
 }
@@ -77,6 +83,9 @@ impl LimitAlgorithm for Aimd {
     type Spec = AimdLimitSpec;
     fn outcomes(spec: &AimdLimitSpec) -> LimiterOutcomes {
         spec.outcomes
+    }
+    fn windowed(spec: &AimdLimitSpec) -> Option<&WindowedSpec> {
+        spec.windowed.as_ref()
     }
     fn new(spec: &AimdLimitSpec) -> (Self, u64) {
         let a = Aimd {
@@ -102,7 +111,8 @@ impl LimitAlgorithm for Aimd {
 }
 
 crate::params::declare_params! {
-    AimdLimitSpec: "aimd_limit", name = |s| s.name, state = Aimd;
+    AimdLimitSpec: "aimd_limit", name = |s| s.name, part = windowed[WindowedSpec],
+        state = Aimd;
     outcomes: Enum { choices: LimiterOutcomes::CHOICES }, "", fixed,
         "which outcomes are onSuccess/onDropped/onIgnore: STORMGLASS (default), or as the library's GRPC_CLIENT, GRPC_SERVER, SERVLET integrations";
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,

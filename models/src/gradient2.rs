@@ -21,10 +21,12 @@
 //! `(int) NaN = 0` is the limit: `SimpleLimiter` refuses every call from then on, so no
 //! sample could ever come to change it. stormglass takes a gradient of 1 there instead (a
 //! listed deviation). With a long-term average above 0 a zero RTT gives `+∞`, a gradient
-//! of 1, in both. Not modelled: the
-//! `WindowedLimit` wrapper (samples aggregated per window before `_update`) and a
-//! `queueSize` function of the limit (the fixed `queueSize(int)` form is).
+//! of 1, in both. `windowed: Some((…))` puts the library's `WindowedLimit` in front
+//! (`adaptive/windowed.rs`: one averaged sample per ready window), as its README configures
+//! Gradient2. Not modelled: a `queueSize` function of the limit (the fixed
+//! `queueSize(int)` form is).
 
+use crate::adaptive::windowed::WindowedSpec;
 use crate::adaptive::{LimitAlgorithm, LimiterOutcomes, MAX_LIMIT, Sample, SimpleLimiter};
 use serde::{Deserialize, Serialize};
 
@@ -60,6 +62,10 @@ pub struct Gradient2LimitSpec {
     /// (the default) or a library integration's ([`LimiterOutcomes`]).
     #[serde(default, skip_serializing_if = "LimiterOutcomes::is_default")]
     pub outcomes: LimiterOutcomes,
+    /// The library's `WindowedLimit` around the algorithm (`adaptive/windowed.rs`); `None` (the
+    /// default): every sample goes to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windowed: Option<WindowedSpec>,
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
@@ -78,6 +84,7 @@ impl Gradient2LimitSpec {
             long_window: D::long_window(),
             rtt_tolerance: D::rtt_tolerance(),
             outcomes: LimiterOutcomes::Stormglass,
+            windowed: None,
         }
     }
 }
@@ -127,6 +134,9 @@ impl LimitAlgorithm for Gradient2 {
     fn outcomes(spec: &Gradient2LimitSpec) -> LimiterOutcomes {
         spec.outcomes
     }
+    fn windowed(spec: &Gradient2LimitSpec) -> Option<&WindowedSpec> {
+        spec.windowed.as_ref()
+    }
     fn new(spec: &Gradient2LimitSpec) -> (Self, u64) {
         let g = Gradient2 {
             estimate: spec.initial_limit as f64,
@@ -165,7 +175,8 @@ impl LimitAlgorithm for Gradient2 {
 }
 
 crate::params::declare_params! {
-    Gradient2LimitSpec: "gradient2_limit", name = |s| s.name, state = Gradient2;
+    Gradient2LimitSpec: "gradient2_limit", name = |s| s.name, part = windowed[WindowedSpec],
+        state = Gradient2;
     outcomes: Enum { choices: LimiterOutcomes::CHOICES }, "", fixed,
         "which outcomes are onSuccess/onDropped/onIgnore: STORMGLASS (default), or as the library's GRPC_CLIENT, GRPC_SERVER, SERVLET integrations";
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,

@@ -38,6 +38,7 @@
 //! Gauges `vegas_limit.<name>.{limit, in_flight, rtt_noload_us}`, `limit_increase` /
 //! `limit_decrease` events and the summary counters (`probes` besides the limiter's).
 
+use crate::adaptive::windowed::WindowedSpec;
 use crate::adaptive::{LimitAlgorithm, LimiterOutcomes, MAX_LIMIT, Sample, SimpleLimiter};
 use serde::{Deserialize, Serialize};
 use sim_core::rng::{bits_to_open01, mix64};
@@ -75,6 +76,10 @@ pub struct VegasLimitSpec {
     /// (the default) or a library integration's ([`LimiterOutcomes`]).
     #[serde(default, skip_serializing_if = "LimiterOutcomes::is_default")]
     pub outcomes: LimiterOutcomes,
+    /// The library's `WindowedLimit` around the algorithm (`adaptive/windowed.rs`); `None` (the
+    /// default): every sample goes to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windowed: Option<WindowedSpec>,
 }
 
 /// The defaults declared in the parameter rows below.
@@ -93,6 +98,7 @@ impl VegasLimitSpec {
             threshold: D::threshold(),
             probe_multiplier: D::probe_multiplier(),
             outcomes: LimiterOutcomes::Stormglass,
+            windowed: None,
         }
     }
 }
@@ -173,6 +179,9 @@ impl LimitAlgorithm for Vegas {
     fn outcomes(spec: &VegasLimitSpec) -> LimiterOutcomes {
         spec.outcomes
     }
+    fn windowed(spec: &VegasLimitSpec) -> Option<&WindowedSpec> {
+        spec.windowed.as_ref()
+    }
     fn new(spec: &VegasLimitSpec) -> (Self, u64) {
         let v = Vegas {
             estimate: spec.initial_limit as f64,
@@ -223,7 +232,8 @@ impl LimitAlgorithm for Vegas {
 }
 
 crate::params::declare_params! {
-    VegasLimitSpec: "vegas_limit", name = |s| s.name, state = Vegas;
+    VegasLimitSpec: "vegas_limit", name = |s| s.name, part = windowed[WindowedSpec],
+        state = Vegas;
     outcomes: Enum { choices: LimiterOutcomes::CHOICES }, "", fixed,
         "which outcomes are onSuccess/onDropped/onIgnore: STORMGLASS (default), or as the library's GRPC_CLIENT, GRPC_SERVER, SERVLET integrations";
     initial_limit: Count { min: 1, max: MAX_LIMIT }, "calls", fixed,

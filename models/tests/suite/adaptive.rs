@@ -186,3 +186,40 @@ fn envoy_gradient_controller_pins_then_tracks_the_min_rtt() {
         events_replay_the_limit(&a, "adaptive_concurrency.e", 3);
     }
 }
+
+/// Each Netflix limit wrapped in a `WindowedLimit` (window 10 samples, 1 s): the algorithm
+/// takes a sample only when a window closes, and a window closes strictly after
+/// `nextUpdateTime` = the previous close + `min(max(minRtt × 2, 1 s), 1 s)` = + 1 s. So
+/// two changes of the limit are more than 1 s apart, and a 60 s run has fewer than 60 —
+/// where the unwrapped limit, sampling every call (≈ 200 a second), changes many more
+/// times. The events still chain to `limit_end`.
+#[test]
+fn a_windowed_limit_changes_at_most_once_a_window() {
+    let w = r#"windowed: Some((window_size: 10, min_window_time: "1s", max_window_time: "1s")), "#;
+    let kinds = [
+        ("AimdLimit(name: \"a\", ", "AimdLimit(\"a\")", "aimd_limit.a"),
+        ("Gradient2Limit(name: \"g\", ", "Gradient2Limit(\"g\")", "gradient2_limit.g"),
+        ("VegasLimit(name: \"v\", ", "VegasLimit(\"v\")", "vegas_limit.v"),
+    ];
+    for (decl, governor, component) in kinds {
+        let governors = format!("[{governor}]");
+        let plain = SURGE.replace("GOVERNORS", &governors);
+        let windowed = plain.replacen(decl, &format!("{decl}{w}"), 1);
+        assert_ne!(plain, windowed);
+        let changes = |text: &str| {
+            let r = run_checked(&load(text), &config(1));
+            events_replay_the_limit(&r, component, 20);
+            let at: Vec<u64> = r
+                .state_events
+                .iter()
+                .filter(|e| e.component == component && e.kind.starts_with("limit_"))
+                .map(|e| e.time.0)
+                .collect();
+            at
+        };
+        let (p, q) = (changes(&plain), changes(&windowed));
+        assert!(q.len() < 60, "{component}: {} changes in 60 s", q.len());
+        assert!(q.windows(2).all(|t| t[1] - t[0] > 1_000_000_000), "{component}: {q:?}");
+        assert!(p.len() > 2 * q.len(), "{component}: {} plain vs {} windowed", p.len(), q.len());
+    }
+}

@@ -5,6 +5,7 @@
 //! [`RunDefaults`] (the CLI can override them).
 
 pub mod metric;
+pub mod schema;
 pub mod search_spec;
 
 use crate::patch::Part;
@@ -151,8 +152,8 @@ pub struct Experiment {
     /// The runs: variants × sweep points (constraints applied) × seeds.
     pub runs: Vec<PlannedRun>,
     /// The columns of the `runs` table after the fixed ones, from the plan (every part
-    /// carries all of them: `crate::schema`).
-    pub columns: Arc<crate::schema::RunColumns>,
+    /// carries all of them: `crate::experiment::schema`).
+    pub columns: Arc<crate::experiment::schema::RunColumns>,
     /// The `search` block, resolved (its own plan: the space instead of the sweep).
     pub search: Option<Arc<search_spec::Search>>,
     /// Where the sweep's dimensions are written in the file (`sweep`, `search.space`).
@@ -610,7 +611,7 @@ pub(crate) fn finish_plan(src: &Source<'_>, mut exp: Experiment) -> Result<Exper
             .error_at("constraints", "the constraints exclude every combination".into())
             .into());
     }
-    exp.columns = Arc::new(crate::schema::plan_columns(&exp));
+    exp.columns = Arc::new(crate::experiment::schema::plan_columns(&exp));
     Ok(exp)
 }
 

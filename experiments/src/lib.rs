@@ -25,7 +25,6 @@ pub mod results;
 pub mod ronfile;
 pub mod runner;
 pub mod scenario_file;
-pub mod schema;
 pub mod search;
 pub mod session;
 pub mod shard_lock;

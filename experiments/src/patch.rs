@@ -16,7 +16,7 @@
 //!   the components' own `Params::KIND`, so a new component kind needs no change here. A
 //!   string element equal to a removed path (`per_instance: ["gate.llm"]`) goes with it;
 //! * a call site of the base with governors to leave out of its stack (a variant's
-//!   `remove_governors`, [`crate::unstack`]) is written with its `governors` list spliced
+//!   `remove_governors`, the unstack module) is written with its `governors` list spliced
 //!   without those entries.
 //!
 //! The spliced text is then parsed and checked like any scenario, so every rule of the
@@ -26,7 +26,8 @@
 
 use crate::locate::line_col;
 use crate::ronfile::{InputError, Source};
-use crate::unstack::Drops;
+/// The stack entries to drop, by call site (filled by the unstack module).
+pub(crate) type Drops = std::collections::BTreeMap<String, Vec<String>>;
 use models::scenario::ScenarioSpec;
 use serde::Serialize;
 use serde::de::IgnoredAny;
@@ -326,7 +327,7 @@ fn label(part: &Part<'_>, field: &str, element: &str, k: usize) -> String {
 }
 
 /// What leaves the base: list elements by path, string elements equal to a removed
-/// component's path, stack entries of call sites ([`crate::unstack`]).
+/// component's path, stack entries of call sites (the unstack module).
 struct Removals<'r> {
     elements: &'r BTreeSet<String>,
     paths: &'r [&'r str],

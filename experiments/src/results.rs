@@ -20,8 +20,8 @@
 //! `pl.scan_parquet("results/<exp>/runs/")` read a whole split batch, with a `shard` column.
 
 use crate::experiment::Experiment;
+use crate::experiment::schema::SummaryKind;
 use crate::runner::RunRecord;
-use crate::schema::SummaryKind;
 use crate::staging::Staging;
 use models::params::ParamValue;
 use models::summary::Value;
@@ -263,7 +263,7 @@ pub fn runs_frame(exp: &Experiment, records: &[RunRecord]) -> PolarsResult<DataF
             records.iter().map(|r| run_scenario(exp, r).name.as_str()).collect::<Vec<_>>(),
         ),
     ];
-    // One column per swept parameter, typed by its declared type (`crate::schema`).
+    // One column per swept parameter, typed by its declared type (`crate::experiment::schema`).
     for (k, pc) in exp.columns.params.iter().enumerate() {
         let vals: Vec<Option<&ParamValue>> =
             records.iter().map(|r| r.params.get(k).and_then(Option::as_ref)).collect();
@@ -550,7 +550,7 @@ pub fn load_planned(dir: impl AsRef<Path>, exp: &Experiment) -> PolarsResult<Dat
 /// `requests`), all shards, as a `LazyFrame` over the rows in memory, with a hive-style
 /// `shard` column (Int64, last) from the folder names.
 ///
-/// Every part this version writes for one plan has the same columns (`crate::schema`), but
+/// Every part this version writes for one plan has the same columns (`crate::experiment::schema`), but
 /// a folder may hold parts written by an older version (lacking newer columns, or typing a
 /// swept column by its values): the table has the union of the parts' columns, in
 /// first-seen order over the parts sorted by path, a column a part lacks read as nulls.

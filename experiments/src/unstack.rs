@@ -16,11 +16,10 @@
 use crate::patch::Part;
 use crate::ronfile::{InputError, Source};
 use models::scenario::GovernorRef;
-use std::collections::BTreeMap;
 
 /// Governor references to drop: call-site element path (in the base) → paths of the
 /// stack entries to leave out.
-pub(crate) type Drops = BTreeMap<String, Vec<String>>;
+pub(crate) use crate::patch::Drops;
 
 /// One `remove_governors` entry, read.
 struct Entry<'e> {

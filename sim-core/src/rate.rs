@@ -12,7 +12,7 @@
 //! rounding error is at most 0.5 ns a gap, a relative error of at most `0.5 ns / gap`
 //! (7.5e-8 at 150/s). A rate whose gap rounds to 0 ns (above 2 per nanosecond) is refused.
 //! `Poisson(rate: r)` samples exactly as `Exponential(mean: <r's mean gap>)`
-//! ([`crate::dist`]), so writing a rate whose gap is a whole number of nanoseconds moves
+//! (in the distributions module), so writing a rate whose gap is a whole number of nanoseconds moves
 //! nothing.
 
 use crate::time::{NS_PER_S, SimDuration, parse_duration};

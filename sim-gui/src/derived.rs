@@ -10,7 +10,7 @@
 //! minus the counts just before its start — read after every event and change stamped
 //! before `b` and before any event at `b`, exactly where the engine closes its own bucket
 //! (`sim_core::engine`: a boundary `b` is closed before the first event at or after `b`,
-//! after every change stamped before `b`). The session's driver ([`crate::session::Run`])
+//! after every change stamped before `b`). The session's driver (`Run`, in the session module)
 //! calls [`Derived::due`] before it processes anything at or after a boundary, so the rows
 //! are a function of simulated time only: the same whether the run went in one go, event
 //! by event, at any speed, or was rewound and re-simulated.

@@ -16,7 +16,7 @@
 //! API boundary: [`plan_columns`] (called once when the plan is made, kept in
 //! [`Experiment::columns`]); `results::runs_frame` writes by it.
 
-use crate::experiment::Experiment;
+use super::Experiment;
 use models::params::{ParamType, ParamValue};
 use models::summary::Value;
 use polars::prelude::Column;
@@ -131,7 +131,7 @@ impl SummaryKind {
     }
 }
 
-/// Every column of the `runs` table after the fixed ones ([`crate::results::RUN_COLUMNS`]),
+/// Every column of the `runs` table after the fixed ones (`RUN_COLUMNS` of the results module),
 /// before the derived goodput columns.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunColumns {

@@ -125,7 +125,8 @@ impl Scanner<'_> {
         while let Some(c) = self.peek() {
             self.i += 1;
             match c {
-                b'\\' => self.i += 1,
+                // An escape at the very end of a truncated text must not step past it.
+                b'\\' => self.i = (self.i + 1).min(self.b.len()),
                 b'"' => return,
                 _ => {}
             }
@@ -268,6 +269,16 @@ impl Scanner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A text cut right after a string's escape (found by the fuzzer): every span stays
+    /// inside the text.
+    #[test]
+    fn a_truncated_escape_ends_at_the_text() {
+        let text = "Scenario(\n    name: \"\\";
+        let loc = Locations::scan(text);
+        let span = loc.span("name").expect("the name's value is located");
+        assert!(span.end <= text.len(), "{span:?} past {}", text.len());
+    }
 
     #[test]
     fn paths_to_positions() {

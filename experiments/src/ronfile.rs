@@ -169,7 +169,9 @@ impl<'a> Source<'a> {
         if field.is_empty() {
             return None;
         }
-        self.locations().span(field).map(|r| &self.text[r])
+        // `get`: a span the scanner ended inside a character (an escape before a multi-byte
+        // one in a truncated text) quotes nothing rather than panicking.
+        self.locations().span(field).and_then(|r| self.text.get(r))
     }
 }
 

@@ -224,7 +224,8 @@ pub fn fingerprints_text(records: &[RunRecord]) -> String {
     format!("fingerprints:\n{}", t.render("  "))
 }
 
-/// The scenario warnings of an experiment's plan (`ScenarioSpec::breaker_warnings`), each
+/// The scenario warnings of an experiment's plan (`ScenarioSpec::breaker_warnings`, then
+/// `load_warnings`), each
 /// once, naming the variants it applies to when not all of them: `validate` prints them
 /// after its line, `run` before it starts.
 pub fn scenario_warnings(exp: &Experiment) -> Vec<String> {
@@ -235,7 +236,7 @@ pub fn scenario_warnings(exp: &Experiment) -> Vec<String> {
             continue;
         }
         last = Some(&r.scenario);
-        for w in r.scenario.breaker_warnings() {
+        for w in r.scenario.breaker_warnings().into_iter().chain(r.scenario.load_warnings()) {
             match found.iter_mut().find(|(f, _)| *f == w) {
                 Some((_, vs)) if !vs.contains(&r.variant.as_str()) => vs.push(&r.variant),
                 Some(_) => {}
@@ -253,4 +254,59 @@ pub fn scenario_warnings(exp: &Experiment) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The load check of each variant (`ScenarioSpec::load_check`): per call site and limit,
+/// the first-attempt calls/s offered at the sources' peak against what the limit serves
+/// (Little's law for concurrency limits). Variants whose table equals the one before are
+/// folded into it. For `explain`.
+pub fn load_text(exp: &Experiment) -> String {
+    let mut tables: Vec<(Vec<Vec<String>>, Vec<&str>)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &exp.runs {
+        if !seen.insert(r.variant.as_str()) {
+            continue;
+        }
+        let rows: Vec<Vec<String>> = r
+            .scenario
+            .load_check()
+            .iter()
+            .map(|l| {
+                let over = if l.utilisation() > 1.0 + 1e-9 { "  over" } else { "" };
+                vec![
+                    l.site.clone(),
+                    format!("{:.1}", l.offered_per_s),
+                    l.limit.clone(),
+                    format!("{:.1}", l.capacity_per_s),
+                    format!("{:.2}{over}", l.utilisation()),
+                    l.basis.clone(),
+                ]
+            })
+            .collect();
+        match tables.iter_mut().find(|(t, _)| *t == rows) {
+            Some((_, vs)) => vs.push(&r.variant),
+            None => tables.push((rows, vec![&r.variant])),
+        }
+    }
+    let mut out = String::new();
+    for (rows, variants) in tables {
+        out.push_str(&format!("load check (variants {}):\n", variants.join(", ")));
+        if rows.is_empty() {
+            out.push_str("  no call site with a renewal source's load and a limit to weigh it\n");
+            continue;
+        }
+        let head = ["call site", "offered/s", "limit", "serves/s", "load", "from"];
+        let mut t = Table { rows: vec![head.map(String::from).to_vec()] };
+        t.rows.extend(rows);
+        out.push_str(&t.render("  "));
+    }
+    let uncounted = exp.scenario.load_uncounted_sources();
+    if !uncounted.is_empty() {
+        out.push_str(&format!(
+            "  not counted (rate known only at run time: trace, script, closed loop): {}\n",
+            uncounted.join(", ")
+        ));
+    }
+    out.push_str("  first attempts only (retries, hedges and fallbacks add load); a concurrency limit serves at most limit / mean hold (Little's law, the upstream's mean service as the hold)\n");
+    out
 }

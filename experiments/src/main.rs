@@ -609,6 +609,7 @@ fn explain(e: &Experiment) -> String {
             p.doc
         );
     }
+    out!("\n{}", experiments::console::load_text(e).trim_end());
     if !e.scenario.timeline.is_empty() {
         out!("\ntimeline:");
         for t in &e.scenario.timeline {

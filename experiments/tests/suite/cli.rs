@@ -136,6 +136,53 @@ fn a_flood_run_warns_that_latency_counts_survivors_only() {
 /// (the default `record_exceptions`): `validate` accepts the file and warns, naming the
 /// setting that ignores them; with `ignore_exceptions: ["rejected:gate_full"]` (a variant
 /// that sets it) the warning names only the variant that still counts them.
+/// The user's trap: 430 calls/s offered to a provider whose concurrency quota of 100 at a
+/// 1 s mean service serves 100/s (Little's law): `validate` and `run` say 4.30 ×, and
+/// `explain` prints the load table; the variant under capacity is not warned about.
+#[test]
+fn validate_run_and_explain_weigh_the_offered_load_against_each_limit() {
+    let dir = tmp("load-check");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("load.ron");
+    std::fs::write(
+        &f,
+        r#"Experiment(name: "load", duration: "2s", seeds: Range(0, 1),
+    scenario: Inline(Scenario(name: "load",
+        sources: [(name: "s", interarrival: Poisson(rate: "430/s"), target: "llm")],
+        quotas: [(name: "provider", max_concurrency: Some(100))],
+        call_sites: [(name: "llm", upstream: "provider")],
+        stations: [(name: "provider", servers: 1000, service: Constant("1s"), quota: "provider")],
+    )),
+    variants: [(name: "flood"), (name: "calm", set: [(path: "source.s.interarrival", value: Poisson(rate: "50/s"))])])"#,
+    )
+    .unwrap();
+    let want = "call site \"llm\" is offered 430.0 calls/s at its sources' peak, 4.30 × what quota.provider can serve (100.0/s: 100 concurrent / 1000 ms mean hold)";
+    let o = stormglass().arg("validate").arg(&f).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    let warnings: Vec<&str> = out.lines().filter(|l| l.contains("load check")).collect();
+    assert_eq!(warnings.len(), 1, "{out}");
+    assert!(warnings[0].contains(want) && warnings[0].ends_with("(variants flood)"), "{out}");
+    let run = dir.join("out");
+    let o = stormglass()
+        .args(["run", "--progress", "none", "--out"])
+        .arg(&run)
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains(want), "{err}");
+    let o = stormglass().arg("explain").arg(&f).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    for row in [
+        "llm        430.0      quota.provider    100.0     4.30  over",
+        "load check (variants calm)",
+    ] {
+        assert!(out.contains(row), "{row:?} in {out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn validate_warns_when_a_breaker_counts_a_gate_s_refusals() {
     let dir = tmp("breaker-warning");
@@ -162,7 +209,8 @@ fn validate_warns_when_a_breaker_counts_a_gate_s_refusals() {
     let o = stormglass().arg("validate").arg(&f).output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
-    let warnings: Vec<&str> = out.lines().filter(|l| l.contains("warning:")).collect();
+    // (The gate's 4 permits / 50 ms = 80/s under 100/s offered also has its load warning.)
+    let warnings: Vec<&str> = out.lines().filter(|l| l.contains("counts the refusals")).collect();
     assert_eq!(warnings.len(), 1, "{out}");
     for want in [
         "circuit_breaker.b counts the refusals of gate.g",

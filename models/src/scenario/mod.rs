@@ -18,6 +18,7 @@ use crate::validate;
 mod apps;
 mod check;
 pub mod govref;
+mod load;
 mod reach;
 mod sites;
 mod timeline;
@@ -228,6 +229,7 @@ pub struct CallSiteSpec {
 }
 
 pub use govref::{Declared, GovernorRef, governor_kind_names, reloadable_kinds};
+pub use load::LoadLine;
 
 /// A run-time change: set `path` to `value` at simulated time `at`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

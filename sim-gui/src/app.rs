@@ -77,6 +77,10 @@ impl Workbench {
     /// A workbench with nothing open yet (see [`Workbench::open_bundled`],
     /// [`Workbench::open_path`]).
     pub fn new(ctx: &egui::Context) -> Workbench {
+        // A popup's first-frame size caps it for good: egui's default (400 points) kept the
+        // bundled list to 17 of its 40-odd rows in any window. Popups still shrink to their
+        // contents and stay within the window.
+        ctx.all_styles_mut(|s| s.spacing.default_area_size.y = 4000.0);
         let c = ctx.clone();
         let wake: ui::compare::Wake = Arc::new(move || c.request_repaint());
         let w2 = wake.clone();

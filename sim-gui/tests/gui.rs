@@ -881,3 +881,30 @@ fn an_instant_typed_into_the_time_cursor_rewinds_once() {
     assert_eq!(h.state().store.generation, generation + 1, "one rewind");
     assert_eq!(h.state().store.status.now, SimTime::ZERO + sim_core::SimDuration::from_secs(90));
 }
+
+/// The bundled list is as tall as the window allows: a row 60 % down the list (about 500
+/// points below the bar in a 900-point window) takes a real pointer click (not an
+/// AccessKit action, which reaches rows scrolled out of view) and opens. In egui's default
+/// 200-point list about eight rows show and that click lands outside the list. Every row
+/// is drawn on the way (kittest panics on a glyph the fonts lack: an arrow in a
+/// description was one).
+#[test]
+fn the_bundled_list_fills_the_window() {
+    let mut h = harness("quickstart");
+    wait(&mut h, "the session opens", |w| w.store.generation >= 1);
+    let n = h.state().catalog.len();
+    assert!(n > 30, "a list longer than the default height");
+    let row = h.state().catalog[n * 6 / 10].clone();
+    let current = h.state().opened.as_ref().unwrap().exp.name.clone();
+    h.get_by_value(&current).click();
+    for _ in 0..6 {
+        h.step();
+    }
+    if let Ok(img) = h.render() {
+        let _ = img.save(std::env::temp_dir().join("stormglass-bundled-list.png"));
+    }
+    h.get_by_label(row.name).click();
+    wait(&mut h, "the chosen experiment opens", |w| w.store.generation >= 2);
+    let opened = &h.state().opened.as_ref().unwrap().exp;
+    assert!(opened.file.ends_with(row.file), "{} opened for {}", opened.file.display(), row.file);
+}

@@ -67,7 +67,10 @@ pub fn bar(
         egui::ComboBox::from_id_salt("bundled")
             .selected_text(if current.is_empty() { "bundled…".to_string() } else { current })
             .width(180.0)
+            .height(list_height(ui))
             .show_ui(ui, |ui| {
+                // Within the window: a long description is cut with "…" (whole on hover).
+                ui.set_max_width(ui.ctx().content_rect().width() - 40.0);
                 let mut group = "";
                 for e in catalog {
                     if e.group != group {
@@ -76,7 +79,8 @@ pub fn bar(
                     }
                     ui.horizontal(|ui| {
                         let r = ui.selectable_label(false, e.name).on_hover_text(&e.description);
-                        ui.weak(&e.description);
+                        let text = egui::RichText::new(&e.description).weak();
+                        ui.add(egui::Label::new(text).truncate()).on_hover_text(&e.description);
                         if r.clicked() {
                             out.push(Action::OpenEntry(e.clone()));
                         }
@@ -120,6 +124,14 @@ pub fn bar(
     browser(ui, &mut st.browser, out);
 }
 
+/// The bundled list's height: the window below the bar (egui's default, 200 points, shows
+/// eight of the 40-odd experiments), at least that default (the popup's own first-frame
+/// cap is raised in `Workbench::new`).
+fn list_height(ui: &egui::Ui) -> f32 {
+    let below = ui.ctx().content_rect().bottom() - ui.max_rect().top() - 48.0;
+    below.max(ui.spacing().combo_height)
+}
+
 fn combo_and_seed(ui: &mut egui::Ui, o: &Opened, seed: u64, out: &mut Actions) {
     let combos = Selection::combos(&o.exp);
     let cur = combos.iter().find(|c| c.0 == o.sel.combo).map(|c| c.1.clone()).unwrap_or_default();
@@ -157,7 +169,8 @@ fn browser(ui: &mut egui::Ui, b: &mut Browser, out: &mut Actions) {
                 b.open = false;
             }
         });
-        egui::ScrollArea::vertical().max_height(160.0).show(ui, |ui| {
+        let tall = (ui.ctx().content_rect().height() * 0.5).max(160.0);
+        egui::ScrollArea::vertical().max_height(tall).show(ui, |ui| {
             for (is_dir, p) in b.entries() {
                 let name =
                     p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();

@@ -302,7 +302,8 @@ fn marks(pu: &mut egui_plot::PlotUi<'_>, store: &Store) {
             }
             _ => (Color32::from_rgb(150, 150, 220), 1.5),
         };
-        let name = format!("{} {} ({} → {})", e.component, e.kind, e.from, e.to);
+        // Plain "to": the proportional font (Ubuntu-Light) has no arrow glyph.
+        let name = format!("{} {} ({} to {})", e.component, e.kind, e.from, e.to);
         pu.vline(VLine::new(name, t).color(color).width(width));
     }
     for c in &store.changes {

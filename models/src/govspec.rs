@@ -126,6 +126,14 @@ macro_rules! governor_runtime {
                 }
             }
 
+            /// The registry kind (`gate`; a shadow copy: `shadow`), from the kind table.
+            pub fn kind_name(&self) -> &'static str {
+                match self {
+                    $( GovernorKind::$variant(_) => <$spec as crate::params::Params>::KIND, )*
+                    GovernorKind::Shadow(_) => "shadow",
+                }
+            }
+
             /// Whether a shadow may wrap this governor.
             pub fn shadowable(&self) -> bool {
                 match self {

@@ -16,10 +16,25 @@
 //!
 //! API boundary: plain data; this module names no other module of the crate.
 
-/// A non-governor component kind. The order is the parameter reference's order within
-/// each group (traffic, site, upstream, then — after the governors — entry).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ComponentKind {
+/// Declares [`ComponentKind`] and its `ALL` from one list of variants (so a variant cannot
+/// be left out of `ALL`).
+macro_rules! component_kinds {
+    ($($variant:ident),* $(,)?) => {
+        /// A non-governor component kind. The order is the parameter reference's order
+        /// within each group (traffic, site, upstream, then — after the governors — entry).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum ComponentKind {
+            $($variant),*
+        }
+
+        impl ComponentKind {
+            /// Every kind, in table order.
+            pub const ALL: &'static [ComponentKind] = &[$(ComponentKind::$variant),*];
+        }
+    };
+}
+
+component_kinds!(
     Class,
     Source,
     Users,
@@ -35,7 +50,7 @@ pub enum ComponentKind {
     DispatcherQueue,
     PoolQueue,
     Stall,
-}
+);
 
 /// One row of the table: what is written once per kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,25 +66,6 @@ pub struct KindRow {
 }
 
 impl ComponentKind {
-    /// Every kind, in table order.
-    pub const ALL: [ComponentKind; 15] = [
-        ComponentKind::Class,
-        ComponentKind::Source,
-        ComponentKind::Users,
-        ComponentKind::Segment,
-        ComponentKind::CallSite,
-        ComponentKind::Station,
-        ComponentKind::Quota,
-        ComponentKind::GpuServer,
-        ComponentKind::ConnPool,
-        ComponentKind::App,
-        ComponentKind::Dispatcher,
-        ComponentKind::Pool,
-        ComponentKind::DispatcherQueue,
-        ComponentKind::PoolQueue,
-        ComponentKind::Stall,
-    ];
-
     /// The kind's row (the parameter catalogue checks `name` against its declaration's
     /// `Params::KIND`).
     pub const fn row(self) -> KindRow {

@@ -199,53 +199,45 @@ crate::params::declare_params! {
 
 pub use crate::timeouts::QueueParams;
 
-/// The queue-wait parameters of an app: its dispatcher's class queues
-/// (`dispatcher_queue.<dispatcher>-<class>.max_queue_wait`) and its pools
-/// (`pool_queue.<pool>.max_queue_wait`), listed only where a `max_queue_wait` is set.
-pub fn queue_params(a: &AppSpec) -> Vec<QueueParams> {
+/// The queue-wait parameters of an app, each with its place in the app: a dispatcher
+/// class queue's index in `queues`, a pool's in its pool layout (listed only where a wait
+/// is set).
+pub fn queue_params(a: &AppSpec) -> Vec<(QueueParams, usize)> {
     let mut out = Vec::new();
     if let Some(d) = &a.dispatcher {
-        for q in &d.queues {
+        for (k, q) in d.queues.iter().enumerate() {
             if let Some(w) = q.max_queue_wait {
-                out.push(QueueParams::dispatcher(format!("{}-{}", d.name, q.class), w));
+                out.push((QueueParams::dispatcher(format!("{}-{}", d.name, q.class), w), k));
             }
         }
     }
-    for p in a.pools() {
+    for (j, p) in a.pools().into_iter().enumerate() {
         if let Some(w) = p.max_queue_wait {
-            out.push(QueueParams::pool(p.name.clone(), w));
+            out.push((QueueParams::pool(p.name.clone(), w), j));
         }
     }
     out
 }
 
-/// The class index of the queue `<dispatcher>-<class>` of this app, if it has it.
-pub fn queue_of(a: &AppSpec, name: &str) -> Option<usize> {
-    let d = a.dispatcher.as_ref()?;
-    d.queues.iter().position(|q| format!("{}-{}", d.name, q.class) == name)
-}
-
-/// Sets a queue-wait parameter (`kind` `dispatcher_queue` or `pool_queue`) in the app's
-/// spec, through the queue's row; `Err` if this app has no such queue.
+/// Sets a queue-wait parameter in the app's spec, through the queue's row: the wait of
+/// pool `part` (`pool`) or of the dispatcher's class queue `part`; `Err` if it has none.
 pub fn set_queue_param(
     a: &mut AppSpec,
-    kind: &str,
-    name: &str,
+    pool: bool,
+    part: usize,
     param: &str,
     v: &ParamValue,
 ) -> Result<(), String> {
-    let mut q = queue_params(a)
+    let (mut q, _) = queue_params(a)
         .into_iter()
-        .find(|q| q.kind() == kind && q.name == name)
-        .ok_or_else(|| format!("no {kind} `{name}`"))?;
+        .find(|(q, i)| q.is_pool() == pool && *i == part)
+        .ok_or_else(|| format!("no queue wait at {part}"))?;
     q.set(param, v.clone())?;
     let w = Some(q.max_queue_wait);
-    if q.is_pool() {
-        let p = a.pools_mut().into_iter().find(|p| p.name == name).expect("listed");
-        p.max_queue_wait = w;
+    if pool {
+        a.pools_mut().swap_remove(part).max_queue_wait = w;
     } else {
-        let c = queue_of(a, name).expect("listed");
-        a.dispatcher.as_mut().expect("listed").queues[c].max_queue_wait = w;
+        a.dispatcher.as_mut().expect("listed").queues[part].max_queue_wait = w;
     }
     Ok(())
 }

@@ -126,6 +126,14 @@ macro_rules! governor_runtime {
                 }
             }
 
+            /// The registry kind (`gate`; a shadow copy: `shadow`), from the kind table.
+            pub fn kind_name(&self) -> &'static str {
+                match self {
+                    $( GovernorKind::$variant(_) => <$spec as crate::params::Params>::KIND, )*
+                    GovernorKind::Shadow(_) => "shadow",
+                }
+            }
+
             /// Whether a shadow may wrap this governor.
             pub fn shadowable(&self) -> bool {
                 match self {
@@ -142,10 +150,16 @@ crate::with_governor_kinds!(governor_runtime);
 
 impl<V> ScenarioSpec<V> {
     /// Appends a shadow copy per [`ScenarioSpec::shadow_refs`] to the arena `govs` (built
-    /// by `build_governors`) and its path to `names`.
-    pub fn build_shadows(&self, govs: &mut Vec<GovernorKind>, names: &mut Vec<String>) {
+    /// by `build_governors`) and its path to `names`; returns, per shadow, the arena index
+    /// of the declared governor it copies.
+    pub fn build_shadows(
+        &self,
+        govs: &mut Vec<GovernorKind>,
+        names: &mut Vec<String>,
+    ) -> Vec<usize> {
         let declared = self.declared_governors();
         assert_eq!(govs.len(), declared.len(), "shadows come after the declared governors");
+        let mut bases = Vec::new();
         for r in self.shadow_refs() {
             let GovernorRef::Shadow(inner) = &r else { unreachable!() };
             let path = inner.path();
@@ -154,6 +168,8 @@ impl<V> ScenarioSpec<V> {
             assert!(govs[i].shadowable(), "checked: the kind is shadowable (`check_shadowable`)");
             govs.push(GovernorKind::Shadow(Shadow::new(govs[i].detached_clone())));
             names.push(r.path());
+            bases.push(i);
         }
+        bases
     }
 }

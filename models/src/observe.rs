@@ -11,6 +11,7 @@
 //! world, so a snapshot can cross threads or be kept across frames.
 
 use crate::callsite::GovernorKind;
+use crate::components::{ComponentId, ComponentKind, Owner};
 use crate::flow::rules::FlowGrade;
 use crate::governor::Governor;
 use sim_core::SimTime;
@@ -48,7 +49,10 @@ pub struct InFlight {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ComponentState {
     pub path: String,
-    /// The component kind (the path's first segment).
+    /// Whose state it is, typed: a governor by its arena index (a copy's own), or a
+    /// component (an app instance: the app's [`ComponentId`] with the instance as `part`).
+    pub owner: Owner,
+    /// The component kind's registry name (the path's first segment).
     pub kind: String,
     /// For a breaker: its state and window figures.
     pub breaker: Option<BreakerWindow>,
@@ -66,12 +70,12 @@ pub struct ComponentState {
 }
 
 impl ComponentState {
-    pub fn new(path: impl Into<String>) -> Self {
-        let path = path.into();
-        let kind = path.split('.').next().unwrap_or("").to_string();
+    /// The state of `owner`, registry kind `kind`, under its component path `path`.
+    pub fn new(owner: Owner, kind: &'static str, path: impl Into<String>) -> Self {
         ComponentState {
-            path,
-            kind,
+            path: path.into(),
+            owner,
+            kind: kind.to_string(),
             breaker: None,
             in_flight: None,
             waiting: 0,
@@ -79,6 +83,15 @@ impl ComponentState {
             tokens_left: None,
             figures: Vec::new(),
         }
+    }
+    /// The state of component `id` named `name` (path `<kind>.<name>`).
+    pub fn component(id: ComponentId, name: &str) -> Self {
+        let kind = id.kind.name();
+        ComponentState::new(Owner::Component(id), kind, format!("{kind}.{name}"))
+    }
+    /// Is it an app instance's?
+    pub fn is_app_instance(&self) -> bool {
+        matches!(self.owner, Owner::Component(c) if c.kind == ComponentKind::App)
     }
     /// A kind-specific figure by name.
     pub fn figure(&self, name: &str) -> Option<f64> {
@@ -133,9 +146,9 @@ impl Snapshot {
     }
 }
 
-/// The observable state of a governor (`path`: its component path).
-pub fn governor_state(path: &str, g: &GovernorKind, now: SimTime) -> ComponentState {
-    let mut s = ComponentState::new(path);
+/// The observable state of governor `i` of the arena (`path`: its component path).
+pub fn governor_state(i: usize, path: &str, g: &GovernorKind, now: SimTime) -> ComponentState {
+    let mut s = ComponentState::new(Owner::Governor(i), g.kind_name(), path);
     s.waiting = g.waiting() as u64;
     match g {
         GovernorKind::Gate(g) => {
@@ -197,7 +210,7 @@ pub fn governor_state(path: &str, g: &GovernorKind, now: SimTime) -> ComponentSt
         }
         GovernorKind::Shadow(sh) => {
             // The inner governor's figures under the shadow's path: what it would hold.
-            let inner = governor_state(path, sh.inner(), now);
+            let inner = governor_state(i, path, sh.inner(), now);
             s.breaker = inner.breaker;
             s.in_flight = inner.in_flight;
             s.tokens_left = inner.tokens_left;

@@ -397,6 +397,8 @@ pub struct ParamSpec {
     pub kind: &'static str,
     pub instance: String,
     pub name: &'static str,
+    /// Whom it belongs to, typed at registration: what sweeps and changes dispatch on.
+    pub owner: crate::components::Owner,
     pub ty: ParamType,
     /// Unit of the value (`"ns"` for durations, `"permits"`, `"servers"`…).
     pub unit: &'static str,
@@ -652,7 +654,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn add_component<P: Params>(&mut self, c: &P) {
+    pub fn add_component<P: Params>(&mut self, c: &P, owner: crate::components::Owner) {
         for d in P::decls() {
             let path = format!("{}.{}.{}", P::KIND, c.instance_name(), d.name);
             // A declared parameter this instance does not have (a trace source has no
@@ -665,6 +667,7 @@ impl Registry {
                     kind: P::KIND,
                     instance: c.instance_name().to_string(),
                     name: d.name,
+                    owner,
                     ty: d.ty,
                     unit: d.unit,
                     value,

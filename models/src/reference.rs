@@ -11,6 +11,7 @@
 //!
 //! API boundary: reads [`Params::decls`] only; knows nothing of instances or the world.
 
+use crate::components::ComponentKind;
 use crate::params::{ParamDecl, Params};
 
 /// One component kind's parameters, as a scenario registers them under
@@ -51,29 +52,40 @@ macro_rules! governor_params {
 }
 crate::with_governor_kinds!(governor_params);
 
+/// A non-governor kind's parameters: its row of the component table
+/// (`crate::components`) and its declaration type, named here once.
+pub fn component_params(k: ComponentKind) -> KindParams {
+    use ComponentKind as K;
+    let row = k.row();
+    let of = match k {
+        K::Class => of::<crate::class::ClassSpec>,
+        K::Source => of::<crate::source::SourceSpec>,
+        K::Users => of::<crate::users::UsersSpec>,
+        K::Segment => of::<crate::users::SegmentParams>,
+        K::CallSite => of::<crate::scenario::CallSiteSpec>,
+        K::Station => of::<crate::station::StationSpec>,
+        K::Quota => of::<crate::quota::QuotaSpec>,
+        K::GpuServer => of::<crate::gpu::ServerSpec>,
+        K::ConnPool => of::<crate::connpool::ConnPoolSpec>,
+        K::App => of::<crate::app::AppSpec>,
+        K::Dispatcher => of::<crate::dispatch::DispatcherSpec>,
+        K::Pool => of::<crate::pool::worker::ThreadPoolSpec>,
+        K::DispatcherQueue => of::<crate::timeouts::DispatcherQueue>,
+        K::PoolQueue => of::<crate::timeouts::PoolQueue>,
+        K::Stall => of::<crate::stall::StallSpec>,
+    };
+    of(row.group, row.instance)
+}
+
 /// Every component kind that registers parameters, in the order of the reference table:
-/// traffic, call sites, upstreams, governors, entry path.
+/// the component table's traffic, site and upstream kinds, the governor kinds, then the
+/// entry path's.
 pub fn param_kinds() -> Vec<KindParams> {
-    let mut v = vec![
-        of::<crate::class::ClassSpec>("traffic", "<name>"),
-        of::<crate::source::SourceSpec>("traffic", "<name>"),
-        of::<crate::users::UsersSpec>("traffic", "all"),
-        of::<crate::users::SegmentParams>("traffic", "<name>"),
-        of::<crate::scenario::CallSiteSpec>("site", "<name>"),
-        of::<crate::station::StationSpec>("upstream", "<name>"),
-        of::<crate::quota::QuotaSpec>("upstream", "<name>"),
-        of::<crate::gpu::ServerSpec>("upstream", "<name>"),
-        of::<crate::connpool::ConnPoolSpec>("upstream", "<name>"),
-    ];
+    let (entry, rest): (Vec<ComponentKind>, Vec<ComponentKind>) =
+        ComponentKind::ALL.iter().copied().partition(|k| k.row().group == "entry");
+    let mut v: Vec<KindParams> = rest.into_iter().map(component_params).collect();
     v.extend(governor_kinds());
-    v.extend([
-        of::<crate::app::AppSpec>("entry", "<name>"),
-        of::<crate::dispatch::DispatcherSpec>("entry", "<name>"),
-        of::<crate::pool::worker::ThreadPoolSpec>("entry", "<name>"),
-        of::<crate::timeouts::DispatcherQueue>("entry", "<dispatcher>-<class>"),
-        of::<crate::timeouts::PoolQueue>("entry", "<pool>"),
-        of::<crate::stall::StallSpec>("entry", "<name>"),
-    ]);
+    v.extend(entry.into_iter().map(component_params));
     v
 }
 
@@ -132,6 +144,15 @@ pub fn parameter_table() -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The component table's names are its declarations' `Params::KIND`: a parameter path's
+    /// first segment and its typed owner's kind agree.
+    #[test]
+    fn component_rows_name_their_declarations_kind() {
+        for &k in crate::components::ComponentKind::ALL {
+            assert_eq!(super::component_params(k).kind, k.name(), "{k:?}");
+        }
+    }
+
     /// Every declared default has its parameter's type and lies in its range.
     #[test]
     fn declared_defaults_are_in_range() {

@@ -137,11 +137,6 @@ impl QueueParams {
     pub fn pool(name: String, w: SimDuration) -> Self {
         QueueParams { pool: true, name, max_queue_wait: w }
     }
-    /// Its registry kind: `pool_queue` or `dispatcher_queue`.
-    pub fn kind(&self) -> &'static str {
-        use crate::params::Params;
-        if self.pool { PoolQueue::KIND } else { DispatcherQueue::KIND }
-    }
     /// A pool's work queue (else a dispatcher's class queue).
     pub fn is_pool(&self) -> bool {
         self.pool
@@ -160,12 +155,12 @@ impl QueueParams {
         }
         Ok(())
     }
-    /// Adds it to a registry under its kind.
-    pub fn register(&self, r: &mut Registry) {
+    /// Adds it to a registry under its kind, as `owner`'s.
+    pub fn register(&self, r: &mut Registry, owner: crate::components::Owner) {
         if self.pool {
-            r.add_component(&PoolQueue(self.clone()))
+            r.add_component(&PoolQueue(self.clone()), owner)
         } else {
-            r.add_component(&DispatcherQueue(self.clone()))
+            r.add_component(&DispatcherQueue(self.clone()), owner)
         }
     }
 }

@@ -104,16 +104,16 @@ impl UsersSpec {
             .collect()
     }
 
-    /// Sets a parameter of segment `name` (sweeps, variants): through its registry view
+    /// Sets a parameter of segment `i` (sweeps, variants): through its registry view
     /// (its rows), written back with the class index as a class name.
     pub fn set_segment_param(
         &mut self,
-        name: &str,
+        i: usize,
         param: &str,
         v: ParamValue,
         classes: &[&str],
     ) -> Result<(), String> {
-        let i = self.segments.iter().position(|s| s.name == name).ok_or("no such segment")?;
+        let name = self.segments[i].name.clone();
         let mut view = self.segment_params(classes).swap_remove(i);
         view.set(param, v)?;
         let class = match view.class {
@@ -225,10 +225,9 @@ impl Population {
             salt: mix64(seed ^ 0x5345_474d_454e_5453), // "SEGMENTS"
         }
     }
-    /// Segment `name` for a run-time change, in a scenario of `classes` classes.
-    pub fn segment_mut(&mut self, name: &str, classes: usize) -> Option<SegmentRt<'_>> {
-        let i = self.names.iter().position(|s| s == name)?;
-        Some(SegmentRt { class: &mut self.class[i], classes })
+    /// Segment `i` (scenario order) for a run-time change, in a scenario of `classes` classes.
+    pub fn segment_mut(&mut self, i: usize, classes: usize) -> SegmentRt<'_> {
+        SegmentRt { class: &mut self.class[i], classes }
     }
     /// A user id in `1..=count` from a uniform.
     pub fn user_of(&self, u: f64) -> u64 {
@@ -297,10 +296,10 @@ mod tests {
         let mut s = spec(r#"Users(count: 5, segments: [(name: "promo", share: 0.2)])"#);
         let view = SegmentParams { name: "promo".into(), share: 0.2, class: None };
         assert_eq!(s.segment_params(&c), vec![view]);
-        s.set_segment_param("promo", "class", ParamValue::OptCount(Some(0)), &c).unwrap();
+        s.set_segment_param(0, "class", ParamValue::OptCount(Some(0)), &c).unwrap();
         assert_eq!(s.segments[0].class.as_deref(), Some("P0"));
-        assert!(s.set_segment_param("promo", "class", ParamValue::OptCount(Some(2)), &c).is_err());
-        s.set_segment_param("promo", "share", ParamValue::Float(0.5), &c).unwrap();
+        assert!(s.set_segment_param(0, "class", ParamValue::OptCount(Some(2)), &c).is_err());
+        s.set_segment_param(0, "share", ParamValue::Float(0.5), &c).unwrap();
         assert_eq!((s.segments[0].share, s.segments[0].class.as_deref()), (0.5, Some("P0")));
     }
 }

@@ -193,8 +193,8 @@ mod tests {
         };
         let dr = DegradeRuleSpec::new("llm", CircuitBreakerStrategy::SlowRequestRatio, 5000.0, 30);
         let mut reg = Registry::default();
-        reg.add_component(&cb);
-        reg.add_component(&dr);
+        reg.add_component(&cb, crate::components::Owner::Governor(0));
+        reg.add_component(&dr, crate::components::Owner::Governor(1));
         assert_eq!(reg.len(), CircuitBreakerSpec::decls().len() + DegradeRuleSpec::decls().len());
         for p in reg.iter() {
             p.ty.check(&p.value).unwrap_or_else(|e| panic!("{}: {e}", p.path));

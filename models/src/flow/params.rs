@@ -177,7 +177,7 @@ mod tests {
             rules: vec![FlowRule::thread(80.0), FlowRule::qps(10.0, ControlBehavior::Default)],
         };
         let mut reg = Registry::default();
-        reg.add_component(&spec);
+        reg.add_component(&spec, crate::components::Owner::Governor(0));
         // Two rules × 7 parameters; rules 2‥15 are absent.
         assert_eq!(reg.iter().count(), 14);
         assert_eq!(

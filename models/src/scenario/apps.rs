@@ -2,6 +2,7 @@
 //! `dispatcher_queue.*`, `pool_queue.*`).
 
 use crate::app::*;
+use crate::components::{ComponentId, ComponentKind};
 use crate::params::{ParamValue, Params};
 
 impl<V> super::ScenarioSpec<V> {
@@ -74,35 +75,24 @@ impl<V> super::ScenarioSpec<V> {
         Ok(())
     }
 
-    /// `set_param` for `app.*`, `dispatcher.*` and `pool.*` (already checked).
+    /// `set_param` for the parts of an app (`app.*`, `dispatcher.*`, `pool.*`,
+    /// `dispatcher_queue.*`, `pool_queue.*`; already checked).
     pub(crate) fn set_app_param(
         &mut self,
-        kind: &str,
-        name: &str,
+        c: ComponentId,
         param: &str,
         value: ParamValue,
     ) -> Result<(), String> {
-        for a in &mut self.apps {
-            match kind {
-                "app" if a.name == name => return a.set(param, value),
-                "dispatcher" => {
-                    if let Some(d) = a.dispatcher.as_mut().filter(|d| d.name == name) {
-                        return d.set(param, value);
-                    }
-                }
-                "pool" => {
-                    if let Some(p) = a.pools_mut().into_iter().find(|p| p.name == name) {
-                        return p.set(param, value);
-                    }
-                }
-                "dispatcher_queue" | "pool_queue"
-                    if set_queue_param(a, kind, name, param, &value).is_ok() =>
-                {
-                    return Ok(());
-                }
-                _ => {}
+        let a = &mut self.apps[c.index()];
+        match c.kind {
+            ComponentKind::App => a.set(param, value),
+            ComponentKind::Dispatcher => {
+                a.dispatcher.as_mut().expect("registered").set(param, value)
             }
+            ComponentKind::Pool => a.pools_mut().swap_remove(c.part()).set(param, value),
+            ComponentKind::DispatcherQueue => set_queue_param(a, false, c.part(), param, &value),
+            ComponentKind::PoolQueue => set_queue_param(a, true, c.part(), param, &value),
+            k => unreachable!("not a part of an app: {k:?}"),
         }
-        unreachable!("registered: {kind}.{name}")
     }
 }

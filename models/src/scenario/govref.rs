@@ -90,8 +90,14 @@ macro_rules! governor_ref {
                 out
             }
 
+            /// Registers every declared governor's parameters, owned by its arena index
+            /// (the declaration order of [`Self::declared_governors`]).
             pub(crate) fn register_governors(&self, r: &mut Registry) {
-                $( self.$list.iter().for_each(|c| r.add_component(c)); )*
+                let mut g = 0;
+                $( for c in &self.$list {
+                    r.add_component(c, crate::components::Owner::Governor(g));
+                    g += 1;
+                } )*
             }
 
             /// The governors' fields that are neither a parameter nor declared
@@ -144,23 +150,20 @@ macro_rules! governor_ref {
                 }
             }
 
-            /// Sets a governor parameter in the declaration (`None`: `kind` is not a
-            /// governor kind).
+            /// Sets a parameter of declared governor `g` (its arena index, as registered)
+            /// in its declaration.
             pub(crate) fn set_governor_param(
                 &mut self,
-                kind: &str,
-                name: &str,
+                g: usize,
                 param: &str,
                 value: ParamValue,
-            ) -> Option<Result<(), String>> {
-                $( if kind == <$spec as Params>::KIND {
-                    let Some(c) = self.$list.iter_mut().find(|c| c.instance_name() == name)
-                    else {
-                        return Some(Err(format!("no {kind} named \"{name}\"")));
-                    };
-                    return Some(c.set(param, value));
-                } )*
-                None
+            ) -> Result<(), String> {
+                let mut g = g;
+                $( if g < self.$list.len() {
+                    return self.$list[g].set(param, value);
+                }
+                g -= self.$list.len(); )*
+                unreachable!("registered: a declared governor")
             }
         }
 

@@ -10,6 +10,7 @@
 //! and then with the type the registry gives their path (`ParamType::deserialize_value`),
 //! because the registry depends on the scenario being read.
 
+use crate::components::{ComponentId, ComponentKind, Owner};
 use crate::params::{ParamValue, Params, Registry};
 use crate::source::SourceSpec;
 use crate::station::StationSpec;
@@ -294,29 +295,46 @@ pub(crate) fn ranges<P: Params>(list: &str, v: &[P]) -> Result<(), SpecError> {
 }
 
 impl<V> ScenarioSpec<V> {
-    /// Every parameter of every component.
+    /// Every parameter of every component, each with its [`Owner`] typed here, once.
     pub fn registry(&self) -> Registry {
+        use ComponentKind as K;
+        fn list<P: Params>(r: &mut Registry, kind: ComponentKind, v: &[P]) {
+            for (i, c) in v.iter().enumerate() {
+                r.add_component(c, Owner::Component(ComponentId::at(kind, i)));
+            }
+        }
         let mut r = Registry::default();
-        self.classes.iter().for_each(|c| r.add_component(c));
-        self.sources.iter().for_each(|c| r.add_component(c));
+        list(&mut r, K::Class, &self.classes);
+        list(&mut r, K::Source, &self.sources);
         self.register_governors(&mut r);
-        self.stations.iter().for_each(|c| r.add_component(c));
-        self.quotas.iter().for_each(|c| r.add_component(c));
-        self.gpu_servers.iter().for_each(|c| r.add_component(c));
-        self.call_sites.iter().for_each(|c| r.add_component(c));
-        self.connection_pools.iter().for_each(|c| r.add_component(c));
+        list(&mut r, K::Station, &self.stations);
+        list(&mut r, K::Quota, &self.quotas);
+        list(&mut r, K::GpuServer, &self.gpu_servers);
+        list(&mut r, K::CallSite, &self.call_sites);
+        list(&mut r, K::ConnPool, &self.connection_pools);
         if let Some(u) = &self.users {
-            r.add_component(u);
+            r.add_component(u, Owner::Component(ComponentId::at(K::Users, 0)));
             let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
-            u.segment_params(&classes).iter().for_each(|c| r.add_component(c));
+            list(&mut r, K::Segment, &u.segment_params(&classes));
         }
-        self.apps.iter().for_each(|c| r.add_component(c));
-        self.apps.iter().filter_map(|a| a.dispatcher.as_ref()).for_each(|c| r.add_component(c));
-        self.apps.iter().flat_map(|a| a.pools()).for_each(|c| r.add_component(c));
-        for q in self.apps.iter().flat_map(crate::app::queue_params) {
-            q.register(&mut r);
+        list(&mut r, K::App, &self.apps);
+        for (i, a) in self.apps.iter().enumerate() {
+            if let Some(d) = &a.dispatcher {
+                r.add_component(d, Owner::Component(ComponentId::at(K::Dispatcher, i)));
+            }
         }
-        self.stalls.iter().for_each(|c| r.add_component(c));
+        for (i, a) in self.apps.iter().enumerate() {
+            for (j, p) in a.pools().into_iter().enumerate() {
+                r.add_component(p, Owner::Component(ComponentId::part_of(K::Pool, i, j)));
+            }
+        }
+        for (i, a) in self.apps.iter().enumerate() {
+            for (q, part) in crate::app::queue_params(a) {
+                let kind = if q.is_pool() { K::PoolQueue } else { K::DispatcherQueue };
+                q.register(&mut r, Owner::Component(ComponentId::part_of(kind, i, part)));
+            }
+        }
+        list(&mut r, K::Stall, &self.stalls);
         r
     }
 
@@ -380,39 +398,38 @@ impl<V> ScenarioSpec<V> {
         Ok(())
     }
 
-    /// Sets a parameter by path, checking it against the registry (sweeps use this).
+    /// Sets a parameter by path, checking it against the registry (sweeps use this); the
+    /// path is resolved once, to its typed owner.
     pub fn set_param(&mut self, path: &str, value: ParamValue) -> Result<(), String> {
+        use ComponentKind as K;
         let reg = self.registry();
         let spec = reg.get(path).ok_or_else(|| reg.unknown(path))?;
         spec.ty.check(&value).map_err(|e| format!("{path}: {e}"))?;
-        let (kind, name, param) = (spec.kind, spec.instance.clone(), spec.name);
-        let name = name.as_str();
-        fn find<'a, P: Params>(v: &'a mut [P], name: &str) -> &'a mut P {
-            v.iter_mut().find(|c| c.instance_name() == name).expect("registered")
-        }
-        if let Some(r) = self.set_governor_param(kind, name, param, value.clone()) {
-            return r;
-        }
-        match kind {
-            "class" => find(&mut self.classes, name).set(param, value),
-            "source" => find(&mut self.sources, name).set(param, value),
-            "station" => find(&mut self.stations, name).set(param, value),
-            "call_site" => find(&mut self.call_sites, name).set(param, value),
-            "quota" => find(&mut self.quotas, name).set(param, value),
-            "gpu_server" => find(&mut self.gpu_servers, name).set(param, value),
-            "connpool" => find(&mut self.connection_pools, name).set(param, value),
-            "stall" => find(&mut self.stalls, name).set(param, value),
-            "users" => self.users.as_mut().expect("registered").set(param, value),
-            "segment" => {
+        let (owner, param) = (spec.owner, spec.name);
+        let c = match owner {
+            Owner::Governor(g) => return self.set_governor_param(g, param, value),
+            Owner::Component(c) => c,
+        };
+        let i = c.index();
+        match c.kind {
+            K::Class => self.classes[i].set(param, value),
+            K::Source => self.sources[i].set(param, value),
+            K::Station => self.stations[i].set(param, value),
+            K::CallSite => self.call_sites[i].set(param, value),
+            K::Quota => self.quotas[i].set(param, value),
+            K::GpuServer => self.gpu_servers[i].set(param, value),
+            K::ConnPool => self.connection_pools[i].set(param, value),
+            K::Stall => self.stalls[i].set(param, value),
+            K::Users => self.users.as_mut().expect("registered").set(param, value),
+            K::Segment => {
                 let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();
                 let classes: Vec<&str> = classes.iter().map(|c| c.as_str()).collect();
                 let users = self.users.as_mut().expect("registered");
-                users.set_segment_param(name, param, value, &classes)
+                users.set_segment_param(i, param, value, &classes)
             }
-            "app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue" => {
-                self.set_app_param(kind, name, param, value)
+            K::App | K::Dispatcher | K::Pool | K::DispatcherQueue | K::PoolQueue => {
+                self.set_app_param(c, param, value)
             }
-            _ => unreachable!("registry kinds are listed here"),
         }
     }
 

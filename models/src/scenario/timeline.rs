@@ -59,7 +59,7 @@ pub fn validate_change(
             ));
         }
     }
-    if path.starts_with("segment.")
+    if spec.owner.component_kind() == Some(crate::components::ComponentKind::Segment)
         && let ParamValue::OptCount(Some(k)) = value
         && *k as usize >= classes
     {

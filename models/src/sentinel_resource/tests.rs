@@ -387,7 +387,7 @@ fn parameters_follow_the_rules_as_written() {
         degrade_rules: vec![degrade("slow", G::SlowRequestRatio, 100.0, 5, 5)],
     };
     let mut reg = Registry::default();
-    reg.add_component(&spec);
+    reg.add_component(&spec, crate::components::Owner::Governor(0));
     let value = |p: &str| reg.get(p).map(|s| s.value.clone());
     assert_eq!(value("sentinel_resource.chat.rule0.count"), Some(V::Float(10.0)));
     assert_eq!(value("sentinel_resource.chat.rule1.count"), Some(V::Float(2.0)));

@@ -12,7 +12,7 @@ impl QueueingWorld {
         let declared = sc.declared_governors();
         let mut gov_names: Vec<String> = declared.iter().map(|d| d.path.clone()).collect();
         // Shadow copies after the declared governors (arena indices of these unchanged).
-        sc.build_shadows(&mut govs, &mut gov_names);
+        let shadow_bases = sc.build_shadows(&mut govs, &mut gov_names);
         let gates: Vec<GateRt> = sc
             .gates
             .iter()
@@ -37,6 +37,8 @@ impl QueueingWorld {
         }
         let mut copies: Vec<Option<Vec<usize>>> = vec![None; govs.len()];
         let mut copy_of: Vec<Option<governors::InstanceCopy>> = vec![None; govs.len()];
+        let mut shadow_of: Vec<Option<usize>> = vec![None; declared.len()];
+        shadow_of.extend(shadow_bases.into_iter().map(Some));
         for p in &sc.per_instance {
             let b = gov_names.iter().position(|n| n == p).expect("checked");
             let mut v = Vec::new();
@@ -45,6 +47,7 @@ impl QueueingWorld {
                 govs.push(govs[b].clone());
                 gov_names.push(format!("{p}@{inst}"));
                 copy_of.push(Some(governors::InstanceCopy { base: b, app, inst: k }));
+                shadow_of.push(None);
             }
             copies[b] = Some(v);
             // A cluster rule's token server: one client per instance.
@@ -211,6 +214,14 @@ impl QueueingWorld {
         let series = series::SeriesIds::new(sc, &gov_names, &govs, ctx);
         let n_govs = govs.len();
         let registry = sc.registry();
+        // A governor parameter's owner is the declared governor's arena index (both are
+        // numbered in declaration order): what run-time changes dispatch on.
+        debug_assert!(registry.iter().all(|p| match p.owner {
+            crate::components::Owner::Governor(g) => {
+                gov_names[g] == format!("{}.{}", p.kind, p.instance)
+            }
+            crate::components::Owner::Component(_) => true,
+        }));
         let mirror_of: Vec<Option<u16>> = (0..sc.classes.len() as u16)
             .map(|k| Self::mirrored_source(&sources, sc.users.is_some(), k))
             .collect();
@@ -238,7 +249,7 @@ impl QueueingWorld {
             },
             pipelines,
             sites,
-            govs: governors::Governors::new(govs, gov_names, copy_of, gates, gov_gauges),
+            govs: governors::Governors::new(govs, gov_names, copy_of, shadow_of, gates, gov_gauges),
             params_now: registry.iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             registry,
             recovery: sc.recovery.clone(),

@@ -11,6 +11,7 @@
 //! [`QueueingWorld::values_in_force`] are public (the live session API builds on them).
 
 use super::*;
+use crate::components::{ComponentId, ComponentKind, Owner};
 use crate::params::ApplyParam as _;
 use crate::scenario::{ChangeError, validate_change};
 
@@ -43,7 +44,8 @@ impl QueueingWorld {
     }
 
     /// Applies a run-time parameter change; a refused one is recorded (`config_rejected`)
-    /// and changes nothing.
+    /// and changes nothing. The path is resolved once, by the validation, to its typed
+    /// owner ([`crate::components::Owner`]); what follows dispatches on that.
     pub(super) fn set(&mut self, p: SetParam<ParamValue>, ctx: &mut Ctx<'_, Ev>) {
         if let Err(e) = self.validate_change(&p.path, &p.value, p.reload) {
             self.obs.events.push(ModelEvent {
@@ -56,8 +58,7 @@ impl QueueingWorld {
             return;
         }
         let spec = self.registry.get(&p.path).expect("validated: a registered path");
-        let (kind, name, param) = (spec.kind, spec.instance.clone(), spec.name);
-        let name = name.as_str();
+        let (kind, name, param, owner) = (spec.kind, spec.instance.clone(), spec.name, spec.owner);
         let old = self.params_now.insert(p.path.clone(), p.value.clone());
         let from = old.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "?".into());
         let reload = p.reload;
@@ -68,55 +69,56 @@ impl QueueingWorld {
             from: format!("{param} = {from}"),
             to: format!("{param} = {}", p.value),
         });
-        let now = ctx.now();
-        let v = p.value;
-        let r = match kind {
-            "station" => self.set_station(name, param, v, ctx),
-            "quota" => match self.upstreams.quotas.iter_mut().find(|q| q.0 == name) {
-                Some(q) => q.1.apply_param(param, v, now),
-                None => Err(format!("no quota \"{name}\"")),
-            },
-            "source" => self.set_source(name, param, v, ctx),
-            "segment" => {
-                let classes = self.traffic.classes.len();
-                let p = self.traffic.population.as_mut();
-                match p.and_then(|p| p.segment_mut(name, classes)) {
-                    Some(mut segment) => segment.apply_param(param, v, now),
-                    None => Err(format!("no segment \"{name}\"")),
-                }
-            }
-            "connpool" => self.set_connpool(name, param, v, ctx),
-            "stall" => self.set_stall(name, param, v, ctx),
-            "gpu_server" => match self.upstreams.gpus.iter().position(|g| g.name == name) {
-                Some(g) => {
-                    // A cross-field rule (batched tokens ≥ sequences) may refuse it: recorded
-                    // before the server is kicked.
-                    if let Err(e) = self.upstreams.gpus[g].server.apply_param(param, v, now) {
-                        self.refuse(&p.path, kind, name, param, old.clone(), e, now);
-                    }
-                    self.kick_gpu(g as u16, ctx);
-                    Ok(())
-                }
-                None => Err(format!("no GPU server \"{name}\"")),
-            },
-            "app" | "dispatcher" | "pool" | "dispatcher_queue" | "pool_queue" => {
-                self.entry_set(kind, name, param, v, ctx)
-            }
-            "call_site" => match self.sites.iter().position(|s| s.name == name) {
-                Some(site) => {
-                    let change = &mut SiteChange { world: self, site };
-                    let change: &mut dyn crate::scenario::CallSiteSetters = change;
-                    change.apply_param(param, v, now)
-                }
-                None => Err(format!("no call site \"{name}\"")),
-            },
-            k if crate::scenario::governor_kind_names().contains(&k) => {
-                self.set_governor(k, name, param, v, reload, ctx)
-            }
-            k => Err(format!("`{k}` parameters are not run-time changeable")),
+        let r = match owner {
+            Owner::Governor(g) => self.set_governor(g, param, p.value, reload, ctx),
+            Owner::Component(c) => self.set_component(c, param, p.value, ctx),
         };
         if let Err(e) = r {
-            self.refuse(&p.path, kind, name, param, old, e, now);
+            self.refuse(&p.path, kind, &name, param, old, e, ctx.now());
+        }
+        // A GPU server is kicked after a refusal is recorded (it may start work either way).
+        if let Owner::Component(c) = owner
+            && c.kind == ComponentKind::GpuServer
+        {
+            self.kick_gpu(c.index, ctx);
+        }
+    }
+
+    /// A change to a non-governor component, handed to it by its kind; the world does the
+    /// follow-ups that need it. `Err`: refused by the component (a cross-field rule).
+    fn set_component(
+        &mut self,
+        c: ComponentId,
+        param: &str,
+        v: ParamValue,
+        ctx: &mut Ctx<'_, Ev>,
+    ) -> Result<(), String> {
+        use ComponentKind as K;
+        let (i, now) = (c.index(), ctx.now());
+        match c.kind {
+            K::Station => self.set_station(i as u16, param, v, ctx),
+            K::Quota => self.upstreams.quotas[i].1.apply_param(param, v, now),
+            K::Source => self.set_source(i, param, v, ctx),
+            K::Segment => {
+                let classes = self.traffic.classes.len();
+                let p = self.traffic.population.as_mut().expect("registered: a population");
+                p.segment_mut(i, classes).apply_param(param, v, now)
+            }
+            K::ConnPool => self.set_connpool(i, param, v, ctx),
+            K::Stall => self.set_stall(i, param, v, ctx),
+            // A cross-field rule (batched tokens ≥ sequences) may refuse it.
+            K::GpuServer => self.upstreams.gpus[i].server.apply_param(param, v, now),
+            K::App | K::Dispatcher | K::Pool | K::DispatcherQueue | K::PoolQueue => {
+                self.entry_set(c, param, v, ctx)
+            }
+            K::CallSite => {
+                let change = &mut SiteChange { world: self, site: i };
+                let change: &mut dyn crate::scenario::CallSiteSetters = change;
+                change.apply_param(param, v, now)
+            }
+            K::Class | K::Users => {
+                Err(format!("`{}` parameters are not run-time changeable", c.kind.name()))
+            }
         }
     }
 
@@ -147,13 +149,11 @@ impl QueueingWorld {
 
     fn set_station(
         &mut self,
-        name: &str,
+        st: u16,
         param: &str,
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        let st = index_of(self.upstreams.stations.iter().map(|s| s.name.as_str()), name, "station")?
-            as u16;
         self.upstreams.stations[st as usize].st.apply_param(param, v, ctx.now())?;
         // More servers start queued work (after any other change the station is work
         // conserving, I4: nothing starts), and the gauges follow, the capacity's time
@@ -167,12 +167,11 @@ impl QueueingWorld {
 
     fn set_source(
         &mut self,
-        name: &str,
+        i: usize,
         param: &str,
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        let i = index_of(self.traffic.sources.iter().map(|s| s.name.as_str()), name, "source")?;
         let now = ctx.now();
         let mut change = traffic::SourceChange { world: self, source: i as u16, ctx };
         (&mut change as &mut dyn crate::source::SourceSetters).apply_param(param, v, now)
@@ -180,47 +179,29 @@ impl QueueingWorld {
 
     fn set_connpool(
         &mut self,
-        name: &str,
+        p: usize,
         param: &str,
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        let p = index_of(
-            self.upstreams.conns.iter().map(|c| c.name.as_str()),
-            name,
-            "connection pool",
-        )?;
         self.upstreams.conns[p].pool.apply_param(param, v, ctx.now())?;
         self.sync_conn_pool(p as u16, ctx);
         self.resume_woken(ctx);
         Ok(())
     }
 
+    /// A change to declared governor `g`: applied to it, its per-instance copies and its
+    /// shadow copy (typed at build: [`governors::Governors::family`]), in arena order.
     fn set_governor(
         &mut self,
-        kind: &str,
-        name: &str,
+        g: usize,
         param: &str,
         v: ParamValue,
         reload: bool,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        // The declared governor and its per-instance copies (`path@app.k`)…
-        let path = format!("{kind}.{name}");
-        let copy = format!("{path}@");
-        // …and the shadow copy of the declaration (`shadow.<kind>.<name>`).
-        let shadow = format!("shadow.{path}");
-        let all: Vec<usize> = (0..self.govs.names.len())
-            .filter(|&i| {
-                let n = &self.govs.names[i];
-                *n == path || n.starts_with(&copy) || *n == shadow
-            })
-            .collect();
-        if all.is_empty() {
-            return Err(format!("no governor `{path}`"));
-        }
         let mut result = Ok(());
-        for i in all {
+        for i in self.govs.family(g) {
             if let Err(e) = self.govs.arena[i].apply_param(param, v.clone(), ctx.now()) {
                 result = Err(e);
             } else if reload {
@@ -259,13 +240,4 @@ impl crate::scenario::CallSiteSetters for SiteChange<'_> {
             None => Err("the site has no fallback".into()),
         }
     }
-}
-
-/// The index of the component named `name` (validated paths always find it).
-fn index_of<'a>(
-    mut names: impl Iterator<Item = &'a str>,
-    name: &str,
-    what: &str,
-) -> Result<usize, String> {
-    names.position(|n| n == name).ok_or_else(|| format!("no {what} \"{name}\""))
 }

@@ -15,6 +15,7 @@
 use super::entry::{AppRt, DispatchWait, InstanceGauges, InstanceRt, Stage};
 use super::*;
 use crate::app::AppSpec;
+use crate::components::{ComponentId, ComponentKind};
 use crate::dispatch::Dispatcher;
 use crate::params::{ApplyParam as _, Params};
 use crate::pool::PoolSet;
@@ -231,59 +232,39 @@ impl QueueingWorld {
     /// name the setters. Then every instance of a changed app starts what it can.
     pub(super) fn entry_set(
         &mut self,
-        kind: &str,
-        name: &str,
+        c: ComponentId,
         param: &str,
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        let now = ctx.now();
-        let mut result = Ok(());
-        for ai in 0..self.entry_path.apps.len() {
-            let a = &mut self.entry_path.apps[ai];
-            let pool_ix = a.spec.pools().iter().position(|p| p.name == name);
-            let hit = match kind {
-                "app" => a.spec.name == name,
-                "dispatcher_queue" => crate::app::queue_of(&a.spec, name).is_some(),
-                "pool_queue" => pool_ix.is_some(),
-                "dispatcher" => a.spec.dispatcher.as_ref().is_some_and(|d| d.name == name),
-                _ => pool_ix.is_some(),
-            };
-            if !hit {
-                continue;
-            }
-            if let Err(e) = entry_apply(a, kind, name, pool_ix, param, v.clone(), now) {
-                result = Err(e);
-            }
-            for k in 0..self.entry_path.apps[ai].instances.len() {
-                self.entry_pump(ai as u16, k as u16, ctx);
-                self.entry_sync(ai as u16, k as u16, ctx);
-            }
+        let ai = c.index();
+        let result = entry_apply(&mut self.entry_path.apps[ai], c, param, v, ctx.now());
+        for k in 0..self.entry_path.apps[ai].instances.len() {
+            self.entry_pump(ai as u16, k as u16, ctx);
+            self.entry_sync(ai as u16, k as u16, ctx);
         }
         result
     }
 }
 
-/// One app's share of an entry-path change: the spec mirrors the value in force (for
+/// An entry-path change to one part of app `a`: the spec mirrors the value in force (for
 /// `current` and the event log), each instance's component applies it.
 fn entry_apply(
     a: &mut AppRt,
-    kind: &str,
-    name: &str,
-    pool_ix: Option<usize>,
+    c: ComponentId,
     param: &str,
     v: ParamValue,
     now: SimTime,
 ) -> Result<(), String> {
     use crate::timeouts::{DispatcherQueue, PoolQueue, QueueWaitSetter};
-    match kind {
-        "app" => {
+    match c.kind {
+        ComponentKind::App => {
             a.spec.set(param, v.clone())?;
             (a as &mut dyn crate::app::AppSetters).apply_param(param, v, now)
         }
-        "dispatcher_queue" => {
-            crate::app::set_queue_param(&mut a.spec, kind, name, param, &v)?;
-            let class = ClassId(crate::app::queue_of(&a.spec, name).expect("hit") as u16);
+        ComponentKind::DispatcherQueue => {
+            crate::app::set_queue_param(&mut a.spec, false, c.part(), param, &v)?;
+            let class = ClassId(c.part);
             for i in &mut a.instances {
                 let mut q = ClassQueue { disp: i.disp.as_mut().expect("has one"), class };
                 let q: &mut dyn QueueWaitSetter<DispatcherQueue> = &mut q;
@@ -291,29 +272,30 @@ fn entry_apply(
             }
             Ok(())
         }
-        "pool_queue" => {
-            crate::app::set_queue_param(&mut a.spec, kind, name, param, &v)?;
+        ComponentKind::PoolQueue => {
+            crate::app::set_queue_param(&mut a.spec, true, c.part(), param, &v)?;
             for i in &mut a.instances {
-                let pool = i.pool.as_mut().expect("has one").pool_mut(pool_ix.expect("hit"));
+                let pool = i.pool.as_mut().expect("has one").pool_mut(c.part());
                 let q: &mut dyn QueueWaitSetter<PoolQueue> = pool;
                 q.apply_param(param, v.clone(), now)?;
             }
             Ok(())
         }
-        "dispatcher" => {
-            a.spec.dispatcher.as_mut().expect("hit").set(param, v.clone())?;
+        ComponentKind::Dispatcher => {
+            a.spec.dispatcher.as_mut().expect("registered").set(param, v.clone())?;
             for i in &mut a.instances {
                 i.disp.as_mut().expect("has one").apply_param(param, v.clone(), now)?;
             }
             Ok(())
         }
-        _ => {
+        ComponentKind::Pool => {
             for i in &mut a.instances {
-                let pool = i.pool.as_mut().expect("has one").pool_mut(pool_ix.expect("hit"));
+                let pool = i.pool.as_mut().expect("has one").pool_mut(c.part());
                 pool.apply_param(param, v.clone(), now)?;
             }
             Ok(())
         }
+        k => unreachable!("not a part of an app: {k:?}"),
     }
 }
 

@@ -39,6 +39,8 @@ pub(super) struct Governors {
     /// For a per-instance copy, which instance it serves (`None`: a declared governor or a
     /// shadow copy).
     pub copy_of: Vec<Option<InstanceCopy>>,
+    /// For a shadow copy, the arena index of the declared governor it copies.
+    shadow_of: Vec<Option<usize>>,
     /// Each governor's scheduled wake-up, if any.
     wake: Vec<Option<(SimTime, TimerHandle)>>,
     pub gates: Vec<GateRt>,
@@ -53,6 +55,7 @@ impl Governors {
         arena: Vec<GovernorKind>,
         names: Vec<String>,
         copy_of: Vec<Option<InstanceCopy>>,
+        shadow_of: Vec<Option<usize>>,
         gates: Vec<GateRt>,
         gauges: Vec<(usize, Vec<GaugeId>)>,
     ) -> Self {
@@ -61,6 +64,7 @@ impl Governors {
             arena,
             names,
             copy_of,
+            shadow_of,
             wake: vec![None; n],
             gates,
             gauges,
@@ -78,6 +82,19 @@ impl Governors {
             Some(c) => (&self.names[c.base], Some(c)),
             None => (&self.names[g], None),
         }
+    }
+
+    /// Declared governor `g` and every copy of it (per-instance copies, its shadow copy),
+    /// by the typed links recorded at build, in arena order: what a change to `g`'s
+    /// parameters applies to.
+    pub fn family(&self, g: usize) -> Vec<usize> {
+        (0..self.arena.len())
+            .filter(|&i| {
+                i == g
+                    || self.copy_of[i].is_some_and(|c| c.base == g)
+                    || self.shadow_of[i] == Some(g)
+            })
+            .collect()
     }
 
     /// Governor `g`'s own timer fired: it acts, and what it released is queued in `woken`.

@@ -3,6 +3,7 @@
 //! method takes `&self`.
 
 use super::*;
+use crate::components::{ComponentId, ComponentKind as K};
 use crate::observe::{ComponentState, InFlight, Snapshot, Throughput, governor_state};
 
 impl QueueingWorld {
@@ -31,10 +32,10 @@ impl QueueingWorld {
     /// The state of every component at `now`, in a stable order.
     pub fn component_states(&self, now: SimTime) -> Vec<ComponentState> {
         let mut out: Vec<ComponentState> = (0..self.govs.len())
-            .map(|i| governor_state(&self.govs.names[i], &self.govs.arena[i], now))
+            .map(|i| governor_state(i, &self.govs.names[i], &self.govs.arena[i], now))
             .collect();
-        for s in &self.upstreams.stations {
-            let mut c = ComponentState::new(format!("station.{}", s.name));
+        for (i, s) in self.upstreams.stations.iter().enumerate() {
+            let mut c = ComponentState::component(ComponentId::at(K::Station, i), &s.name);
             c.in_flight = Some(InFlight { in_use: s.st.busy(), limit: Some(s.st.servers) });
             c.waiting = s.st.queue_len();
             if let Some(cap) = s.st.capacity {
@@ -42,16 +43,16 @@ impl QueueingWorld {
             }
             out.push(c);
         }
-        for g in &self.upstreams.gpus {
-            let mut c = ComponentState::new(format!("gpu_server.{}", g.name));
+        for (i, g) in self.upstreams.gpus.iter().enumerate() {
+            let mut c = ComponentState::component(ComponentId::at(K::GpuServer, i), &g.name);
             let limit = g.server.spec().max_num_seqs;
             c.in_flight = Some(InFlight { in_use: g.server.running(), limit: Some(limit) });
             c.waiting = g.server.waiting();
             c.figures.push(("kv_used_tokens", g.server.kv_used_tokens() as f64));
             out.push(c);
         }
-        for (name, q) in &self.upstreams.quotas {
-            let mut c = ComponentState::new(format!("quota.{name}"));
+        for (i, (name, q)) in self.upstreams.quotas.iter().enumerate() {
+            let mut c = ComponentState::component(ComponentId::at(K::Quota, i), name);
             c.in_flight = Some(InFlight { in_use: q.in_flight(), limit: q.max_concurrency() });
             c.tokens_left = q.remaining_tokens().map(|t| t as i64);
             if let Some(r) = q.remaining_requests() {
@@ -59,17 +60,18 @@ impl QueueingWorld {
             }
             out.push(c);
         }
-        for p in &self.upstreams.conns {
-            let mut c = ComponentState::new(format!("connpool.{}", p.name));
+        for (i, p) in self.upstreams.conns.iter().enumerate() {
+            let mut c = ComponentState::component(ComponentId::at(K::ConnPool, i), &p.name);
             let limit = p.pool.spec().max_total;
             c.in_flight = Some(InFlight { in_use: p.pool.leased(), limit: Some(limit) });
             c.waiting = p.pool.pending();
             c.figures.push(("idle", p.pool.idle() as f64));
             out.push(c);
         }
-        for a in &self.entry_path.apps {
+        for (ai, a) in self.entry_path.apps.iter().enumerate() {
             for (k, inst) in a.instances.iter().enumerate() {
-                let mut c = ComponentState::new(format!("app.{}.{k}", a.spec.name));
+                let id = ComponentId::part_of(K::App, ai, k);
+                let mut c = ComponentState::component(id, &format!("{}.{k}", a.spec.name));
                 c.queues = self.instance_queues(inst);
                 c.waiting = c.queues.iter().map(|(_, n)| n).sum();
                 if let Some(p) = &inst.pool {
@@ -105,7 +107,7 @@ impl QueueingWorld {
     /// One component's state by path (`None`: no such component).
     pub fn component_state(&self, path: &str, now: SimTime) -> Option<ComponentState> {
         if let Some(i) = self.govs.names.iter().position(|n| n == path) {
-            return Some(governor_state(path, &self.govs.arena[i], now));
+            return Some(governor_state(i, path, &self.govs.arena[i], now));
         }
         self.component_states(now).into_iter().find(|c| c.path == path)
     }
@@ -115,7 +117,7 @@ impl QueueingWorld {
         let components = self.component_states(now);
         let mut class_queued: Vec<(String, u64)> =
             self.traffic.classes.iter().map(|c| (c.name.clone(), 0)).collect();
-        for c in components.iter().filter(|c| c.kind == "app") {
+        for c in components.iter().filter(|c| c.is_app_instance()) {
             for (k, (_, n)) in c.queues.iter().enumerate() {
                 class_queued[k].1 += n;
             }

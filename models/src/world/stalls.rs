@@ -475,15 +475,12 @@ impl QueueingWorld {
     /// A `stall.*` change: the stall's hosts follow (`crate::stall::StallSetters`).
     pub(super) fn set_stall(
         &mut self,
-        name: &str,
+        stall: usize,
         param: &str,
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
         use crate::params::ApplyParam as _;
-        let Some(stall) = self.stalls.stalls.iter().position(|s| s.name == name) else {
-            return Err(format!("no stall \"{name}\""));
-        };
         let now = ctx.now();
         let mut change = StallChange { world: self, stall, ctx };
         (&mut change as &mut dyn StallSetters).apply_param(param, v, now)

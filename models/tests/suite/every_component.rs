@@ -8,6 +8,58 @@ use models::scenario::SetParam;
 use models::{RunConfig, Scenario};
 use sim_core::SimDuration;
 
+/// Every governor kind of the kind table (`models/src/kinds.rs`), expanded from it:
+/// (variant, scenario list), in table order.
+macro_rules! governor_kinds {
+    ($( $(#[doc = $doc:literal])* $(#[serde($($serde:tt)*)])?
+        $variant:ident { list: $list:ident, spec: $spec:ty, state: $state:ty $(,)? } ),* $(,)?) => {
+        const GOVERNOR_KINDS: &[(&str, &str)] = &[$( (stringify!($variant), stringify!($list)) ),*];
+    };
+}
+models::with_governor_kinds!(governor_kinds);
+
+/// One declaration of each governor kind, and where it sits: (variant, name, call site,
+/// position in that site's stack, the declaration in its list). A row of the kind table
+/// without a row here fails every test of this module (`scenario_text`).
+#[rustfmt::skip]
+const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
+    ("Gate", "llm", "llm", 9, r#"(name: "llm", permits: 48, acquire_timeout: "500ms")"#),
+    ("FlowRules", "edge", "llm", 1,
+     r#"FlowRules(name: "edge", rules: [FlowRule(count: 400.0), FlowRule(grade: THREAD, count: 200.0)])"#),
+    ("ParamFlow", "per-user", "llm", 2, r#"ParamFlowRule(name: "per-user", param: User, count: 20.0)"#),
+    ("TokenBucket", "tpm", "llm", 7,
+     r#"TokenBucket(name: "tpm", capacity: 2000000, refill_tokens_per_minute: 2000000)"#),
+    ("Retry", "retry", "llm", 5,
+     r#"Retry(name: "retry", max_attempts: 3, backoff: Exponential(wait_duration: "100ms"),
+              jitter: Full, budget: Ratio(max_ratio: 0.1, window: "10s"))"#),
+    ("Cache", "answers", "llm", 3, r#"Cache(name: "answers", ttl: "30s", hit_probability: 0.8)"#),
+    ("SingleFlight", "dedup", "llm", 4, r#"SingleFlight(name: "dedup")"#),
+    ("CircuitBreaker", "llm-cb", "llm", 6,
+     r#"CircuitBreaker(name: "llm-cb", sliding_window_size: 50, minimum_number_of_calls: 20,
+                       wait_duration_in_open_state: "3s", permitted_number_of_calls_in_half_open_state: 3)"#),
+    ("DegradeRule", "vector-dr", "vector", 2,
+     r#"DegradeRule(name: "vector-dr", grade: ERROR_RATIO, count: 0.5, time_window: 5)"#),
+    ("Batcher", "batch8", "summarize", 1, r#"Batcher(name: "batch8", window: "5ms", max_batch: 8)"#),
+    ("TimeLimiter", "tl", "llm", 0, r#"(name: "tl", timeout_duration: "12s")"#),
+    ("ClusterFlow", "cluster", "llm", 8,
+     r#"ClusterFlowRule(name: "cluster", count: 150, threshold_type: GLOBAL)"#),
+    ("AimdLimit", "aimd", "llm-small", 1,
+     r#"AimdLimit(name: "aimd", initial_limit: 20, min_limit: 5, max_limit: 100, backoff_ratio: 0.9,
+                  timeout: "500ms")"#),
+    ("Gradient2Limit", "g2", "llm-small", 2,
+     r#"Gradient2Limit(name: "g2", initial_limit: 20, min_limit: 5, max_concurrency: 100)"#),
+    ("SentinelResource", "vec", "vector", 1,
+     r#"SentinelResource(name: "vec", flow_rules: [FlowRule(count: 500.0, control_behavior: RATE_LIMITER)],
+        degrade_rules: [DegradeRule(name: "slow", grade: SLOW_REQUEST_RATIO, count: 200, time_window: 2)])"#),
+    ("VegasLimit", "vegas", "llm-small", 3, r#"VegasLimit(name: "vegas", max_concurrency: 100)"#),
+    ("AdaptiveConcurrency", "envoy", "llm-small", 4,
+     r#"AdaptiveConcurrency(name: "envoy", concurrency_update_interval: "100ms",
+                           min_rtt_calc_interval: "10s", max_concurrency_limit: 100)"#),
+];
+
+/// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in
+/// from the kind table (`scenario_text`). Every non-governor kind of the component table
+/// (`models::components::ComponentKind`) is here (`every_kind_of_both_tables_is_in_the_scenario`).
 const ALL: &str = r#"Scenario(
     name: "everything",
     classes: [(name: "P0", sla: "2s"), (name: "P1", sla: "5s"), (name: "P2")],
@@ -36,36 +88,19 @@ const ALL: &str = r#"Scenario(
         ]),
         Step(name: "answer", call: "llm", calls: Choice([(1, 70), (2, 20), (3, 10)])),
     ])],
-    gates: [(name: "llm", permits: 48, acquire_timeout: "500ms")],
-    flow_rules: [FlowRules(name: "edge", rules: [FlowRule(count: 400.0), FlowRule(grade: THREAD, count: 200.0)])],
-    param_flow_rules: [ParamFlowRule(name: "per-user", param: User, count: 20.0)],
-    token_buckets: [TokenBucket(name: "tpm", capacity: 2000000, refill_tokens_per_minute: 2000000)],
-    retries: [Retry(name: "retry", max_attempts: 3, backoff: Exponential(wait_duration: "100ms"),
-                    jitter: Full, budget: Ratio(max_ratio: 0.1, window: "10s"))],
-    caches: [Cache(name: "answers", ttl: "30s", hit_probability: 0.8)],
-    single_flights: [SingleFlight(name: "dedup")],
-    circuit_breakers: [CircuitBreaker(name: "llm-cb", sliding_window_size: 50, minimum_number_of_calls: 20,
-                                      wait_duration_in_open_state: "3s",
-                                      permitted_number_of_calls_in_half_open_state: 3)],
-    degrade_rules: [DegradeRule(name: "vector-dr", grade: ERROR_RATIO, count: 0.5, time_window: 5)],
-    sentinel_resources: [SentinelResource(name: "vec", flow_rules: [FlowRule(count: 500.0,
-        control_behavior: RATE_LIMITER)], degrade_rules: [DegradeRule(name: "slow",
-        grade: SLOW_REQUEST_RATIO, count: 200, time_window: 2)])],
-    batchers: [Batcher(name: "batch8", window: "5ms", max_batch: 8)],
-    cluster_flow_rules: [ClusterFlowRule(name: "cluster", count: 150, threshold_type: GLOBAL)],
+    GOVERNOR_LISTS
     per_instance: ["cluster_flow.cluster"],
     call_sites: [
-        (name: "vector", governors: [SentinelResource("vec"), DegradeRule("vector-dr")], upstream: "vectordb", timeout: "300ms",
+        (name: "vector", governors: STACK:vector, upstream: "vectordb", timeout: "300ms",
          fallback: Fallback(on: ["upstream_5xx", "timeout", "breaker_open"], to: CallSite("llm-small"))),
-        (name: "llm", governors: [FlowRules("edge"), ParamFlow("per-user"), Cache("answers"),
-                                  SingleFlight("dedup"), Retry("retry"), CircuitBreaker("llm-cb"),
-                                  TokenBucket("tpm"), ClusterFlow("cluster"), Gate("llm")],
+        (name: "llm", governors: STACK:llm,
          upstream: "provider", timeout: "10s", stream_read_timeout: "2s",
          fallback: Fallback(to: CallSite("llm-small"), trim: Trim(keep: 0.5))),
-        (name: "llm-small", upstream: "small", timeout: "2s", connection_pool: "http",
+        (name: "llm-small", governors: STACK:llm-small, upstream: "small", timeout: "2s", connection_pool: "http",
          split: [("small", 90), ("small-next", 10)], backup: "small-backup",
-         fallback: Fallback(to: Busy(max_per_second: Some(20), cache: "answers"))),
-        (name: "summarize", governors: [Batcher("batch8")], upstream: "gpu", timeout: "30s"),
+         fallback: Fallback(to: Busy(max_per_second: Some(20), cache: "answers")),
+         network: (request: Constant("1ms"), response: Constant("2ms"))),
+        (name: "summarize", governors: STACK:summarize, upstream: "gpu", timeout: "30s"),
     ],
     stations: [
         (name: "vectordb", servers: 32, service: LogNormal(mean: "20ms", cv: 1.0), error_rate: 0.02),
@@ -82,10 +117,64 @@ const ALL: &str = r#"Scenario(
     connection_pools: [ConnPool(name: "http", max_total: 16, max_per_route: 8, tcp_rtt: "5ms",
                                 keep_alive: "20s", server_idle_timeout: "10s")],
     quotas: [Quota(name: "openai", rpm: Some(20000), tpm: Some(20000000), max_concurrency: Some(100))],
+    stalls: [(name: "gc", host: App("api"), rate: 0.2, length: Exponential(mean: "20ms"))],
 )"#;
 
+/// The scenario text: `ALL` with one declaration of every governor kind of the table in
+/// its list and in its call site's stack. Panics naming any kind without a `GOVERNORS` row.
+fn scenario_text() -> String {
+    let missing: Vec<&str> = GOVERNOR_KINDS
+        .iter()
+        .filter(|(v, _)| !GOVERNORS.iter().any(|g| g.0 == *v))
+        .map(|(v, _)| *v)
+        .collect();
+    assert!(missing.is_empty(), "governor kinds without a declaration in GOVERNORS: {missing:?}");
+    let mut lists = String::new();
+    for (variant, list) in GOVERNOR_KINDS {
+        let decls: Vec<&str> = GOVERNORS.iter().filter(|g| g.0 == *variant).map(|g| g.4).collect();
+        lists += &format!("{list}: [{}],\n    ", decls.join(", "));
+    }
+    let mut text = ALL.replace("GOVERNOR_LISTS", &lists);
+    for site in ["vector", "llm", "llm-small", "summarize"] {
+        let mut stack: Vec<_> = GOVERNORS.iter().filter(|g| g.2 == site).collect();
+        stack.sort_by_key(|g| g.3);
+        let refs: Vec<String> = stack.iter().map(|g| format!("{}(\"{}\")", g.0, g.1)).collect();
+        text = text.replace(&format!("STACK:{site},"), &format!("[{}],", refs.join(", ")));
+    }
+    text
+}
+
 fn load() -> Scenario {
-    crate::support::load(ALL)
+    crate::support::load(&scenario_text())
+}
+
+/// Both tables are covered: every governor kind is declared and stands in a stack, and
+/// every non-governor kind of the component table registers parameters here. A kind added
+/// to either table without a place in this scenario fails here.
+#[test]
+fn every_kind_of_both_tables_is_in_the_scenario() {
+    use models::components::{ComponentKind, Owner};
+    let sc = load();
+    let reg = sc.registry();
+    for &k in ComponentKind::ALL {
+        let n = reg.iter().filter(|p| p.owner.component_kind() == Some(k)).count();
+        assert!(n > 0, "no `{}` ({}) in the every-component scenario", k.name(), k.row().list);
+    }
+    let declared = sc.declared_governors();
+    for (variant, list) in GOVERNOR_KINDS {
+        assert!(declared.iter().any(|d| d.list == *list), "no {variant} in `{list}`");
+    }
+    let stacked: Vec<String> =
+        sc.call_sites.iter().flat_map(|c| &c.governors).map(|g| g.path()).collect();
+    for d in &declared {
+        assert!(stacked.contains(&d.path), "{} is declared but in no stack", d.path);
+    }
+    // A governor parameter's typed owner is its declared governor's arena index.
+    for p in reg.iter() {
+        if let Owner::Governor(g) = p.owner {
+            assert_eq!(declared[g].path, format!("{}.{}", p.kind, p.instance), "{}", p.path);
+        }
+    }
 }
 
 fn cfg(seed: u64, sample: Option<u64>) -> RunConfig {
@@ -259,17 +348,9 @@ fn world_applied_parameters_change_to_other_values() {
     use models::scenario::validate_change;
     let base = load();
     let reg = base.registry();
-    let kinds = [
-        "source",
-        "call_site",
-        "segment",
-        "app",
-        "dispatcher",
-        "pool",
-        "dispatcher_queue",
-        "pool_queue",
-        "station",
-    ];
+    // Every kind of the component table (its run-time parameters).
+    let kinds: Vec<&str> =
+        models::components::ComponentKind::ALL.iter().map(|k| k.name()).collect();
     let other = |v: &ParamValue| match v {
         ParamValue::Count(n) => Some(ParamValue::Count(n + 1)),
         ParamValue::OptCount(Some(n)) => Some(ParamValue::OptCount(Some(n + 1))),

@@ -53,13 +53,16 @@ const ALL: &str = r#"Scenario(
         grade: SLOW_REQUEST_RATIO, count: 200, time_window: 2)])],
     batchers: [Batcher(name: "batch8", window: "5ms", max_batch: 8)],
     cluster_flow_rules: [ClusterFlowRule(name: "cluster", count: 150, threshold_type: GLOBAL)],
+    sre_throttlers: [SreThrottler(name: "client", k: 2.0, window: "30s", buckets: 30,
+                                  max_rejection_probability: 0.9)],
     per_instance: ["cluster_flow.cluster"],
     call_sites: [
         (name: "vector", governors: [SentinelResource("vec"), DegradeRule("vector-dr")], upstream: "vectordb", timeout: "300ms",
          fallback: Fallback(on: ["upstream_5xx", "timeout", "breaker_open"], to: CallSite("llm-small"))),
         (name: "llm", governors: [FlowRules("edge"), ParamFlow("per-user"), Cache("answers"),
                                   SingleFlight("dedup"), Retry("retry"), CircuitBreaker("llm-cb"),
-                                  TokenBucket("tpm"), ClusterFlow("cluster"), Gate("llm")],
+                                  TokenBucket("tpm"), ClusterFlow("cluster"), Gate("llm"),
+                                  SreThrottler("client")],
          upstream: "provider", timeout: "10s", stream_read_timeout: "2s",
          fallback: Fallback(to: CallSite("llm-small"), trim: Trim(keep: 0.5))),
         (name: "llm-small", upstream: "small", timeout: "2s", connection_pool: "http",
@@ -120,6 +123,10 @@ fn every_component_runs_clean_and_replays() {
         assert!(s.get(&format!("{c}.token_ok")).unwrap() > 0.0, "{c} asked the server");
     }
     assert!(s.get("station.provider.cost").unwrap() > 0.0);
+    // The throttler sees every LLM attempt; the provider answers most (1 % errors).
+    let t = |k: &str| s.get(&format!("sre_throttler.client.{k}")).unwrap();
+    assert!(t("requests") > 0.0 && t("accepts") > 0.5 * t("requests"));
+    assert!(t("rejected") <= t("requests"));
     // Streams stall (2%) and the 2 s read timeout closes some of them.
     assert!(s.get("station.provider.stream_stalls").unwrap() > 0.0);
     assert!(s.get("station.provider.stream_interruptions").unwrap() > 0.0);

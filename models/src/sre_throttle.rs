@@ -16,10 +16,14 @@
 //!    `min(rejectionRate, maxRejectionRate)`; default 1 = no cap, as the book and Beam);
 //!    the call is then counted in `requests` **whether or not it is rejected** (Beam: "even
 //!    if we tell the client not to send a request at all, it still counts as a failed
-//!    request"; failsafe-go counts only executed calls, go-zero's `googleBreaker` counted
-//!    its own rejections as failures, go-zero #3837 / #5551 and kratos #2777 — both differ
-//!    from the book, which this follows); it is rejected iff `u < p` (Beam:
-//!    `random.nextDouble() < delayProbability`), refused as `rejected:rate_limited`.
+//!    request"). Implementations differ here: failsafe-go counts only executed calls;
+//!    go-zero's `googleBreaker` has gone both ways (go-zero #3837: its refusals not counted,
+//!    "by design"; #4008 counted them; the open #5551 would stop again, calling it a
+//!    feedback loop) and kratos #2777 asks not to count them. This follows the book. The
+//!    price the book accepts: once accepts have been absent for a whole window, only
+//!    `1/(requests + 1)` of the calls get through, so re-opening takes several windows.
+//!    The call is rejected iff `u < p` (Beam: `random.nextDouble() < delayProbability`),
+//!    refused as `rejected:rate_limited`.
 //! 2. `on_outcome` (Beam `successfulRequest(now)`): an *accept* is counted at the instant
 //!    the answer comes back, in that instant's bucket. Accepts are [`is_accept`]: a
 //!    `Success`, and a `Failed(business_error)` (the backend took the request and answered

@@ -36,8 +36,8 @@ fn config(seed: u64) -> RunConfig {
 /// `min(x, C)` of the `x` calls/s it is offered. If x > C, `accepts = C·W`, and the
 /// probability every call meets is `p = (D·W − K·C·W) / (D·W + 1)` (positive iff D > K·C),
 /// which does not depend on x (no feedback loop: this is why the book counts the locally
-/// rejected requests; counting only the calls sent, as go-zero #3837 and failsafe-go do,
-/// makes it x = D(1 + KCW)/(xW + 1), x ≈ √(D·K·C)). Hence:
+/// rejected requests; counting only the calls sent, as failsafe-go does (and go-zero did,
+/// #3837), makes it x = D(1 + KCW)/(xW + 1), x ≈ √(D·K·C)). Hence:
 /// * the backend is offered x = D(1 − p) = D(1 + K·C·W) / (D·W + 1) ≈ K·C (here 20.0075/s
 ///   for K = 2), consistent with x > C iff K > 1;
 /// * it accepts C/s and rejects x − C ≈ (K − 1)·C with 429 (10.0075/s for K = 2);

@@ -133,6 +133,15 @@ macro_rules! with_governor_kinds {
                 spec: $crate::adaptive_concurrency::AdaptiveConcurrencySpec,
                 state: $crate::adaptive_concurrency::AdaptiveConcurrency,
             },
+            /// The Google SRE book's client-side adaptive throttler (reject locally with
+            /// probability max(0, (requests − K·accepts) / (requests + 1))) from
+            /// `sre_throttlers`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            SreThrottler {
+                list: sre_throttlers,
+                spec: $crate::sre_throttle::SreThrottlerSpec,
+                state: $crate::sre_throttle::SreThrottler,
+            },
         }
     };
 }

@@ -123,6 +123,7 @@ pub mod session;
 pub mod shadow;
 pub mod slotmap;
 pub mod source;
+pub mod sre_throttle;
 pub mod stall;
 pub mod station;
 pub mod stream;

@@ -1,4 +1,5 @@
-//! The incident library beyond docs/domain.md §6 (issue 17: incidents 19 and 20; issue 14: 21): each file loaded
+//! The incident library beyond docs/domain.md §6 (issue 17: incidents 19 and 20; issue 14: 21; issue
+//! 29: 22): each file loaded
 //! as a user would, run on its first seeds (every variant on the same traffic), the
 //! direction and size of the effect asserted with bounds derived from the physics.
 
@@ -107,4 +108,38 @@ fn incident_21_retry_storm_network_delay() {
     );
     let ok = r.mean("failure", "source.chat.success") / r.mean("failure", "source.chat.offered");
     assert!(ok < 0.15, "goodput collapses: success share {ok}");
+}
+
+/// Incident 22. Capacity 300/s, 280 requests/s, one retry after 1 s, a 10 s slowdown
+/// (capacity 30/s): ≈ 10 × (280 − 30) = 2,500 first attempts pile up. With a backlog
+/// every first attempt times out.
+/// * failure (a 10 % ratio budget): the budget lets 10 % of the requests retry, 1.1 × 280 =
+///   308 > 300: the backlog grows at 8/s for good; every attempt times out (goodput 0) and
+///   the retry share is the budget's 0.1 ÷ 1.1 = 0.091 at the end, 0 before.
+/// * no-retry: 280 < 300, the backlog drains at 20/s in ≈ 125 s, then a 10 s hold: within
+///   the 300 s horizon.
+/// * fix (the SRE throttler below the retry): accepts stop while the attempts go on, so
+///   once attempts > 2 × accepts over the window it refuses the excess locally (refusals
+///   are not retried): the server is offered less than 300/s and the backlog drains; no
+///   retry at the end. It must refuse something, and recover within the horizon.
+/// * grpc-bucket: failures empty the bucket (10 tokens, −1 each; retries only above 5), so
+///   after about five failures nothing is retried: like no-retry.
+#[test]
+fn incident_22_retry_storm_ratio_budget() {
+    let r = run("22-retry-storm-ratio-budget.ron", None, 2, false);
+    assert_eq!(r.mean("failure", "recovery.recovered"), 0.0, "the budget's retries sustain it");
+    let share = r.mean("failure", "recovery.end_retry_share");
+    assert!((share - 0.1 / 1.1).abs() < 0.005, "retry share {share}");
+    assert!(r.mean("failure", "recovery.baseline_retry_share") < 0.01);
+    let (g0, ge) =
+        (r.mean("failure", "recovery.baseline_goodput"), r.mean("failure", "recovery.end_goodput"));
+    assert!(ge < 0.1 * g0, "goodput {ge} vs {g0} before");
+    for v in ["fix", "grpc-bucket", "no-retry"] {
+        assert_eq!(r.mean(v, "recovery.recovered"), 1.0, "{v} recovers");
+        assert!(r.mean(v, "recovery.time_to_recover_s") <= 290.0, "{v}");
+        assert!(r.mean(v, "recovery.end_retry_share") < 0.01, "{v}");
+    }
+    assert!(r.mean("fix", "sre_throttler.t.rejected") > 1000.0, "the throttler refuses");
+    assert_eq!(r.mean("failure", "sre_throttler.t.requests"), 0.0, "not in the failure's stack");
+    assert!(r.mean("grpc-bucket", "retry.r.retries") < 100.0, "the bucket stops retrying");
 }

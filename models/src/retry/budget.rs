@@ -7,7 +7,8 @@
 //!   retry governor), *retries* are retries sent. A retry is admitted iff
 //!   `retries + 1 ≤ max_ratio · requests` over that window.
 //! * `GrpcTokenBucket { max_tokens, token_ratio }` — gRPC `retryThrottling` (gRFC A6),
-//!   in milli-tokens like grpc-core (`token_ratio` is kept to three decimals). Starts at
+//!   in milli-tokens like grpc-core (`token_ratio` is read to three decimals, later digits
+//!   dropped, as `RetryGlobalConfig::JsonPostLoad` parses `tokenRatio`). Starts at
 //!   `max_tokens`. A success adds `token_ratio` (capped at max); a failure whose reason is
 //!   retryable removes 1 (floored at 0) — recorded on *every* such failure, also when the
 //!   call will not be retried for another reason, as grpc-core does. A retry is allowed iff
@@ -129,6 +130,15 @@ impl RetryBudgetSpec {
     }
 }
 
+/// `tokenRatio` in milli-tokens as grpc-core reads it (`RetryGlobalConfig::JsonPostLoad`:
+/// "up to 3 decimal digits", the rest of the string dropped): `⌊x · 1000⌋`. The value
+/// arrives as a binary float, so 1e-6 is added before flooring to absorb the representation
+/// of a three-decimal number (0.29 · 1000 = 289.99999999999994 → 290), far below the
+/// 0.001 the fourth decimal is worth.
+fn milli_ratio(x: f64) -> u64 {
+    (x * 1000.0 + 1e-6).floor() as u64
+}
+
 /// Run-time state of a retry budget.
 #[derive(Clone, Debug)]
 pub enum BudgetState {
@@ -169,7 +179,7 @@ impl BudgetState {
                 let max_milli = (max_tokens * 1000.0).round() as u64;
                 BudgetState::Tokens {
                     max_milli,
-                    ratio_milli: (token_ratio * 1000.0).round() as u64,
+                    ratio_milli: milli_ratio(token_ratio),
                     milli: max_milli,
                 }
             }
@@ -359,6 +369,80 @@ mod tests {
             b.on_result(s, f);
             assert_eq!(b.milli_tokens(), Some(tokens), "step {i}");
             assert_eq!(b.admit(SimTime(0), 0), admit, "step {i}");
+        }
+    }
+
+    /// The gRPC token sequence in closed form (gRFC A6; grpc-core `RetryThrottler`), with
+    /// M = max milli-tokens, r = milli-tokens per success, h = ⌊M/2⌋ (integer division, as
+    /// `max_milli_tokens_ / 2`), and the retry check made on the level *after* recording
+    /// the failure (`RecordFailure` returns `new_value > max_milli_tokens_ / 2`):
+    /// * from full, after n retryable failures the level is T_n = max(0, M − 1000·n); the
+    ///   n-th is retried iff T_n > h, so exactly n* = ⌈(M − h)/1000⌉ − 1 failures in a row
+    ///   are retried and every later one is throttled;
+    /// * from empty, after k successes the level is S_k = min(M, k·r); the next failure is
+    ///   retried iff S_k − 1000 > h, so the first k with a retry is k* = ⌊(h + 1000)/r⌋ + 1,
+    ///   reachable only if M − 1000 > h (else a failure is never retried).
+    ///
+    /// Rows worked by hand: (max_tokens, token_ratio) → (r, n*, k*).
+    /// * (10, 0.1), the A6 example: M 10000, h 5000, r 100; n* = ⌈5⌉ − 1 = 4 (9, 8, 7, 6
+    ///   tokens retried; 5 not); k* = ⌊6000/100⌋ + 1 = 61.
+    /// * (3, 0.5): h 1500, r 500; n* = ⌈1.5⌉ − 1 = 1; k* = ⌊2500/500⌋ + 1 = 6 (5 successes
+    ///   reach 2500, a failure leaves 1500, not > 1500).
+    /// * (1, 0.1): h 500; n* = ⌈0.5⌉ − 1 = 0; M − 1000 = 0 ≤ 500: never retried again.
+    /// * (5, 0.333): h 2500, r 333; n* = ⌈2.5⌉ − 1 = 2; k* = ⌊3500/333⌋ + 1 = 11 (3663 − 1000
+    ///   = 2663 > 2500; ten give 3330 − 1000 = 2330).
+    /// * (7, 0.1259): r = 125, the fourth decimal dropped as grpc-core does (rounding would
+    ///   give 126 and k* = 36); h 3500; n* = ⌈3.5⌉ − 1 = 3; k* = ⌊4500/125⌋ + 1 = 37 (36 give
+    ///   4500 − 1000 = 3500, not > 3500).
+    /// * (2.5, 0.1): h 1250; n* = ⌈1.25⌉ − 1 = 1; k* = ⌊2250/100⌋ + 1 = 23.
+    /// * (10, 0.29): r = 290 (0.29 · 1000 is 289.99999999999994 in binary); k* =
+    ///   ⌊6000/290⌋ + 1 = 21.
+    #[test]
+    fn grpc_token_sequence_closed_form() {
+        #[rustfmt::skip]
+        let rows: &[(f64, f64, u64, u64, Option<u64>)] = &[
+            (10.0, 0.1, 100, 4, Some(61)),
+            (3.0, 0.5, 500, 1, Some(6)),
+            (1.0, 0.1, 100, 0, None),
+            (5.0, 0.333, 333, 2, Some(11)),
+            (7.0, 0.1259, 125, 3, Some(37)),
+            (2.5, 0.1, 100, 1, Some(23)),
+            (10.0, 0.29, 290, 4, Some(21)),
+        ];
+        for &(max_tokens, token_ratio, r, n_star, k_star) in rows {
+            let spec = RetryBudgetSpec::GrpcTokenBucket { max_tokens, token_ratio };
+            let mut b = BudgetState::new(&spec);
+            let m = (max_tokens * 1000.0).round() as u64;
+            let h = m / 2;
+            // The closed forms agree with the hand-worked values.
+            assert_eq!((m - h).div_ceil(1000) - 1, n_star, "{max_tokens}, {token_ratio}");
+            assert_eq!((m > h + 1000).then(|| (h + 1000) / r + 1), k_star);
+            let BudgetState::Tokens { ratio_milli, .. } = b else { panic!("a token bucket") };
+            assert_eq!(ratio_milli, r, "{max_tokens}, {token_ratio}: r");
+            // Failures from full: T_n, retried for exactly the first n* of them.
+            let mut retried = 0;
+            for n in 1..=(m / 1000 + 2) {
+                b.on_result(false, true);
+                assert_eq!(b.milli_tokens(), Some(m.saturating_sub(1000 * n)), "T_{n}");
+                if b.admit(SimTime(0), 0) {
+                    assert_eq!(retried, n - 1, "retried failures are the first ones");
+                    retried += 1;
+                }
+            }
+            assert_eq!(retried, n_star, "{max_tokens}, {token_ratio}: n*");
+            assert_eq!(b.milli_tokens(), Some(0));
+            // Successes from empty: S_k; the first k after which a failure is retried.
+            let mut first = None;
+            for k in 1..=(m / r + 100) {
+                b.on_result(true, false);
+                assert_eq!(b.milli_tokens(), Some((k * r).min(m)), "S_{k}");
+                let mut probe = b.clone();
+                probe.on_result(false, true);
+                if first.is_none() && probe.admit(SimTime(0), 0) {
+                    first = Some(k);
+                }
+            }
+            assert_eq!(first, k_star, "{max_tokens}, {token_ratio}: k*");
         }
     }
 

@@ -55,6 +55,8 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
     ("AdaptiveConcurrency", "envoy", "llm-small", 4,
      r#"AdaptiveConcurrency(name: "envoy", concurrency_update_interval: "100ms",
                            min_rtt_calc_interval: "10s", max_concurrency_limit: 100)"#),
+    ("SreThrottler", "client", "llm", 10,
+     r#"SreThrottler(name: "client", k: 2.0, window: "30s", buckets: 30, max_rejection_probability: 0.9)"#),
 ];
 
 /// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in

@@ -36,6 +36,7 @@ mod sentinel_resource;
 mod series;
 mod session;
 mod shadow;
+mod sre_throttle;
 mod stalls;
 mod streaming;
 mod time_limiter;

@@ -133,6 +133,10 @@ macro_rules! with_governor_kinds {
                 spec: $crate::adaptive_concurrency::AdaptiveConcurrencySpec,
                 state: $crate::adaptive_concurrency::AdaptiveConcurrency,
             },
+            /// Hedged requests (gRPC `hedgingPolicy`, a percentile delay, a hedge budget) from
+            /// `hedges`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            Hedge { list: hedges, spec: $crate::hedge::HedgeSpec, state: $crate::hedge::Hedge },
         }
     };
 }

@@ -52,10 +52,13 @@ const ALL: &str = r#"Scenario(
         control_behavior: RATE_LIMITER)], degrade_rules: [DegradeRule(name: "slow",
         grade: SLOW_REQUEST_RATIO, count: 200, time_window: 2)])],
     batchers: [Batcher(name: "batch8", window: "5ms", max_batch: 8)],
+    hedges: [Hedge(name: "vh", max_attempts: 3, hedging_delay: "30ms", non_fatal: ["connect_error"],
+                   delay_percentile: 0.95,
+                   percentile_window: 200, budget: GrpcTokenBucket(max_tokens: 10, token_ratio: 0.1))],
     cluster_flow_rules: [ClusterFlowRule(name: "cluster", count: 150, threshold_type: GLOBAL)],
     per_instance: ["cluster_flow.cluster"],
     call_sites: [
-        (name: "vector", governors: [SentinelResource("vec"), DegradeRule("vector-dr")], upstream: "vectordb", timeout: "300ms",
+        (name: "vector", governors: [SentinelResource("vec"), Hedge("vh"), DegradeRule("vector-dr")], upstream: "vectordb", timeout: "300ms",
          fallback: Fallback(on: ["upstream_5xx", "timeout", "breaker_open"], to: CallSite("llm-small"))),
         (name: "llm", governors: [FlowRules("edge"), ParamFlow("per-user"), Cache("answers"),
                                   SingleFlight("dedup"), Retry("retry"), CircuitBreaker("llm-cb"),
@@ -115,6 +118,10 @@ fn every_component_runs_clean_and_replays() {
         );
     }
     assert!(s.get("gpu_server.gpu.mean_batch").unwrap() > 1.0, "the batcher batches");
+    // The vector DB's slow tail (LogNormal, cv 1) is hedged after its observed p95; its 5xx
+    // are fatal there (non_fatal: connect_error only), so they still reach the fallback.
+    assert!(s.get("hedge.vh.hedges_sent").unwrap() > 0.0, "hedges are sent");
+    assert!(s.get("hedge.vh.hedge_wins").unwrap() > 0.0, "some hedges win");
     // The cluster rule: one client per app instance (chat) plus the declared one (agents).
     for c in ["cluster_flow.cluster", "cluster_flow.cluster@api.0", "cluster_flow.cluster@api.1"] {
         assert!(s.get(&format!("{c}.token_ok")).unwrap() > 0.0, "{c} asked the server");

@@ -1,0 +1,88 @@
+//! Hedged requests through the world (`crate::hedge`, `world/hedging.rs`): the closed form
+//! of the hedged latency (issue 29 item 6), the columns (hedges sent, hedge wins, wasted
+//! upstream time) and the losers' cancellation, with conservation and determinism checked.
+//!
+//! Closed form. The upstream is idle in effect (10 000 servers at ≤ 20 calls in flight:
+//! no queueing), so each attempt's latency is its own service time, exponential with mean
+//! m, independent of the others (keyed draws per attempt). With `max_attempts: 2` and delay
+//! d the call's latency is T = min(X₁, d + X₂):
+//!   P(T > t) = P(X₁ > t) = e^{−t/m}                                for t < d,
+//!   P(T > t) = P(X₁ > t)·P(X₂ > t − d) = e^{−t/m}·e^{−(t−d)/m}      for t ≥ d.
+//! Mean: E[T] = ∫₀^∞ P(T > t) dt = m(1 − e^{−d/m}) + e^{d/m}·(m/2)·e^{−2d/m}
+//!            = m(1 − e^{−d/m}/2).
+//! Quantile p: t_p = −m ln(1 − p) while 1 − p > e^{−d/m}, else t_p = (d − m ln(1 − p))/2.
+//! A hedge is sent iff X₁ > d: a fraction e^{−d/m} of calls. It wins iff d + X₂ < X₁: given
+//! X₁ > d the original's remaining time is again Exp(m) (memoryless), a fair race, so
+//! wins are e^{−d/m}/2 of calls. Wasted server time with cancellation: after d both run; the
+//! race lasts min(R₁, R₂) ~ Exp(m/2); the loser had run d + m/2 (the original) or m/2 (the
+//! hedge), each with probability ½: e^{−d/m}·(d/2 + m/2) per call. Without cancellation
+//! the loser runs to its end: E[R | R > the other] = 3m/2, so e^{−d/m}·(d/2 + 3m/2).
+
+use crate::support::{cfg, get, load, run_checked};
+use models::RunOutput;
+use sim_core::stats::Replications;
+
+const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
+
+/// 100 calls/s, m = 100 ms, d = 50 ms, 2 attempts.
+const IDLE: &str = r#"Scenario(
+    name: "hedged",
+    sources: [(name: "s", interarrival: Exponential(mean: "10ms"), target: "c")],
+    hedges: [(name: "h", max_attempts: 2, hedging_delay: "50ms", cancel: CANCEL)],
+    call_sites: [(name: "c", governors: [Hedge("h")], upstream: "llm")],
+    stations: [(name: "llm", servers: 10000, service: Exponential(mean: "100ms"),
+        cancellation: true)],
+)"#;
+
+/// Latencies (ms) of the requests that ended, sorted.
+fn latencies(r: &RunOutput) -> Vec<f64> {
+    let mut v: Vec<f64> =
+        r.requests.iter().filter_map(|q| q.end.map(|e| (e - q.arrival).0 as f64 / 1e6)).collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v
+}
+
+fn quantile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+fn assert_close(what: &str, xs: &[f64], expected: f64) {
+    let r = Replications::of(xs).expect("finite values");
+    let tol = (0.02 * expected.abs()).max(4.0 * r.std_err);
+    println!("{what}: mean {:.4} (se {:.4}) vs closed form {expected:.4}", r.mean, r.std_err);
+    assert!((r.mean - expected).abs() <= tol, "{what}: {} vs {expected} (tol {tol})", r.mean);
+}
+
+#[test]
+fn hedged_latency_matches_the_minimum_of_two_exponentials() {
+    let (m, d) = (100.0_f64, 50.0_f64);
+    let tail = (-d / m).exp();
+    let t_p = |p: f64| {
+        if 1.0 - p > tail { -m * (1.0 - p).ln() } else { (d - m * (1.0 - p).ln()) / 2.0 }
+    };
+    for cancel in [true, false] {
+        let sc = load(&IDLE.replace("CANCEL", &cancel.to_string()));
+        let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 8];
+        for seed in SEEDS {
+            let r = run_checked(&sc, &cfg(seed, 200));
+            let lat = latencies(&r);
+            let calls = lat.len() as f64;
+            cols[0].push(lat.iter().sum::<f64>() / calls);
+            cols[1].push(quantile(&lat, 0.25));
+            cols[2].push(quantile(&lat, 0.5));
+            cols[3].push(quantile(&lat, 0.95));
+            cols[4].push(quantile(&lat, 0.99));
+            cols[5].push(get(&r, "hedge.h.hedges_sent") / calls);
+            cols[6].push(get(&r, "hedge.h.hedge_wins") / calls);
+            cols[7].push(get(&r, "hedge.h.wasted_upstream_ms") / calls);
+        }
+        assert_close("mean", &cols[0], m * (1.0 - tail / 2.0));
+        for (i, p) in [(1, 0.25), (2, 0.5), (3, 0.95), (4, 0.99)] {
+            assert_close(&format!("p{p}"), &cols[i], t_p(p));
+        }
+        assert_close("hedges per call", &cols[5], tail);
+        assert_close("wins per call", &cols[6], tail / 2.0);
+        let wasted = if cancel { tail * (d + m) / 2.0 } else { tail * (d / 2.0 + 1.5 * m) };
+        assert_close("wasted ms per call", &cols[7], wasted);
+    }
+}

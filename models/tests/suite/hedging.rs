@@ -86,3 +86,64 @@ fn hedged_latency_matches_the_minimum_of_two_exponentials() {
         assert_close("wasted ms per call", &cols[7], wasted);
     }
 }
+
+/// Incident — hedging turns a brown-out into a storm (issue 29 item 5). A provider of 20
+/// servers × log-normal 200 ms (CV 0.5) = 100 calls/s, no cancellation (abandoned work
+/// keeps its server); 70 calls/s offered (ρ = 0.7); the client's timeout 2 s. Hedging: 3
+/// attempts, 400 ms apart (about the healthy p95 of the service, e^{ln 200 − σ²/2 + 1.645σ}
+/// with σ² = ln 1.25: 389 ms), so about 5 % of calls hedge while healthy. A brown-out (×2
+/// service time, 30–50 s) halves the capacity to 50/s: the queue grows and every call waits
+/// past 400 ms, so every call sends its hedges: up to 3 × 70 = 210 calls/s, all run to
+/// their end. When the brown-out ends the capacity (100/s) is still below what hedging
+/// offers while calls wait past the delay, so the queue never drains (metastable).
+/// Without hedging the backlog (≤ 20 × 20 s = 400 calls) drains at 100 − 70 = 30/s. The
+/// fix, a hedge budget (hedges + 1 ≤ 0.1 × calls over 10 s) caps the offered load at
+/// 77/s < 100: it recovers like the unhedged client.
+const BROWNOUT: &str = r#"Scenario(name: "hedge_brownout",
+    sources: [(name: "s", interarrival: Exponential(mean: "14285714ns"), target: "c")],
+    hedges: [(name: "h", max_attempts: 3, hedging_delay: "400ms", BUDGET)],
+    call_sites: [(name: "c", governors: [GOVS], upstream: "llm", timeout: "2s")],
+    stations: [(name: "llm", servers: 20, service: LogNormal(mean: "200ms", cv: 0.5))],
+    timeline: [
+        (at: "30s", path: "station.llm.latency_multiplier", value: Float(2.0)),
+        (at: "50s", path: "station.llm.latency_multiplier", value: Float(1.0)),
+    ],
+)"#;
+
+#[test]
+fn hedging_turns_a_brown_out_into_a_storm_a_hedge_budget_recovers() {
+    let run = |govs: &str, budget: &str, seed: u64| {
+        let text = BROWNOUT.replace("GOVS", govs).replace("BUDGET", budget);
+        run_checked(&load(&text), &cfg(seed, 150))
+    };
+    let budget = r#"budget: Ratio(max_ratio: 0.1, window: "10s")"#;
+    let col = |r: &RunOutput, c: &str| r.summary.get(c).unwrap_or(0.0);
+    // Measured (seeds 1–3): goodput 10–30 s 68.0–72.2/s for all three clients; 90–150 s
+    // unhedged 69.6–70.8/s, hedged 0.0/s, budgeted 69.6–70.8/s; hedges 16 608–17 130
+    // (storm) vs 656–715 (budget, 2 819–3 348 refused); wasted server time 1 594–1 612 s
+    // (storm) vs 190–191 s.
+    for seed in 1..=3 {
+        let (none, storm, fix) =
+            (run("", "", seed), run(r#"Hedge("h")"#, "", seed), run(r#"Hedge("h")"#, budget, seed));
+        let offered = get(&none, "source.s.offered");
+        for r in [&none, &storm, &fix] {
+            let before = crate::support::goodput(r, 10.0, 30.0);
+            assert!((59.5..=80.5).contains(&before), "healthy: 70/s ± 15 %: {before}");
+        }
+        // After the brown-out: 70/s < 100/s of capacity unless hedging triples the load.
+        for r in [&none, &fix] {
+            let after = crate::support::goodput(r, 90.0, 150.0);
+            assert!(after >= 63.0, "recovered to 90 % of 70/s: {after}");
+        }
+        let after = crate::support::goodput(&storm, 90.0, 150.0);
+        assert!(after < 1.0, "the storm holds: {after}/s");
+        // The budget: hedges + 1 ≤ 0.1 × calls in every 10 s window (+10 % for the
+        // window's edges).
+        assert!(col(&fix, "hedge.h.hedges_sent") <= 0.11 * offered);
+        assert!(col(&fix, "hedge.h.throttled") > 0.0);
+        // The storm: from 30 s to the end the 20 servers run mostly losers' work (at
+        // least half of 20 × 100 s), ten times what the budgeted client wastes.
+        let wasted = col(&storm, "hedge.h.wasted_upstream_ms");
+        assert!(wasted >= 1.0e6 && wasted >= 5.0 * col(&fix, "hedge.h.wasted_upstream_ms"));
+    }
+}

@@ -19,7 +19,8 @@
 //! the loser runs to its end: E[R | R > the other] = 3m/2, so e^{−d/m}·(d/2 + 3m/2).
 
 use crate::support::{cfg, get, load, run_checked};
-use models::RunOutput;
+use models::{RunConfig, RunOutput};
+use sim_core::SimDuration;
 use sim_core::stats::Replications;
 
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
@@ -146,4 +147,61 @@ fn hedging_turns_a_brown_out_into_a_storm_a_hedge_budget_recovers() {
         let wasted = col(&storm, "hedge.h.wasted_upstream_ms");
         assert!(wasted >= 1.0e6 && wasted >= 5.0 * col(&fix, "hedge.h.wasted_upstream_ms"));
     }
+}
+
+/// A session that changes each run-time parameter of the hedge mid-run (and mid-instant)
+/// replays headless to its fingerprint; the changes mattered.
+#[test]
+fn a_hedging_session_replays_to_its_fingerprint() {
+    use models::params::ParamValue;
+    let sc = load(&IDLE.replace("CANCEL", "true"));
+    let cfg = RunConfig::new(5, SimDuration::from_secs(10));
+    let at = |s: u64| sim_core::SimTime::ZERO + SimDuration::from_secs(s);
+    let mut s = models::Session::new(sc.clone(), cfg);
+    s.run_until(at(3)).unwrap();
+    s.apply("hedge.h.hedging_delay", ParamValue::Duration(SimDuration::from_ms(10))).unwrap();
+    s.run_for(500).unwrap();
+    s.apply("hedge.h.max_attempts", ParamValue::Count(4)).unwrap();
+    s.run_until(at(6)).unwrap();
+    s.apply("hedge.h.cancel", ParamValue::Bool(false)).unwrap();
+    assert_eq!(s.applied().len(), 3);
+    let replay = s.replay_scenario();
+    replay.check_timeline().expect("the replay's timeline is valid");
+    let live = s.finish();
+    assert_eq!(live.fingerprint, models::run(&replay, &cfg).fingerprint);
+    assert_ne!(live.fingerprint, models::run(&sc, &cfg).fingerprint, "the changes mattered");
+}
+
+/// The percentile delay at its fixed point ("The Tail at Scale": hedge after the p95). On
+/// the idle upstream above, T = X₁ up to the delay d, so the p95 of the hedged latency is
+/// the p95 of X₁ when d is: d* = m ln 20 = 299.57 ms is the fixed point of "d = the
+/// observed p95" (the map d ↦ (d + d*)/2 of one update is a contraction). There a
+/// fraction e^{−d*/m} = 5 % of calls hedge, the mean is m(1 − 0.05/2) = 97.5 ms and the p95
+/// of T is d*. The estimator's own error is kept small with a window of 10 000: the
+/// nearest rank ⌈0.95 n⌉ sits at the 9500/10001 quantile on average (+0.2 % hedges), and
+/// its noise (a standard error of √(0.95·0.05/n)/f ≈ 3 ms, f the density of T at d*)
+/// moves the hedge fraction by Jensen's inequality by ≈ Var/(2m²) < 0.1 %; measured
+/// 5.05 % hedges, within the 2 % tolerance. (With a window
+/// of 1000 the same run measured 5.29 % hedges, seeds 1–8: that estimator error is the
+/// cost of a short window.) The first 10 000 calls hedge after the initial 300 ms ≈ d*.
+#[test]
+fn percentile_delay_settles_at_the_p95_fixed_point() {
+    let m = 100.0_f64;
+    let d = m * 20f64.ln();
+    let text = IDLE.replace(
+        r#"hedging_delay: "50ms", cancel: CANCEL"#,
+        r#"hedging_delay: "300ms", delay_percentile: 0.95, percentile_window: 10000"#,
+    );
+    let sc = load(&text);
+    let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    for seed in SEEDS {
+        let r = run_checked(&sc, &cfg(seed, 400));
+        let lat = latencies(&r);
+        cols[0].push(get(&r, "hedge.h.hedges_sent") / lat.len() as f64);
+        cols[1].push(lat.iter().sum::<f64>() / lat.len() as f64);
+        cols[2].push(quantile(&lat, 0.95));
+    }
+    assert_close("hedges per call", &cols[0], 0.05);
+    assert_close("mean", &cols[1], m * (1.0 - 0.025));
+    assert_close("p95", &cols[2], d);
 }

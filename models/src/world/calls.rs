@@ -437,7 +437,7 @@ impl QueueingWorld {
     }
 
     /// Carries `outcome` up the call's stack from below level `below`, and acts on it.
-    fn climb(
+    pub(super) fn climb(
         &mut self,
         slot: u32,
         below: usize,

@@ -14,7 +14,8 @@
 //! `cancel`). The server time their work took is added to the governor's wasted time: a
 //! service cancelled at once counts until now; work left running (no cancellation at the
 //! station, or `cancel` off) is remembered by its work id and counted from its service start
-//! to its end.
+//! to its end. Work whose answer was already travelling back (a network's response leg) is
+//! not counted.
 //!
 //! Architecture invariant: attempts are not calls of their request (`live_calls` does not
 //! count them; a request's budget cuts the parked call, which cancels them); every attempt
@@ -83,7 +84,12 @@ impl QueueingWorld {
 
     /// Attempt `child`'s outcome reached its base: its governor hears it, the attempt ends.
     pub(super) fn attempt_done(&mut self, child: u32, o: Outcome, ctx: &mut Ctx<'_, Ev>) {
-        let (slot, k, g) = self.hedging.attempt_of.remove(&child).expect("an attempt");
+        let Some((slot, k, g)) = self.hedging.attempt_of.remove(&child) else {
+            // Being cancelled: resumed with a grant it held (`resume_granted`), its climb
+            // ended before the cut; nobody hears its outcome.
+            self.calls.remove(child);
+            return;
+        };
         self.forget_child(slot, child);
         self.calls.remove(child);
         let info = self.info(slot);
@@ -109,6 +115,9 @@ impl QueueingWorld {
                 GovernorKind::Hedge(h) => h.cancels(),
                 _ => true,
             };
+            if !self.resume_granted(child, ctx) {
+                continue; // it ended on the way
+            }
             let c = self.calls.slots.get(child).expect("a live attempt");
             let (site, inst, base) = (c.site as usize, c.inst, c.base);
             let stack: Vec<usize> = self.sites[site].stack_at(inst, base).to_vec();
@@ -127,14 +136,46 @@ impl QueueingWorld {
         }
     }
 
+    /// An attempt being cancelled whose parking level released it earlier in this cascade
+    /// (a permit handed over, an answer where it waits) with the wake-up still queued holds
+    /// that grant: it resumes first (as `resume_queued` does before a time limiter's cut)
+    /// and is cut from wherever it gets to. Whether it is still live.
+    fn resume_granted(&mut self, child: u32, ctx: &mut Ctx<'_, Ev>) -> bool {
+        let c = self.calls.slots.get(child).expect("a live attempt");
+        let generation = c.generation;
+        let Some(level) = c.parked_at else { return true };
+        let g = self.sites[c.site as usize].stack_at(c.inst, c.base)[level];
+        let id = call_id(child, generation);
+        let queued = self
+            .govs
+            .woken
+            .iter()
+            .position(|w| w.call == id && w.governor == g && w.fork.is_none());
+        let Some(k) = queued else { return true };
+        let w = self.govs.woken.remove(k).expect("found");
+        let c = self.calls.slots.get_mut(child).expect("live");
+        c.parked_at = None;
+        if let Some(h) = c.timer.take() {
+            ctx.cancel(h);
+        }
+        match w.answer {
+            None => self.descend(child, level + 1, ctx),
+            Some(o) => self.climb(child, level, o, None, ctx),
+        }
+        self.calls.slots.get(child).is_some_and(|c| c.generation == generation)
+    }
+
     /// What cancelling attempt `child` leaves at its station (read before the cut).
     fn work_left(&self, child: u32, cancel: bool) -> Left {
         let c = self.calls.slots.get(child).expect("live");
         let Some(Upstream::Station(st)) = c.up else { return Left::Nothing };
         let station_cancels = self.upstreams.stations[st as usize].st.cancellation;
-        if self.net_on_wire(child) {
+        if self.net_request_on_wire(child) {
             // Dropped on arrival where the station cancels, else served as abandoned work.
             return if station_cancels { Left::Nothing } else { Left::Running(c.job_id(), None) };
+        }
+        if self.net_on_wire(child) {
+            return Left::Nothing; // its answer travelling back: the work is over (not counted)
         }
         if c.in_service {
             return match cancel && c.service_timer.is_some() {

@@ -205,3 +205,39 @@ fn percentile_delay_settles_at_the_p95_fixed_point() {
     assert_close("mean", &cols[1], m * (1.0 - 0.025));
     assert_close("p95", &cols[2], d);
 }
+
+/// Hedges through everything below them, invariants after every single event: a network
+/// (cancelled attempts on either leg), a gate below the hedge (each attempt takes its own
+/// permit, waits for one, or is refused), a retry below it (an attempt in its back-off is
+/// cancelled), a time limiter above it (the parked call cut from above cancels its
+/// attempts), a busy station without cancellation (losers' work runs on and is counted),
+/// with and without a connection pool.
+#[test]
+fn hedges_cancelled_anywhere_keep_every_invariant() {
+    let text = r#"Scenario(name: "hedge_everywhere",
+        sources: [(name: "s", interarrival: Exponential(mean: "8ms"), target: "c")],
+        hedges: [(name: "h", max_attempts: 3, hedging_delay: "60ms", non_fatal: ["upstream_5xx", "gate_full"])],
+        gates: [(name: "g", permits: 40, acquire_timeout: "50ms")],
+        retries: [(name: "r", max_attempts: 2, backoff: Fixed(wait_duration: "20ms"))],
+        time_limiters: [(name: "t", timeout_duration: "400ms")],
+        call_sites: [(name: "c", governors: [TimeLimiter("t"), Hedge("h"), Retry("r"), Gate("g")],
+            upstream: "llm", timeout: "300ms", POOL
+            network: (request: Exponential(mean: "10ms"), response: Exponential(mean: "10ms")))],
+        stations: [(name: "llm", servers: 30, service: LogNormal(mean: "150ms", cv: 1.0),
+            error_rate: 0.05)],
+        connection_pools: [ConnPool(name: "http", max_total: 24, max_per_route: 24, tcp_rtt: "5ms",
+            server_idle_timeout: "10s")],
+    )"#;
+    for (pool, seed) in [("", 7), ("", 8), (POOL, 9), (POOL, 10)] {
+        let sc = load(&text.replace("POOL", pool));
+        let r = crate::support::stepped(&sc, &cfg(seed, 20));
+        for c in ["hedges_sent", "hedge_wins", "wasted_upstream_ms"] {
+            assert!(get(&r, &format!("hedge.h.{c}")) > 0.0, "{c}");
+        }
+        assert!(get(&r, "time_limiter.t.timeouts") > 0.0, "cut from above");
+        assert!(get(&r, "retry.r.retries") > 0.0, "retried below");
+    }
+}
+
+/// The call site's connection pool (attempts wait for, open and hold connections).
+const POOL: &str = r#"connection_pool: "http","#;

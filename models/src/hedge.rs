@@ -376,7 +376,9 @@ impl Governor for Hedge {
     }
     fn on_attempt(&mut self, call: &CallInfo, k: u32, o: Outcome, now: SimTime) {
         let id = call.call;
-        let t = self.calls.get_mut(&id).expect("an attempt of a tracked call");
+        // Answered already in this cascade (another attempt won, its cancellation of this
+        // one still queued behind a wake-up that let this one end first): ignored.
+        let Some(t) = self.calls.get_mut(&id) else { return };
         assert!(t.active & (1 << k) != 0, "attempt {k} in flight once");
         t.active &= !(1 << k);
         if k > 0 {

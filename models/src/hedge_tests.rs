@@ -56,6 +56,9 @@ fn grpc_hedging_policy_script() {
     h.on_attempt(&c(1), 2, Outcome::Success, ms(170));
     assert_eq!(answers(&mut h), vec![(CallId(1), Outcome::Success)]);
     assert_eq!(h.waiting(), 0);
+    // Attempt 1 ending before the world cancelled it changes nothing.
+    h.on_attempt(&c(1), 1, Outcome::Success, ms(170));
+    assert_eq!((answers(&mut h), h.counters.wins), (vec![], 1));
 
     h.on_call(&c(2), ms(300));
     h.on_attempt(&c(2), 0, Outcome::Failed(Reason::Timeout), ms(320));

@@ -211,16 +211,17 @@ fn percentile_delay_settles_at_the_p95_fixed_point() {
 /// permit, waits for one, or is refused), a retry below it (an attempt in its back-off is
 /// cancelled), a time limiter above it (the parked call cut from above cancels its
 /// attempts), a busy station without cancellation (losers' work runs on and is counted),
-/// with and without a connection pool.
+/// with and without a connection pool and a QPS limit at the bottom.
 #[test]
 fn hedges_cancelled_anywhere_keep_every_invariant() {
     let text = r#"Scenario(name: "hedge_everywhere",
         sources: [(name: "s", interarrival: Exponential(mean: "8ms"), target: "c")],
         hedges: [(name: "h", max_attempts: 3, hedging_delay: "60ms", non_fatal: ["upstream_5xx", "gate_full"])],
         gates: [(name: "g", permits: 40, acquire_timeout: "50ms")],
+        flow_rules: [FlowRules(name: "edge", rules: [FlowRule(count: 120.0)])],
         retries: [(name: "r", max_attempts: 2, backoff: Fixed(wait_duration: "20ms"))],
         time_limiters: [(name: "t", timeout_duration: "400ms")],
-        call_sites: [(name: "c", governors: [TimeLimiter("t"), Hedge("h"), Retry("r"), Gate("g")],
+        call_sites: [(name: "c", governors: [TimeLimiter("t"), Hedge("h"), Retry("r"), Gate("g") FLOW],
             upstream: "llm", timeout: "300ms", POOL
             network: (request: Exponential(mean: "10ms"), response: Exponential(mean: "10ms")))],
         stations: [(name: "llm", servers: 30, service: LogNormal(mean: "150ms", cv: 1.0),
@@ -228,16 +229,24 @@ fn hedges_cancelled_anywhere_keep_every_invariant() {
         connection_pools: [ConnPool(name: "http", max_total: 24, max_per_route: 24, tcp_rtt: "5ms",
             server_idle_timeout: "10s")],
     )"#;
-    for (pool, seed) in [("", 7), ("", 8), (POOL, 9), (POOL, 10)] {
-        let sc = load(&text.replace("POOL", pool));
+    for (pool, flow, seed) in [("", "", 7), ("", FLOW, 8), (POOL, "", 9), (POOL, FLOW, 10)] {
+        let sc = load(&text.replace("POOL", pool).replace("FLOW", flow));
         let r = crate::support::stepped(&sc, &cfg(seed, 20));
         for c in ["hedges_sent", "hedge_wins", "wasted_upstream_ms"] {
             assert!(get(&r, &format!("hedge.h.{c}")) > 0.0, "{c}");
         }
-        assert!(get(&r, "time_limiter.t.timeouts") > 0.0, "cut from above");
+        if flow.is_empty() {
+            assert!(get(&r, "time_limiter.t.timeouts") > 0.0, "cut from above");
+        } else {
+            // The limit (fatal for the hedge) refuses attempts, and keeps the load low.
+            assert!(get(&r, "source.s.rejected_rate_limited") > 0.0, "refused below");
+        }
         assert!(get(&r, "retry.r.retries") > 0.0, "retried below");
     }
 }
 
 /// The call site's connection pool (attempts wait for, open and hold connections).
 const POOL: &str = r#"connection_pool: "http","#;
+/// A QPS limit below the gate: an attempt woken at the gate may be refused at once and end
+/// in the same cascade as the winner that woke it.
+const FLOW: &str = r#", FlowRules("edge")"#;

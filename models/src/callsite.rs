@@ -70,6 +70,12 @@ impl Governor for GovernorKind {
     fn take_answered(&mut self, out: &mut Vec<(CallId, Outcome)>) {
         each!(self, g => g.take_answered(out))
     }
+    fn take_forks(&mut self, out: &mut Vec<(CallId, u32)>) {
+        each!(self, g => g.take_forks(out))
+    }
+    fn on_attempt(&mut self, call: &CallInfo, attempt: u32, o: Outcome, now: SimTime) {
+        each!(self, g => g.on_attempt(call, attempt, o, now))
+    }
     fn waiting(&self) -> usize {
         each!(self, g => g.waiting())
     }
@@ -104,15 +110,21 @@ pub enum Next {
     Finished(Outcome),
     /// Re-issue the call from `level` (going down) after `after`.
     Retry { level: usize, after: SimDuration },
+    /// Parked at `level` (no deadline), its attempt 0 to send below that level now
+    /// ([`CallDecision::Fork`]).
+    Forked { level: usize },
 }
 
 /// A call woken at a level of some stack: it resumes below that level, or, when the
-/// governor answered it where it waited, its answer climbs from that level.
+/// governor answered it where it waited, its answer climbs from that level, or, when the
+/// governor forks it (`fork: Some(attempt)`), a copy of it goes below that level while it
+/// stays parked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Woken {
     pub governor: usize,
     pub call: CallId,
     pub answer: Option<Outcome>,
+    pub fork: Option<u32>,
 }
 
 /// Collects the calls governor `g` woke or answered.
@@ -134,7 +146,22 @@ fn drain_released(g: usize, govs: &mut [GovernorKind], woken: &mut impl Extend<W
     let mut ids = Vec::new();
     govs[g].take_woken(&mut ids);
     if !ids.is_empty() {
-        woken.extend(ids.into_iter().map(|call| Woken { governor: g, call, answer: None }));
+        woken.extend(ids.into_iter().map(|call| Woken {
+            governor: g,
+            call,
+            answer: None,
+            fork: None,
+        }));
+    }
+    let mut forks = Vec::new();
+    govs[g].take_forks(&mut forks);
+    if !forks.is_empty() {
+        woken.extend(forks.into_iter().map(|(call, k)| Woken {
+            governor: g,
+            call,
+            answer: None,
+            fork: Some(k),
+        }));
     }
     let mut answered = Vec::new();
     govs[g].take_answered(&mut answered);
@@ -145,16 +172,18 @@ fn drain_released(g: usize, govs: &mut [GovernorKind], woken: &mut impl Extend<W
         governor: g,
         call,
         answer: Some(o),
+        fork: None,
     }));
 }
 
 /// Debug check of [`Governor::has_released`] answering no: both lists are empty (taking an
 /// empty list changes nothing).
 fn released_nothing(g: &mut GovernorKind) -> bool {
-    let (mut ids, mut answered) = (Vec::new(), Vec::new());
+    let (mut ids, mut answered, mut forks) = (Vec::new(), Vec::new(), Vec::new());
     g.take_woken(&mut ids);
     g.take_answered(&mut answered);
-    ids.is_empty() && answered.is_empty()
+    g.take_forks(&mut forks);
+    ids.is_empty() && answered.is_empty() && forks.is_empty()
 }
 
 /// Sends a call down `stack` from `from` (inclusive).
@@ -178,6 +207,7 @@ pub fn descend(
             CallDecision::Reject(r) => {
                 return ascend(stack, govs, call, level, Outcome::Rejected(r), now, woken);
             }
+            CallDecision::Fork => return Next::Forked { level },
         }
     }
     Next::Upstream
@@ -277,7 +307,7 @@ mod tests {
             ascend(&stack, &mut govs, &c(1), 2, Outcome::Success, t, &mut w),
             Next::Finished(Outcome::Success)
         );
-        assert_eq!(w, vec![Woken { governor: 0, call: CallId(5), answer: None }]);
+        assert_eq!(w, vec![Woken { governor: 0, call: CallId(5), answer: None, fork: None }]);
         // Call 5 resumes below level 0 and gets the inner permit.
         assert_eq!(descend(&stack, &mut govs, &c(5), 1, t, &mut w), Next::Upstream);
     }

@@ -86,6 +86,13 @@ pub enum CallDecision {
     ServeLocally(Outcome),
     /// Refuse the call.
     Reject(Reason),
+    /// Park here and send a copy of the call below this level now (attempt 0 of a hedged
+    /// call): the governor answers the parked call from here
+    /// ([`Governor::take_answered`]) once its attempts decide, may ask for further copies
+    /// ([`Governor::take_forks`]) and hears each copy's outcome
+    /// ([`Governor::on_attempt`]); the world cancels the copies still running when the
+    /// parked call leaves this level. Only the hedging governor answers it.
+    Fork,
 }
 
 /// A governor's verdict on an outcome climbing the stack.
@@ -113,6 +120,14 @@ pub trait Governor {
     /// fallback), oldest first. The call site carries each outcome up from this level.
     /// Drained together with [`Governor::take_woken`].
     fn take_answered(&mut self, _out: &mut Vec<(CallId, Outcome)>) {}
+    /// Further copies (attempts) of calls parked here by [`CallDecision::Fork`] to send
+    /// below this level now, `(call, attempt)`, oldest first. Drained with
+    /// [`Governor::take_woken`].
+    fn take_forks(&mut self, _out: &mut Vec<(CallId, u32)>) {}
+    /// The outcome of attempt `attempt` of `call` (parked here by [`CallDecision::Fork`])
+    /// climbed back to this level (the copy's climb ends here). Never called for a governor
+    /// that does not fork.
+    fn on_attempt(&mut self, _call: &CallInfo, _attempt: u32, _o: Outcome, _now: SimTime) {}
     /// Calls currently parked here.
     fn waiting(&self) -> usize;
     /// The next time this governor wants [`Governor::on_wake`] called without a call

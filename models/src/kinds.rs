@@ -142,6 +142,10 @@ macro_rules! with_governor_kinds {
                 spec: $crate::sre_throttle::SreThrottlerSpec,
                 state: $crate::sre_throttle::SreThrottler,
             },
+            /// Hedged requests (gRPC `hedgingPolicy`, a percentile delay, a hedge budget) from
+            /// `hedges`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            Hedge { list: hedges, spec: $crate::hedge::HedgeSpec, state: $crate::hedge::Hedge },
         }
     };
 }

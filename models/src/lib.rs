@@ -102,6 +102,7 @@ pub mod governor;
 pub mod govspec;
 pub mod gpu;
 pub mod gradient2;
+pub mod hedge;
 pub mod ids;
 pub mod kinds;
 pub mod network;

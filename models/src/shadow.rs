@@ -216,6 +216,8 @@ impl<G: Governor> Governor for Shadow<G> {
                 self.mark(1, now, "shadow_wait", on_deadline.name());
             }
             CallDecision::ServeLocally(_) => self.counters.would_serve_locally += 1,
+            // A forking kind is refused in shadow mode (`GovernorSpec::NOT_SHADOWABLE`).
+            CallDecision::Fork => unreachable!("a hedging governor is never shadowed"),
             CallDecision::Reject(r) => {
                 self.counters.would_reject += 1;
                 self.mark(0, now, "shadow_reject", r.name());

@@ -363,6 +363,11 @@ impl SiteRt {
     fn stack_for(&self, inst: u16) -> &[usize] {
         if self.stacks.is_empty() { &self.stack } else { &self.stacks[inst as usize] }
     }
+    /// The part of that stack a call with `base` goes through (an attempt of a hedged
+    /// call: the levels below its hedging governor; `base` 0: all).
+    fn stack_at(&self, inst: u16, base: u8) -> &[usize] {
+        &self.stack_for(inst)[base as usize..]
+    }
 }
 
 /// Run settings that are not part of the scenario.
@@ -455,6 +460,8 @@ pub struct QueueingWorld {
     net: network::NetRt,
     /// Correlated stalls: hosts' pauses and slowdowns, what they hold (`world/stalls.rs`).
     stalls: stalls::StallsRt,
+    /// Hedged calls' attempts and their wasted upstream work (`world/hedging.rs`).
+    hedging: hedging::HedgingRt,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -475,6 +482,7 @@ mod entry_report;
 mod fallback;
 mod governors;
 mod gpu;
+mod hedging;
 mod holdings;
 mod inflight;
 mod network;
@@ -592,7 +600,7 @@ impl sim_core::World for QueueingWorld {
                 Some(c) => {
                     let site = &self.sites[c.site as usize];
                     c.parked_at
-                        .map(|l| self.govs.names[site.stack_for(c.inst)[l]].clone())
+                        .map(|l| self.govs.names[site.stack_at(c.inst, c.base)[l]].clone())
                         .unwrap_or_else(|| format!("call_site.{}", site.name))
                 }
                 None => "request".into(),

@@ -89,7 +89,9 @@ fn drive<G: Governor>(g: &mut G, seed: u64, steps: u64, check: impl Fn(&G)) -> M
                         m.waiting.insert(call.call.0, deadline.expect("bounded wait"));
                     }
                     CallDecision::Reject(r) => assert_eq!(r, Reason::BreakerOpen),
-                    CallDecision::ServeLocally(_) => panic!("a breaker never serves"),
+                    CallDecision::ServeLocally(_) | CallDecision::Fork => {
+                        panic!("a breaker never serves")
+                    }
                 }
             }
             5..=8 => {

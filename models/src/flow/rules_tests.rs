@@ -73,7 +73,9 @@ fn drive(g: &mut FlowRules, arrivals: &[u64], instant_return: bool, until_ns: u6
             CallDecision::Wait { deadline, on_deadline } => {
                 assert_eq!((deadline, on_deadline), (None, Reason::RateLimited));
             }
-            CallDecision::ServeLocally(_) => panic!("flow rules never serve locally"),
+            CallDecision::ServeLocally(_) | CallDecision::Fork => {
+                panic!("flow rules never serve locally nor fork")
+            }
         }
     }
     settle(g, &mut fate, until_ns);

@@ -285,7 +285,9 @@ impl Governor for SentinelResource {
                 self.entries.insert(call.call, now);
                 w
             }
-            CallDecision::ServeLocally(_) => unreachable!("flow rules never answer locally"),
+            CallDecision::ServeLocally(_) | CallDecision::Fork => {
+                unreachable!("flow rules never answer locally nor fork")
+            }
         };
         self.collect_events();
         d

@@ -286,6 +286,7 @@ impl QueueingWorld {
             },
             // Registers nothing without stalls.
             stalls: stalls::StallsRt::new(sc, run.seed, ctx),
+            hedging: hedging::HedgingRt::default(),
         };
         w.fallback_start();
         w.entry_start_all(ctx);

@@ -69,11 +69,11 @@ impl QueueingWorld {
 
     /// Sends call `slot` down its call site from `level`, and acts on the verdict.
     pub(super) fn descend(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
-        let site = self.call(slot).site as usize;
-        if level == 0 && self.switched_off(slot, ctx) {
+        let (site, base) = (self.call(slot).site as usize, self.call(slot).base as usize);
+        if level + base == 0 && self.switched_off(slot, ctx) {
             return;
         }
-        if level == self.sites[site].stack.len() {
+        if level + base == self.sites[site].stack.len() {
             // Fast path: nothing (more) to pass.
             self.send_to_station(slot, ctx);
             return;
@@ -85,10 +85,10 @@ impl QueueingWorld {
     /// then saves no registers (bench/NOTES.md, session 7).
     #[inline(never)]
     fn descend_stack(&mut self, slot: u32, level: usize, ctx: &mut Ctx<'_, Ev>) {
-        let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
+        let (site, inst, base) = self.call_place(slot);
         let info = self.info(slot);
         let next = callsite::descend(
-            self.sites[site].stack_for(inst),
+            self.sites[site].stack_at(inst, base),
             &mut self.govs.arena,
             &info,
             level,
@@ -112,7 +112,11 @@ impl QueueingWorld {
                     self.call_mut(slot).timer = Some(h);
                 }
             }
-            Next::Finished(o) => self.call_ended(slot, o, ctx),
+            Next::Finished(o) => self.call_finished(slot, o, ctx),
+            Next::Forked { level } => {
+                self.call_mut(slot).parked_at = Some(level);
+                self.fork_attempt(slot, level, 0, ctx);
+            }
             Next::Retry { level, after } => {
                 let c = self.call_mut(slot);
                 c.retry_level = Some(level);
@@ -123,6 +127,22 @@ impl QueueingWorld {
             }
         }
         self.update_gate_gauges(ctx);
+    }
+
+    /// The site, instance and base of call `slot` (its stack: `stack_at(inst, base)`).
+    pub(super) fn call_place(&self, slot: u32) -> (usize, u16, u8) {
+        let c = self.call(slot);
+        (c.site as usize, c.inst, c.base)
+    }
+
+    /// Call `slot`'s climb is over: an attempt of a hedged call ends at its base
+    /// (`world/hedging.rs`), any other call at its site.
+    fn call_finished(&mut self, slot: u32, o: Outcome, ctx: &mut Ctx<'_, Ev>) {
+        if self.call(slot).base > 0 {
+            self.attempt_done(slot, o, ctx);
+        } else {
+            self.call_ended(slot, o, ctx);
+        }
     }
 
     pub(super) fn on_retry_due(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
@@ -201,10 +221,12 @@ impl QueueingWorld {
         self.series_reached(Upstream::Station(st), ctx);
         let live = self.calls.slots.get(slot).is_some_and(|c| c.awaits(job.id));
         if !live && self.upstreams.stations[st as usize].st.cancellation {
+            self.waste_ended(job.id, now); // a cancelled hedge's work, dropped unserved
             return;
         }
         // The provider's quota answers first: 429, with a Retry-After, consumes nothing.
         if let Err(retry_after) = self.upstreams.admit_quota(st, &mut job, now) {
+            self.waste_ended(job.id, now); // unserved: nothing wasted (no-op unless abandoned)
             if live {
                 let o = Outcome::Rejected(Reason::Upstream429);
                 self.upstream_answer(slot, o, retry_after, ctx);
@@ -231,6 +253,7 @@ impl QueueingWorld {
             Admit::Queued => {}
             Admit::Full => {
                 self.work_ended(st, &job, false, now);
+                self.waste_ended(job.id, now);
                 if live {
                     let reason = self.upstreams.stations[st as usize].st.reject_as.reason();
                     self.upstream_answer(slot, Outcome::Rejected(reason), None, ctx);
@@ -256,6 +279,7 @@ impl QueueingWorld {
         let done = Ev::ServiceDone { station: st, slot: job.slot, id: job.id };
         let Some(c) = self.calls.slots.get_mut(job.slot).filter(|c| c.awaits(job.id)) else {
             // Abandoned by its client while waiting, not cancelled: the work is done anyway.
+            self.waste_started(job.id, now);
             ctx.schedule_in(service, done);
             if let Some(m) = &mut self.upstreams.stations[st as usize].running {
                 m.insert(job.slot, job.id, job);
@@ -263,6 +287,7 @@ impl QueueingWorld {
             return;
         };
         c.in_service = true;
+        c.service_start = now;
         // Keyed draws: taking them or not never shifts any other random number.
         c.upstream_error = self.upstreams.stations[st as usize].draw_error(key);
         c.upstream_retry_after = scripted.and_then(|s| s.retry_after);
@@ -307,6 +332,7 @@ impl QueueingWorld {
         self.update_station_gauges(st, ctx);
         let Some(c) = self.calls.slots.get_mut(slot).filter(|c| c.awaits(id)) else {
             // Abandoned work finished: nobody is waiting for it.
+            self.waste_ended(id, now);
             ctx.metrics.incr(self.upstreams.stations[st as usize].wasted);
             self.upstreams.stations[st as usize].abandoned_done += 1;
             return;
@@ -401,17 +427,17 @@ impl QueueingWorld {
             self.send_upstream(slot, ctx);
             return;
         }
-        let below = self.sites[site].stack.len();
+        let below = self.sites[site].stack.len() - self.call(slot).base as usize;
         if below == 0 {
             // Fast path: no governor to tell.
-            self.call_ended(slot, outcome, ctx);
+            self.call_finished(slot, outcome, ctx);
             return;
         }
         self.climb(slot, below, outcome, retry_after, ctx);
     }
 
     /// Carries `outcome` up the call's stack from below level `below`, and acts on it.
-    fn climb(
+    pub(super) fn climb(
         &mut self,
         slot: u32,
         below: usize,
@@ -419,10 +445,10 @@ impl QueueingWorld {
         retry_after: Option<SimDuration>,
         ctx: &mut Ctx<'_, Ev>,
     ) {
-        let (site, inst) = (self.call(slot).site as usize, self.call(slot).inst);
+        let (site, inst, base) = self.call_place(slot);
         let info = CallInfo { retry_after, ..self.info(slot) };
         let next = callsite::ascend(
-            self.sites[site].stack_for(inst),
+            self.sites[site].stack_at(inst, base),
             &mut self.govs.arena,
             &info,
             below,
@@ -504,10 +530,10 @@ impl QueueingWorld {
         let c = self.call_mut(slot);
         c.timer = None;
         let level = c.parked_at.take().expect("deadline fires only for parked calls");
-        let (site, reason, inst) = (c.site as usize, c.on_deadline, c.inst);
+        let (site, reason, inst, base) = (c.site as usize, c.on_deadline, c.inst, c.base);
         let info = self.info(slot);
         let next = callsite::abandon(
-            self.sites[site].stack_for(inst),
+            self.sites[site].stack_at(inst, base),
             &mut self.govs.arena,
             &info,
             level,
@@ -541,10 +567,14 @@ impl QueueingWorld {
             guard += 1;
             assert!(guard <= bound, "wake-up loop");
             let (slot, generation) = slot_of(w.call);
+            if let Some(k) = w.fork {
+                self.resume_fork(slot, generation, w.governor, k, ctx);
+                continue;
+            }
             let c = self.calls.slots.get_mut(slot).expect("woken call is live");
             assert_eq!(c.generation, generation, "woken call id is current");
             // The call's own stack: its instance's copies of per-instance governors.
-            let stack = self.sites[c.site as usize].stack_for(c.inst);
+            let stack = self.sites[c.site as usize].stack_at(c.inst, c.base);
             if let Some(o) = w.answer
                 && c.parked_at.is_none_or(|l| stack[l] != w.governor)
             {
@@ -575,7 +605,11 @@ impl QueueingWorld {
             }
             match w.answer {
                 None => self.descend(slot, level + 1, ctx),
-                Some(o) => self.climb(slot, level, o, None, ctx),
+                Some(o) => {
+                    // Answered where it waits: a hedged call's attempts are cancelled.
+                    self.cancel_attempts(slot, ctx);
+                    self.climb(slot, level, o, None, ctx)
+                }
             }
         }
     }

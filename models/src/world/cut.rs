@@ -31,8 +31,9 @@ impl QueueingWorld {
         let now = ctx.now();
         let c = self.calls.slots.get(slot).expect("live call");
         let (site, inst) = (c.site as usize, c.inst);
-        // The call's own stack (its instance's copies of per-instance governors).
-        let stack: Vec<usize> = self.sites[site].stack_for(inst).to_vec();
+        // The call's own stack (its instance's copies of per-instance governors; an
+        // attempt of a hedged call: the levels below its hedging governor).
+        let stack: Vec<usize> = self.sites[site].stack_at(inst, c.base).to_vec();
         let level = stack
             .iter()
             .position(|&x| x == g)
@@ -85,6 +86,8 @@ impl QueueingWorld {
             let pg = stack[p];
             self.govs.arena[pg].on_abandon(info, now);
             callsite::drain(pg, &mut self.govs.arena, &mut self.govs.woken);
+            // Parked at a hedging governor: its attempts go with it (`world/hedging.rs`).
+            self.cancel_attempts(slot, ctx);
             p
         } else if let Some(r) = c.retry_level.take() {
             assert!(r > from, "the retry that holds it is below the answering level");

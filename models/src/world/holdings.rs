@@ -50,7 +50,7 @@ impl QueueingWorld {
         for c in self.calls.slots.iter() {
             let site = &self.sites[c.site as usize];
             let place = match (c.parked_at, c.up) {
-                (Some(l), _) => Place::Governor(site.stack_for(c.inst)[l]),
+                (Some(l), _) => Place::Governor(site.stack_at(c.inst, c.base)[l]),
                 (None, Some(Upstream::Station(s))) => Place::Station(s),
                 (None, Some(Upstream::Gpu(g))) => Place::Gpu(g),
                 (None, None) => Place::Site(c.site),

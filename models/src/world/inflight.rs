@@ -89,12 +89,61 @@ pub(super) struct Call {
     /// On its degradation chain: moved on from a failing site (`world/fallback.rs`).
     pub(super) degrade: Option<fallback::CallFallback>,
     pub(super) generation: u32,
+    /// 0, or for an attempt of a hedged call (`world/hedging.rs`) the level of its stack
+    /// below the hedging governor: it goes through `stack[base..]` only, and its levels
+    /// (`parked_at`, `retry_level`) count from there.
+    pub(super) base: u8,
+    /// When its current work started service (the wasted time of a cancelled hedge).
+    pub(super) service_start: SimTime,
     /// [`Call::job_id`], kept: [`Call::rekey`] after every change of its attempt, backup
     /// or hops (read at every hand-off: `awaits`).
     pub(super) job: u64,
 }
 
 impl Call {
+    /// A call's first attempt, on no backup, no hop, not yet anywhere. Inlined, so the
+    /// record built in an argument is written straight into its slot.
+    #[inline(always)]
+    pub(super) fn new(
+        id: u64,
+        req: u32,
+        site: u16,
+        issue: Issue,
+        path: u32,
+        draw: u64,
+        inst: u16,
+    ) -> Call {
+        Call {
+            id,
+            req,
+            site,
+            issue,
+            path,
+            attempt: 0,
+            draw,
+            upstream_error: None,
+            upstream_retry_after: None,
+            in_service: false,
+            service_timer: None,
+            upstream_timer: None,
+            parked_at: None,
+            on_deadline: Reason::Timeout,
+            timer: None,
+            retry_level: None,
+            conn: None,
+            up: None,
+            on_backup: false,
+            stream: None,
+            degrade: None,
+            inst,
+            generation: 0,
+            base: 0,
+            service_start: SimTime::ZERO,
+            // The first attempt's work, on no backup and no hop: the call's id.
+            job: id,
+        }
+    }
+
     /// The id of its current attempt's work at a station: an abandoned attempt's work,
     /// finishing later, is never taken for the answer to a retry.
     #[inline(always)]
@@ -207,6 +256,8 @@ overwrite_fields!(Call {
     stream,
     degrade,
     generation,
+    base,
+    service_start,
     job,
 });
 

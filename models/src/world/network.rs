@@ -210,6 +210,14 @@ impl QueueingWorld {
         }
     }
 
+    /// Is call `slot`'s current attempt's request on the wire (to its station)?
+    pub(super) fn net_request_on_wire(&self, slot: u32) -> bool {
+        !self.net.legs.is_empty() && {
+            let c = self.calls.slots.get(slot).expect("live call");
+            matches!(self.net.legs.get(&(slot, c.job_id())), Some(Leg::Request { .. }))
+        }
+    }
+
     /// Is call `slot`'s current attempt on the wire (either leg)? A client giving up on it
     /// then touches no station: a request still travelling reaches its station as abandoned
     /// work, a response travelling is ignored when it arrives.

@@ -206,9 +206,12 @@ impl QueueingWorld {
         }
         let live_calls = self.calls.slots.iter().count() as u64;
         let per_request: u64 = self.reqs.slots.iter().map(|r| r.live_calls as u64).sum();
-        if live_calls != self.calls.live || per_request != self.calls.live {
+        // Attempts of hedged calls are not calls of their request (`world/hedging.rs`).
+        let attempts = self.hedging.attempts() as u64;
+        if live_calls != self.calls.live || per_request + attempts != self.calls.live {
             v.push(format!(
-                "I22 call conservation: {live_calls} call slots, {per_request} per request, counter {}",
+                "I22 call conservation: {live_calls} call slots, {per_request} per request, \
+                 {attempts} hedge attempts, counter {}",
                 self.calls.live
             ));
         }

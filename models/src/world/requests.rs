@@ -143,33 +143,7 @@ impl QueueingWorld {
         self.calls.next_id += 1;
         let draw = self.site_draw(site as usize, req, path);
         // Built in the argument: the inlined insert writes it straight into its slot.
-        let slot = self.calls.insert(Call {
-            id,
-            req,
-            site,
-            issue,
-            path,
-            attempt: 0,
-            draw,
-            upstream_error: None,
-            upstream_retry_after: None,
-            in_service: false,
-            service_timer: None,
-            upstream_timer: None,
-            parked_at: None,
-            on_deadline: Reason::Timeout,
-            timer: None,
-            retry_level: None,
-            conn: None,
-            up: None,
-            on_backup: false,
-            stream: None,
-            degrade: None,
-            inst,
-            generation: 0,
-            // The first attempt's work, on no backup and no hop: the call's id.
-            job: id,
-        });
+        let slot = self.calls.insert(Call::new(id, req, site, issue, path, draw, inst));
         self.descend(slot, 0, ctx);
         self.resume_woken(ctx);
     }

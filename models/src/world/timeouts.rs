@@ -102,7 +102,8 @@ impl QueueingWorld {
                 let victims: Vec<(u32, u32)> = (0..self.calls.slots.len() as u32)
                     .filter_map(|k| {
                         let c = self.calls.slots.get(k)?;
-                        (c.req == slot).then_some((k, c.generation))
+                        // An attempt of a hedged call goes with its parked call.
+                        (c.req == slot && c.base == 0).then_some((k, c.generation))
                     })
                     .collect();
                 for (k, generation) in victims {

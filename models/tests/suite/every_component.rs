@@ -37,7 +37,7 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
     ("CircuitBreaker", "llm-cb", "llm", 6,
      r#"CircuitBreaker(name: "llm-cb", sliding_window_size: 50, minimum_number_of_calls: 20,
                        wait_duration_in_open_state: "3s", permitted_number_of_calls_in_half_open_state: 3)"#),
-    ("DegradeRule", "vector-dr", "vector", 2,
+    ("DegradeRule", "vector-dr", "vector", 3,
      r#"DegradeRule(name: "vector-dr", grade: ERROR_RATIO, count: 0.5, time_window: 5)"#),
     ("Batcher", "batch8", "summarize", 1, r#"Batcher(name: "batch8", window: "5ms", max_batch: 8)"#),
     ("TimeLimiter", "tl", "llm", 0, r#"(name: "tl", timeout_duration: "12s")"#),
@@ -57,6 +57,10 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
                            min_rtt_calc_interval: "10s", max_concurrency_limit: 100)"#),
     ("SreThrottler", "client", "llm", 10,
      r#"SreThrottler(name: "client", k: 2.0, window: "30s", buckets: 30, max_rejection_probability: 0.9)"#),
+    ("Hedge", "vh", "vector", 2,
+     r#"Hedge(name: "vh", max_attempts: 3, hedging_delay: "30ms", non_fatal: ["connect_error"],
+              delay_percentile: 0.95, percentile_window: 200,
+              budget: GrpcTokenBucket(max_tokens: 10, token_ratio: 0.1))"#),
 ];
 
 /// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in
@@ -206,6 +210,10 @@ fn every_component_runs_clean_and_replays() {
         );
     }
     assert!(s.get("gpu_server.gpu.mean_batch").unwrap() > 1.0, "the batcher batches");
+    // The vector DB's slow tail (LogNormal, cv 1) is hedged after its observed p95; its 5xx
+    // are fatal there (non_fatal: connect_error only), so they still reach the fallback.
+    assert!(s.get("hedge.vh.hedges_sent").unwrap() > 0.0, "hedges are sent");
+    assert!(s.get("hedge.vh.hedge_wins").unwrap() > 0.0, "some hedges win");
     // The cluster rule: one client per app instance (chat) plus the declared one (agents).
     for c in ["cluster_flow.cluster", "cluster_flow.cluster@api.0", "cluster_flow.cluster@api.1"] {
         assert!(s.get(&format!("{c}.token_ok")).unwrap() > 0.0, "{c} asked the server");

@@ -15,6 +15,7 @@ mod every_component;
 mod governors;
 mod gpu_fit;
 mod gpu_world;
+mod hedging;
 mod incident_timeouts;
 mod incidents_breakers;
 mod incidents_governance;

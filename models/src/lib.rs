@@ -102,6 +102,7 @@ pub mod govspec;
 pub mod gpu;
 pub mod gradient2;
 pub mod ids;
+pub mod import;
 pub mod kinds;
 pub mod network;
 pub mod observe;

@@ -136,7 +136,8 @@ pub fn run_cli(args: &ImportArgs) -> std::process::ExitCode {
         Ok(frag) => {
             let n: usize = frag.names().iter().map(|(_, v)| v.len()).sum();
             let format = frag.format.map_or("", |f| f.name());
-            println!("// stormglass import {} ({format}): {n} components", args.file.display());
+            let s = if n == 1 { "" } else { "s" };
+            println!("// stormglass import {} ({format}): {n} component{s}", args.file.display());
             print!("{}", frag.to_ron());
             std::process::ExitCode::SUCCESS
         }

@@ -1,7 +1,7 @@
 //! `stormglass import` and a scenario's `import` list, on the libraries' own documented
 //! examples (`experiments/examples/import/`: Resilience4j's Spring Boot example, Sentinel's
-//! demo rule files, grpc-java's retrying service config) and on configurations as teams
-//! write them: each imported, run and explained; the fragment the CLI prints, pasted into
+//! demo rule files, grpc-java's retrying and hedging service configs) and on configurations
+//! as teams write them: each imported, run and explained; the fragment the CLI prints, pasted into
 //! the scenario, runs to the same fingerprint as the import; a changed value in the YAML
 //! changes the fingerprint; unsupported fields are named by their path.
 
@@ -52,6 +52,9 @@ fn each_example_is_imported_explained_and_run() {
         ("resilience4j-docs.ron", "gate.backendB.permits"),
         ("sentinel.ron", "sentinel_resource.POST__v1_chat.rule0.control_behavior"),
         ("grpc.ron", "retry.llm_Completions.budget_max_tokens"),
+        ("grpc.ron", "retry.helloworld_Greeter_SayHello.backoff_max_wait"),
+        ("sentinel-demo.ron", "sentinel_resource.abc1.rule0.count"),
+        ("sentinel-degrade-demo.ron", "sentinel_resource.abc0.degrade0.time_window"),
     ];
     for (file, param) in cases {
         let path = examples().join(file);
@@ -88,27 +91,40 @@ fn explain_shows_the_inherited_values() {
     assert_eq!(value("time_limiter.llm.timeout_duration"), "\"5s\"");
 }
 
-/// The fragment `stormglass import` prints, pasted in place of the `import` entry, is the
+/// The fragments `stormglass import` prints, pasted in place of the `import` entry, are the
 /// same scenario: the same fingerprints, seed by seed.
 #[test]
 fn the_printed_fragment_runs_like_the_import() {
+    // (scenario, its import list, the list left after pasting, the file pasted, flags)
     let cases = [
-        ("resilience4j.ron", "llm-client.yml", "[\"llm-client.yml\"]", &[][..]),
-        ("grpc.ron", "grpc-throttled.json", "[\"grpc-throttled.json\"]", &[][..]),
+        ("resilience4j.ron", "[\"llm-client.yml\"]", "[]", "llm-client.yml", &[][..]),
+        (
+            "grpc.ron",
+            "[\"grpc-throttled.json\", \"grpc-retrying.json\"]",
+            "[\"grpc-retrying.json\"]",
+            "grpc-throttled.json",
+            &[][..],
+        ),
         (
             "sentinel.ron",
-            "sentinel-dashboard.json",
             "[(file: \"sentinel-dashboard.json\", hot_param: User)]",
+            "[]",
+            "sentinel-dashboard.json",
             &["--hot-param", "user"][..],
         ),
     ];
-    for (scenario, config, entry, flags) in cases {
-        let d = scratch("paste", &[scenario, config]);
+    for (scenario, entry, left, config, flags) in cases {
+        let mut files = vec![scenario, config];
+        if scenario == "grpc.ron" {
+            files.push("grpc-retrying.json");
+        }
+        let d = scratch("paste", &files);
         let o = stormglass().arg("import").args(flags).arg(d.join(config)).output().unwrap();
         assert!(o.status.success(), "{config}: {}", String::from_utf8_lossy(&o.stderr));
         let fragment = String::from_utf8(o.stdout).unwrap();
         let text = std::fs::read_to_string(d.join(scenario)).unwrap();
-        let pasted = text.replace(&format!("import: {entry},"), &fragment);
+        let pasted =
+            text.replace(&format!("import: {entry},"), &format!("import: {left},\n{fragment}"));
         assert_ne!(pasted, text, "{scenario}: the import entry was replaced");
         std::fs::write(d.join("pasted.ron"), pasted).unwrap();
         assert_eq!(

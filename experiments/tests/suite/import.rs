@@ -186,3 +186,26 @@ fn unsupported_fields_are_named_with_their_path() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains(":11:7: methodConfig[0].hedgingPolicy: not modelled: hedging"), "{err}");
 }
+
+/// The imported breaker acts on its imported settings: from 20 s to 40 s the provider fails
+/// 80% of calls (`station.provider.error_rate` 0.8). The breaker `llm` (COUNT_BASED, window
+/// 50, minimum 20 calls, failure threshold 50%, all from the YAML's `configs`) sees about
+/// 20 calls a second; a window of 50 results at p = 0.8 holds 40 ± 2.8 failures, and fewer
+/// than 25 (below the threshold) is a z = −5.1 event (~1e-7) — so within the 20 s outage
+/// (~400 calls) it opens, on every seed, and refuses calls while open.
+#[test]
+fn the_imported_breaker_opens_in_the_outage() {
+    let exp = load(&examples().join("resilience4j.ron"), &RunDefaults::default()).unwrap();
+    let all: Vec<usize> = (0..exp.runs.len()).collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    for r in run_all(&exp, &all, 2, &stop, &mut |_| {}) {
+        assert_eq!(r.status, Status::Ok);
+        let changes = r.summary.get("circuit_breaker.llm.state_changes").unwrap();
+        let refused = r.summary.get("circuit_breaker.llm.not_permitted").unwrap();
+        assert!(
+            changes >= 1.0 && refused > 0.0,
+            "seed {}: {changes} changes, {refused} refused",
+            r.seed
+        );
+    }
+}

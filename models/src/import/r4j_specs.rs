@@ -114,6 +114,20 @@ fn find<'a, 'n>(props: &'a [PropRef<'n>], n: &str) -> Option<&'a PropRef<'n>> {
     props.iter().find(|p| p.norm == n)
 }
 
+/// Notes each of `names` the layers set that the library does not read here.
+fn unread(cx: &mut Cx, props: &[PropRef], names: &[&str], why: &str) {
+    for n in names {
+        if let Some(p) = find(props, n) {
+            cx.ignore(&p.path, p.node.at, why);
+        }
+    }
+}
+
+const CB_EXPO: [&str; 2] =
+    ["exponentialbackoffmultiplier", "exponentialmaxwaitdurationinopenstate"];
+const RETRY_EXPO: [&str; 2] = ["exponentialbackoffmultiplier", "exponentialmaxwaitduration"];
+const NOT_ENABLED: &str = "its policy is not enabled";
+
 /// `CircuitBreakerConfig` via `CommonCircuitBreakerConfigurationProperties.buildConfig`.
 pub(crate) fn circuit_breaker(cx: &mut Cx, name: &str, at: Origin, props: &[PropRef]) -> Item {
     let mut it = Item::new("circuit_breakers", name, at);
@@ -233,21 +247,14 @@ fn open_wait(cx: &mut Cx, it: &mut Item, props: &[PropRef]) {
     let rand = flag(cx, "enablerandomizedwait");
     let wait = wait.and_then(|p| get(cx, p, read::spring_duration).map(|d| (d, p)));
     let Some((d, wp)) = wait.filter(|(d, _)| d.0 >= sim_core::time::NS_PER_MS) else {
-        for n in [
-            "enableexponentialbackoff",
-            "exponentialbackoffmultiplier",
-            "exponentialmaxwaitdurationinopenstate",
-            "enablerandomizedwait",
-            "randomizedwaitfactor",
-        ] {
-            if let Some(p) = find(props, n) {
-                cx.ignore(
-                    &p.path,
-                    p.node.at,
-                    "Resilience4j applies it only with waitDurationInOpenState > 0",
-                );
-            }
-        }
+        let why = "Resilience4j applies it only with waitDurationInOpenState > 0";
+        unread(
+            cx,
+            props,
+            &["enableexponentialbackoff", "enablerandomizedwait", "randomizedwaitfactor"],
+            why,
+        );
+        unread(cx, props, &CB_EXPO, why);
         if let Some(p) = find(props, "waitdurationinopenstate") {
             cx.ignore(&p.path, p.node.at, "Resilience4j keeps its default below 1 ms");
         }
@@ -260,7 +267,8 @@ fn open_wait(cx: &mut Cx, it: &mut Item, props: &[PropRef]) {
             cx.error(&rp.path, rp.node.at, "exponential backoff and randomized wait cannot both be enabled (Resilience4j refuses it)".into());
         }
         (_, Some((true, rp))) => {
-            cx.unsupported(&rp.path, rp.node.at, "a randomized open-state wait".into())
+            cx.unsupported(&rp.path, rp.node.at, "a randomized open-state wait".into());
+            unread(cx, props, &CB_EXPO, NOT_ENABLED);
         }
         (Some((true, ep)), _) => {
             it.set("enable_exponential_backoff", Val::Bool(true), o(ep));
@@ -274,17 +282,11 @@ fn open_wait(cx: &mut Cx, it: &mut Item, props: &[PropRef]) {
             {
                 it.set("exponential_max_wait_duration_in_open_state", Val::Dur(x), o(p));
             }
+            unread(cx, props, &["randomizedwaitfactor"], NOT_ENABLED);
         }
         _ => {
-            for n in [
-                "exponentialbackoffmultiplier",
-                "exponentialmaxwaitdurationinopenstate",
-                "randomizedwaitfactor",
-            ] {
-                if let Some(p) = find(props, n) {
-                    cx.ignore(&p.path, p.node.at, "its policy is not enabled");
-                }
-            }
+            unread(cx, props, &CB_EXPO, NOT_ENABLED);
+            unread(cx, props, &["randomizedwaitfactor"], NOT_ENABLED);
         }
     }
 }
@@ -320,7 +322,16 @@ pub(crate) fn retry(cx: &mut Cx, name: &str, at: Origin, props: &[PropRef]) -> I
 /// (`ofExponentialBackoff`), randomized (`ofRandomized`) or both
 /// (`ofExponentialRandomBackoff`), else fixed.
 fn retry_interval(cx: &mut Cx, it: &mut Item, props: &[PropRef]) {
-    let Some(wp) = find(props, "waitduration") else { return };
+    let Some(wp) = find(props, "waitduration") else {
+        let why = "Resilience4j applies it only with waitDuration set";
+        unread(
+            cx,
+            props,
+            &["enableexponentialbackoff", "enablerandomizedwait", "randomizedwaitfactor"],
+            why,
+        );
+        return unread(cx, props, &RETRY_EXPO, why);
+    };
     let Some(wait) = get(cx, wp, read::spring_duration) else { return };
     let on = |cx: &mut Cx, n: &str| {
         find(props, n).and_then(|p| get(cx, p, read::boolean)).unwrap_or(false)
@@ -342,9 +353,13 @@ fn retry_interval(cx: &mut Cx, it: &mut Item, props: &[PropRef]) {
         }
         Val::Struct("Exponential", f)
     } else {
+        unread(cx, props, &RETRY_EXPO, NOT_ENABLED);
         Val::Struct("Fixed", vec![("wait_duration", Val::Dur(wait))])
     };
     it.set("backoff", backoff, o(wp));
+    if !rand {
+        unread(cx, props, &["randomizedwaitfactor"], NOT_ENABLED);
+    }
     if rand {
         let mut f = Vec::new();
         if let Some(p) = find(props, "randomizedwaitfactor")

@@ -256,3 +256,15 @@ fn alias_expansion_is_bounded() {
     let e = import(&y, &Options::default()).unwrap_err();
     assert!(e[0].message.contains("more than 1000000 values"), "{:?}", e[0]);
 }
+
+/// A setting the library reads only under another is noted when that one is missing, never
+/// dropped silently.
+#[test]
+fn settings_read_only_under_another_are_noted() {
+    let y = "resilience4j.retry.instances.r:\n  enableExponentialBackoff: true\n  exponentialBackoffMultiplier: 3\nresilience4j.circuitbreaker.instances.b:\n  waitDurationInOpenState: 5s\n  randomizedWaitFactor: 0.2\n";
+    let f = ok(y, r4j());
+    let notes: Vec<String> = f.notes.iter().map(|n| n.to_string()).collect();
+    assert!(notes.contains(&"2:29: resilience4j.retry.instances.r.enableExponentialBackoff: ignored: Resilience4j applies it only with waitDuration set".to_string()), "{notes:?}");
+    assert!(notes.contains(&"3:33: resilience4j.retry.instances.r.exponentialBackoffMultiplier: ignored: Resilience4j applies it only with waitDuration set".to_string()), "{notes:?}");
+    assert!(notes.contains(&"6:25: resilience4j.circuitbreaker.instances.b.randomizedWaitFactor: ignored: its policy is not enabled".to_string()), "{notes:?}");
+}

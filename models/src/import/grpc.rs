@@ -119,6 +119,14 @@ fn method_name(cx: &mut Cx, path: &str, mc: &Node) -> String {
             _ => None,
         });
     let Some(first) = first else { return "default".into() };
+    let names = read::entries(path, mc)
+        .ok()
+        .and_then(|e| e.iter().find(|(k, _)| norm(&k.text) == "name"))
+        .map(|(k, v)| (k, matches!(&v.kind, Kind::Seq(items) if items.len() > 1)));
+    if let Some((k, true)) = names {
+        let why = "several methods: one component, named after the first; put it in each of their call sites";
+        cx.ignore(&read::join(path, &k.text), k.at, why);
+    }
     let mut parts = Vec::new();
     for (k, v) in read::entries(path, first).unwrap_or(&[]) {
         let n = norm(&k.text);

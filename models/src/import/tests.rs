@@ -268,3 +268,52 @@ fn settings_read_only_under_another_are_noted() {
     assert!(notes.contains(&"3:33: resilience4j.retry.instances.r.exponentialBackoffMultiplier: ignored: Resilience4j applies it only with waitDuration set".to_string()), "{notes:?}");
     assert!(notes.contains(&"6:25: resilience4j.circuitbreaker.instances.b.randomizedWaitFactor: ignored: its policy is not enabled".to_string()), "{notes:?}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+    /// Bad input is an error, never a panic: text made of YAML's and JSON's structural
+    /// characters and the names the importers read, in every format.
+    #[test]
+    fn any_text_is_an_answer_never_a_panic(
+        text in "([a-zA-Z0-9 .:,\\-\\[\\]{}\"'#&*!|>/\\n]|resilience4j|instances|configs|baseConfig|methodConfig|retryPolicy|resource|count|paramIdx|PT1S|10ms){0,40}",
+        format in 0usize..4,
+        partial in proptest::bool::ANY,
+    ) {
+        let format = [None, Some(Format::Resilience4j), Some(Format::Sentinel), Some(Format::Grpc)][format];
+        let opts = Options { format, partial, hot_param: Some(HotParam::Key) };
+        if let Ok(f) = import(&text, &opts) {
+            let _ = f.to_ron();
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    /// Resilience4j-shaped text with any property and value: an answer, never a panic; when
+    /// it imports, every component's fields have an origin in the text.
+    #[test]
+    fn resilience4j_shaped_text_never_panics(
+        lines in proptest::collection::vec((
+            proptest::sample::select(vec!["circuitbreaker", "retry", "bulkhead", "timelimiter", "ratelimiter", "thread-pool-bulkhead", "cache"]),
+            proptest::sample::select(vec!["instances", "configs", "backends", "retryAspectOrder"]),
+            proptest::sample::select(vec!["a", "b", "default", "x.y"]),
+            proptest::sample::select(vec!["baseConfig", "failureRateThreshold", "wait-duration-in-open-state", "maxAttempts", "waitDuration", "enableExponentialBackoff", "enableRandomizedWait", "exponentialMaxWaitDuration", "retryExceptions", "recordExceptions", "maxConcurrentCalls", "timeoutDuration", "initialState", "slidingWindowType", "registerHealthIndicator", "nonsense"]),
+            proptest::sample::select(vec!["0", "1", "150", "10s", "PT1S", "true", "a", "b", "default", "-1", "[java.io.IOException]", "OPEN", "TIME_BASED", "1e300", ""]),
+        ), 0..12),
+        partial in proptest::bool::ANY,
+    ) {
+        let text: String = lines
+            .iter()
+            .map(|(m, s, n, p, v)| format!("resilience4j.{m}.{s}.{n}.{p}: {v}\n"))
+            .collect();
+        let opts = Options { partial, ..Options::default() };
+        if let Ok(f) = import(&text, &opts) {
+            for (list, names) in f.names() {
+                for i in 0..names.len() {
+                    let path = format!("{list}[{i}].name");
+                    proptest::prop_assert!(f.origin(&path).is_some(), "{}", path);
+                }
+            }
+        }
+    }
+}

@@ -17,6 +17,7 @@ pub mod console;
 pub mod embed;
 pub mod experiment;
 pub mod gpu_cli;
+pub mod import_file;
 pub mod locate;
 pub mod patch;
 pub mod provenance;

@@ -114,6 +114,10 @@ enum Cmd {
     },
     /// Step time of one GPU server step under the fitted model, and the fit's error.
     GpuModel(experiments::gpu_cli::GpuModelArgs),
+    /// Translate a production configuration (Resilience4j Spring Boot YAML, Sentinel rule
+    /// JSON, a gRPC service config) into governor lists to paste into a scenario, or name
+    /// it in a scenario's `import` list (docs/import.md).
+    Import(experiments::import_file::ImportArgs),
 }
 
 impl RunArgs {
@@ -215,6 +219,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::GpuModel(args) => experiments::gpu_cli::run(&args),
+        Cmd::Import(args) => experiments::import_file::run_cli(&args),
         Cmd::Calibrate(args) => match experiments::calibrate::cli::run(&args) {
             Ok(done) => print_quietly(&done.report),
             Err(e) => {

@@ -30,6 +30,7 @@ pub fn resolve_scenario(
     mut spec: ScenarioSpec<IgnoredAny>,
     prefix: &str,
 ) -> Result<Scenario, InputError> {
+    crate::import_file::load_imports(src, &mut spec, prefix)?;
     load_traces(src, &mut spec, prefix)?;
     spec.check().map_err(|e| src.error_at(&join(prefix, &e.path), e.message))?;
     let registry = spec.registry();

@@ -104,6 +104,7 @@ pub mod gpu;
 pub mod gradient2;
 pub mod hedge;
 pub mod ids;
+pub mod import;
 pub mod kinds;
 pub mod network;
 pub mod observe;

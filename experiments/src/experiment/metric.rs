@@ -74,21 +74,7 @@ impl Metric {
     }
 }
 
-/// Edit distance (Levenshtein) of two short strings.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(here + 1);
-            prev = here;
-        }
-    }
-    row[b.len()]
-}
+use models::import::edit_distance as distance;
 
 /// "no column `x`": the nearest column when one is a few edits away, else the columns that
 /// share its component (or the components) as hints.

@@ -15,6 +15,7 @@ mod cli_edges;
 mod determinism;
 mod golden;
 mod gpu_model_cli;
+mod import;
 mod incidents_beyond;
 mod incidents_breakers;
 mod incidents_catalogue;

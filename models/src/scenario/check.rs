@@ -80,6 +80,15 @@ impl<V> ScenarioSpec<V> {
     /// The scenario has sources and 1–64 classes; class and source names are unique; a
     /// recovery window is consistent.
     fn check_top_level(&self) -> Result<(), SpecError> {
+        if !self.import.is_empty() {
+            return Err(SpecError {
+                path: "import".into(),
+                message: "imports are resolved when a scenario file is loaded (experiments' \
+                          loader, the CLI, the workbench); a scenario built from text in code \
+                          must list the imported components itself (`stormglass import`)"
+                    .into(),
+            });
+        }
         if self.sources.is_empty() {
             return Err(SpecError {
                 path: "sources".into(),

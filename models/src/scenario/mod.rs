@@ -106,6 +106,12 @@ macro_rules! scenario_spec {
             /// columns); `None`: no verdict.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub recovery: Option<crate::recovery::RecoverySpec>,
+            /// Production configurations (Resilience4j YAML, Sentinel rules, a gRPC service
+            /// config) whose components join the governor lists at load, each file
+            /// resolved relative to the scenario's (`crate::import`, docs/import.md); a
+            /// name clash is an error. A loaded scenario has none left.
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub import: Vec<crate::import::ImportEntry>,
         }
 
         impl<V> ScenarioSpec<V> {
@@ -138,6 +144,7 @@ macro_rules! scenario_spec {
                     stalls: self.stalls,
                     timeline,
                     recovery: self.recovery,
+                    import: self.import,
                 })
             }
         }

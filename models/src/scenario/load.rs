@@ -185,11 +185,7 @@ impl<V> ScenarioSpec<V> {
     }
 
     /// A Sentinel flow-rule set's rules as limits (QPS: its count; THREAD: by Little's law).
-    fn flow_rule_limits(
-        &self,
-        g: &GovernorRef,
-        by_little: &ByLittle<'_>,
-    ) -> Vec<(f64, String)> {
+    fn flow_rule_limits(&self, g: &GovernorRef, by_little: &ByLittle<'_>) -> Vec<(f64, String)> {
         let GovernorRef::FlowRules(name) = g else { return Vec::new() };
         let Some(spec) = self.flow_rules.iter().find(|x| &x.name == name) else {
             return Vec::new();

@@ -9,7 +9,12 @@
 //!   imported retry (one bucket per retry governor; gRPC keeps one per channel).
 //! * `timeout` → a time limiter: the deadline of the whole call, retries included, so it
 //!   goes above the retry in the call site's stack.
-//! * `hedgingPolicy`, load balancing and health checking are not modelled.
+//! * `hedgingPolicy` → a hedge (`hedges`): `maxAttempts` (> 1, capped at 5 as for retries),
+//!   `hedgingDelay` (default 0: every attempt at once), `nonFatalStatusCodes` (default
+//!   none: any failure is fatal, gRFC A6) → `non_fatal`; `retryThrottling` gates hedges as
+//!   it gates retries (gRFC A6, "Throttling Retry Attempts and Hedged RPCs"). A
+//!   methodConfig with both policies is refused, as gRPC refuses it.
+//! * Load balancing and health checking are not modelled.
 
 use super::exceptions;
 use super::read::{self, norm, origin};
@@ -62,7 +67,7 @@ pub(crate) fn import(doc: &Node, cx: &mut Cx) {
     }
     if let Some((k, _)) = throttle {
         if retries == 0 {
-            cx.ignore(&k.text, k.at, "no retryPolicy to throttle");
+            cx.ignore(&k.text, k.at, "no retryPolicy or hedgingPolicy to throttle");
         } else if retries > 1 {
             cx.ignore(
                 &k.text,
@@ -183,11 +188,20 @@ fn method_config(
                 }
                 Err(e) => cx.fail(e),
             },
-            "hedgingpolicy" => cx.unsupported(
+            "hedgingpolicy" if entries_have(mc, "retrypolicy") => cx.error(
                 &p,
                 k.at,
-                "hedging (hedgingPolicy): stormglass has no hedging governor yet".into(),
+                "retryPolicy and hedgingPolicy are mutually exclusive (gRFC A6)".into(),
             ),
+            "hedgingpolicy" => {
+                if let Some(mut it) = hedging_policy(cx, &p, v, &name) {
+                    if let Some((b, origins)) = budget {
+                        it.set("budget", b.clone(), origins[0].1.clone());
+                    }
+                    cx.frag.push(it);
+                    added = 1;
+                }
+            }
             "waitforready" => {
                 cx.unsupported(&p, k.at, "waiting for a ready connection (waitForReady)".into())
             }
@@ -198,6 +212,51 @@ fn method_config(
         }
     }
     added
+}
+
+/// Whether a methodConfig has the field `key` (relaxed).
+fn entries_have(mc: &Node, key: &str) -> bool {
+    read::entries("", mc).is_ok_and(|e| e.iter().any(|(k, _)| norm(&k.text) == key))
+}
+
+/// `hedgingPolicy` → a hedge (the module doc).
+fn hedging_policy(cx: &mut Cx, path: &str, v: &Node, name: &str) -> Option<Item> {
+    let entries = match read::entries(path, v) {
+        Ok(e) => e,
+        Err(p) => {
+            cx.fail(p);
+            return None;
+        }
+    };
+    let mut it = Item::new("hedges", name, origin(path, v));
+    // gRFC A6: no nonFatalStatusCodes means every failure ends the hedged call.
+    it.set("non_fatal", Val::List(Vec::new()), origin(path, v));
+    for (k, n) in entries {
+        let p = read::join(path, &k.text);
+        let o = origin(&p, n);
+        match norm(&k.text).as_str() {
+            "maxattempts" => match read::uint(&p, n) {
+                Ok(a) if a < 2 => cx.error(&p, n.at, "maxAttempts must be > 1 (gRFC A6)".into()),
+                Ok(a) => {
+                    if a > MAX_ATTEMPTS {
+                        cx.ignore(&p, n.at, "above 5: gRPC treats it as 5");
+                    }
+                    it.set("max_attempts", Val::Int(a.min(MAX_ATTEMPTS)), o);
+                }
+                Err(e) => cx.fail(e),
+            },
+            "hedgingdelay" => match read::proto_duration(&p, n) {
+                Ok(d) => it.set("hedging_delay", Val::Dur(d), o),
+                Err(e) => cx.fail(e),
+            },
+            "nonfatalstatuscodes" => status_codes(cx, &mut it, &p, n, "non_fatal", false),
+            _ => cx.error(&p, k.at, "unknown field of a hedgingPolicy".into()),
+        }
+    }
+    if !it.has("max_attempts") {
+        cx.error(path, v.at, "missing field `maxAttempts` (required by gRFC A6)".into());
+    }
+    Some(it)
 }
 
 /// `retryPolicy` → a retry (the module doc).
@@ -244,7 +303,7 @@ fn retry_policy(cx: &mut Cx, path: &str, v: &Node, name: &str) -> Option<Item> {
                 }
                 Err(e) => cx.fail(e),
             },
-            "retryablestatuscodes" => status_codes(cx, &mut it, &p, n),
+            "retryablestatuscodes" => status_codes(cx, &mut it, &p, n, "retry_on", true),
             "perattemptrecvtimeout" => {
                 cx.unsupported(&p, k.at, "a per-attempt receive timeout".into())
             }
@@ -288,8 +347,16 @@ fn finish_retry(
     it.set("jitter", Val::Struct("Full", Vec::new()), origin(path, v));
 }
 
-/// `retryableStatusCodes` (names any case, or numbers) → `retry_on`.
-fn status_codes(cx: &mut Cx, it: &mut Item, p: &str, n: &Node) {
+/// `retryableStatusCodes` → `retry_on`, `nonFatalStatusCodes` → `non_fatal` (names any
+/// case, or numbers; only the retry's list must not be empty).
+fn status_codes(
+    cx: &mut Cx,
+    it: &mut Item,
+    p: &str,
+    n: &Node,
+    field: &'static str,
+    required: bool,
+) {
     let list = match read::strings(p, n) {
         Ok(l) => l,
         Err(e) => return cx.fail(e),
@@ -311,12 +378,8 @@ fn status_codes(cx: &mut Cx, it: &mut Item, p: &str, n: &Node) {
             }
         }
     }
-    if list.is_empty() {
+    if list.is_empty() && required {
         return cx.error(p, n.at, "retryableStatusCodes must not be empty (gRFC A6)".into());
     }
-    it.set(
-        "retry_on",
-        Val::List(reasons.iter().map(|r| Val::Str((*r).into())).collect()),
-        origin(p, n),
-    );
+    it.set(field, Val::List(reasons.iter().map(|r| Val::Str((*r).into())).collect()), origin(p, n));
 }

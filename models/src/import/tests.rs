@@ -217,10 +217,39 @@ fn grpc_policies() {
     let j = r#"{"methodConfig": [{"retryPolicy": {"maxAttempts": 2}, "hedgingPolicy": {}}]}"#;
     let e = errors(j, Options::default());
     assert!(
-        e.iter().any(|e| e.contains("methodConfig[0].hedgingPolicy: not modelled: hedging")),
+        e.iter().any(|e| e.contains(
+            "methodConfig[0].hedgingPolicy: retryPolicy and hedgingPolicy are mutually exclusive"
+        )),
         "{e:?}"
     );
     assert!(e.iter().any(|e| e.contains("missing field `initialBackoff`")), "{e:?}");
+}
+
+/// gRPC hedging (gRFC A6): attempts capped at 5, the delay, non-fatal codes as reasons
+/// (none when absent: every failure is fatal), the channel's throttle as the budget.
+#[test]
+fn grpc_hedging_policy() {
+    let j = r#"{"methodConfig": [{"name": [{"service": "s"}], "hedgingPolicy": {"maxAttempts": 7,
+        "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}},
+        {"name": [{"service": "t"}], "hedgingPolicy": {"maxAttempts": 2}}],
+        "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}}"#;
+    let f = ok(j, Options::default());
+    let ron = f.to_ron();
+    for want in [
+        "hedges: [",
+        "max_attempts: 5,",
+        "hedging_delay: \"50ms\",",
+        "non_fatal: [\"upstream_5xx\", \"connect_error\"",
+        "non_fatal: [],",
+        "budget: GrpcTokenBucket(",
+    ] {
+        assert!(ron.contains(want), "{want:?} in {ron}");
+    }
+    let e = errors(
+        r#"{"methodConfig": [{"hedgingPolicy": {"hedgingDelay": "1s"}}]}"#,
+        Options::default(),
+    );
+    assert!(e.iter().any(|e| e.contains("missing field `maxAttempts`")), "{e:?}");
 }
 
 #[test]

@@ -214,6 +214,20 @@ fn method_config(
     added
 }
 
+/// `maxAttempts` of either policy: > 1, above 5 treated as 5 (gRFC A6).
+fn max_attempts(cx: &mut Cx, it: &mut Item, p: &str, n: &Node, o: Origin) {
+    match read::uint(p, n) {
+        Ok(a) if a < 2 => cx.error(p, n.at, "maxAttempts must be > 1 (gRFC A6)".into()),
+        Ok(a) => {
+            if a > MAX_ATTEMPTS {
+                cx.ignore(p, n.at, "above 5: gRPC treats it as 5");
+            }
+            it.set("max_attempts", Val::Int(a.min(MAX_ATTEMPTS)), o);
+        }
+        Err(e) => cx.fail(e),
+    }
+}
+
 /// Whether a methodConfig has the field `key` (relaxed).
 fn entries_have(mc: &Node, key: &str) -> bool {
     read::entries("", mc).is_ok_and(|e| e.iter().any(|(k, _)| norm(&k.text) == key))
@@ -235,16 +249,7 @@ fn hedging_policy(cx: &mut Cx, path: &str, v: &Node, name: &str) -> Option<Item>
         let p = read::join(path, &k.text);
         let o = origin(&p, n);
         match norm(&k.text).as_str() {
-            "maxattempts" => match read::uint(&p, n) {
-                Ok(a) if a < 2 => cx.error(&p, n.at, "maxAttempts must be > 1 (gRFC A6)".into()),
-                Ok(a) => {
-                    if a > MAX_ATTEMPTS {
-                        cx.ignore(&p, n.at, "above 5: gRPC treats it as 5");
-                    }
-                    it.set("max_attempts", Val::Int(a.min(MAX_ATTEMPTS)), o);
-                }
-                Err(e) => cx.fail(e),
-            },
+            "maxattempts" => max_attempts(cx, &mut it, &p, n, o),
             "hedgingdelay" => match read::proto_duration(&p, n) {
                 Ok(d) => it.set("hedging_delay", Val::Dur(d), o),
                 Err(e) => cx.fail(e),
@@ -274,16 +279,7 @@ fn retry_policy(cx: &mut Cx, path: &str, v: &Node, name: &str) -> Option<Item> {
         let p = read::join(path, &k.text);
         let o = origin(&p, n);
         match norm(&k.text).as_str() {
-            "maxattempts" => match read::uint(&p, n) {
-                Ok(a) if a < 2 => cx.error(&p, n.at, "maxAttempts must be > 1 (gRFC A6)".into()),
-                Ok(a) => {
-                    if a > MAX_ATTEMPTS {
-                        cx.ignore(&p, n.at, "above 5: gRPC treats it as 5");
-                    }
-                    it.set("max_attempts", Val::Int(a.min(MAX_ATTEMPTS)), o);
-                }
-                Err(e) => cx.fail(e),
-            },
+            "maxattempts" => max_attempts(cx, &mut it, &p, n, o),
             "initialbackoff" | "maxbackoff" => match read::proto_duration(&p, n) {
                 Ok(d) => {
                     let f = if norm(&k.text) == "initialbackoff" {

@@ -4,8 +4,8 @@
 //! reads the file, checks the translated components with the scenario's own deserializers
 //! and reports every problem at the configuration's line:column under its own path.
 
+use crate::bounded::{MAX_INPUT_BYTES, join, read_bounded};
 use crate::ronfile::{InputError, Source};
-use crate::scenario_file::{MAX_INPUT_BYTES, join, read_bounded};
 use models::import::{Fragment, Options};
 use models::scenario::ScenarioSpec;
 use serde::de::IgnoredAny;

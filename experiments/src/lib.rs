@@ -11,6 +11,7 @@
 //! would lose enum names, and their errors still point at the right line and column.
 
 pub mod batch;
+pub mod bounded;
 pub mod calibrate;
 pub mod catalog;
 pub mod console;

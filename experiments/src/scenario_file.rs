@@ -2,6 +2,8 @@
 //! trace files and checked into a typed [`Scenario`] ([`resolve_scenario`]). Shared by the
 //! experiment loader and the structural variants, so neither imports the other for it.
 
+pub(crate) use crate::bounded::join;
+pub use crate::bounded::{MAX_INPUT_BYTES, read_bounded};
 use crate::ronfile::{InputError, Source};
 use models::Scenario;
 use models::params::ParamValue;
@@ -16,11 +18,6 @@ pub(crate) enum ScenarioRef {
     /// A scenario file, relative to the experiment file.
     File(String),
     Inline(Box<ScenarioSpec<IgnoredAny>>),
-}
-
-/// `prefix.path`, or `path` when the prefix is empty.
-pub(crate) fn join(prefix: &str, path: &str) -> String {
-    if prefix.is_empty() { path.to_string() } else { format!("{prefix}.{path}") }
 }
 
 /// Turns a scenario whose timeline values are unparsed into a checked, typed scenario.
@@ -71,42 +68,4 @@ fn load_traces(
         t.data = Some(Arc::new(data));
     }
     Ok(())
-}
-
-/// Most bytes of a scenario or experiment file.
-pub const MAX_INPUT_BYTES: u64 = 64 << 20;
-
-/// Reads a regular file of at most `max` bytes: a device (`/dev/zero`), a FIFO, a file
-/// larger than the bound (from its size, before reading) or one growing past it is refused
-/// instead of being read until memory runs out. The bytes
-/// are returned as read: [`crate::ronfile::utf8`] turns them into text with a positioned
-/// error.
-pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Error, ErrorKind, Read};
-    // Looked at before opening: opening a FIFO blocks until something writes to it.
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(Error::new(
-            ErrorKind::InvalidInput,
-            "not a regular file (a device, a pipe or a directory is never read)",
-        ));
-    }
-    // A file too large is refused before a byte is read (reading a gigabyte takes seconds);
-    // one growing past the bound while it is read is refused by the bounded read below.
-    if meta.len() > max {
-        return Err(too_large(max, Some(meta.len())));
-    }
-    let file = std::fs::File::open(path)?;
-    let mut bytes = Vec::new();
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(too_large(max, None));
-    }
-    Ok(bytes)
-}
-
-/// The refusal of a file over `max` bytes (`size`: as its metadata gives it).
-fn too_large(max: u64, size: Option<u64>) -> std::io::Error {
-    let size = size.map_or(String::new(), |s| format!(" ({s} bytes)"));
-    std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("larger than {max} bytes{size}"))
 }

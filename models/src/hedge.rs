@@ -77,20 +77,7 @@ pub const MAX_TRACKED: usize = 1 << 24;
 pub const MAX_WINDOW: u64 = 100_000;
 
 /// Every reason's stable name (any may be declared non-fatal, as any status code in gRPC).
-const REASONS: &[&str] = &[
-    "timeout",
-    "queue_full",
-    "gate_full",
-    "pool_full",
-    "rate_limited",
-    "breaker_open",
-    "upstream_429",
-    "upstream_5xx",
-    "connect_error",
-    "business_error",
-    "stream_interrupted",
-    "shed",
-];
+const REASONS: &[&str] = &crate::outcome::Reason::NAMES;
 const REASON: crate::params::ParamType = crate::params::ParamType::Name { choices: REASONS };
 
 /// A hedging policy, with gRPC's names.

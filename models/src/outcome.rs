@@ -53,8 +53,19 @@ impl Reason {
         Reason::Shed,
     ];
 
+    /// Every reason's stable name, in column order (a constant: parameter choices name it).
+    pub const NAMES: [&'static str; 12] = {
+        let mut names = [""; 12];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Reason::ALL[i].name();
+            i += 1;
+        }
+        names
+    };
+
     /// The stable name used in result columns and events.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Reason::Timeout => "timeout",
             Reason::QueueFull => "queue_full",

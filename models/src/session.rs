@@ -143,11 +143,20 @@ impl Session {
     /// Processes the next event at or before the end. `Ok(false)`: none is left (the clock
     /// is then moved to the end, applying any change stamped before it).
     pub fn step(&mut self) -> Result<bool, SimError> {
-        if self.sim.next_event_time().is_some_and(|t| t <= self.end) {
-            return self.sim.step();
+        // Not `next_event_time() ≤ end` then `step()`: a change due first may cancel that
+        // event and the one processed would lie past the end (I7, `Simulation::step_until`).
+        if self.sim.step_until(self.end)? {
+            return Ok(true);
         }
         self.sim.run_until(self.end)?;
         Ok(false)
+    }
+
+    /// Processes the next event if it is due at or before `t` (capped at the end), after
+    /// the changes due before it. `Ok(false)`: none is (a change may have cancelled the
+    /// event that was next; ask [`Session::next_event_time`] again).
+    pub fn step_until(&mut self, t: SimTime) -> Result<bool, SimError> {
+        self.sim.step_until(t.min(self.end))
     }
 
     /// Processes everything at or before `t` (capped at the end) and sets the clock to it.

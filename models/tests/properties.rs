@@ -400,9 +400,10 @@ fn check_case(g: &Gen) -> Result<(), TestCaseError> {
     let end = SimTime::ZERO + cfg.duration;
     let mut sim = simulation(&sc, &cfg);
     let mut n = 0u64;
-    while sim.next_event_time().is_some_and(|t| t <= end) {
-        sim.step()
-            .map_err(|e| TestCaseError::fail(format!("engine error after {n} events: {e}")))?;
+    while sim
+        .step_until(end)
+        .map_err(|e| TestCaseError::fail(format!("engine error after {n} events: {e}")))?
+    {
         n += 1;
         let v = sim.world().check_invariants();
         prop_assert!(v.is_empty(), "after event {} at {}: {:?}", n, sim.now(), v);

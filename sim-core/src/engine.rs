@@ -401,7 +401,25 @@ impl<W: World> Simulation<W> {
     /// Returns `Ok(false)` when no event is left; changes stamped later stay pending (for
     /// `run_until` to apply when the clock gets there), so stepping to idle never moves the
     /// clock past the last event.
+    ///
+    /// A run that ends at some instant is driven with [`Simulation::step_until`] instead:
+    /// a change applied here may cancel the event that was next, and the event then
+    /// processed may lie past that end.
     pub fn step(&mut self) -> Result<bool, SimError> {
+        self.step_until(SimTime::MAX)
+    }
+
+    /// Processes the next event if it is due at or before `limit`, after the changes and
+    /// bucket boundaries due before it. `Ok(false)`: none is (the changes and boundaries
+    /// at or before `limit` that precede the next event are applied either way, as
+    /// `run_until(limit)` would).
+    ///
+    /// Checking [`Simulation::next_event_time`] against the limit and then calling
+    /// [`Simulation::step`] is not the same: a change due before that event may cancel it
+    /// (a batch flushed by a run-time change cancels its window's timer), and the event
+    /// processed would be a later one, possibly past the limit — a different run than
+    /// one `run_until` to the limit (I7).
+    pub fn step_until(&mut self, limit: SimTime) -> Result<bool, SimError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -411,6 +429,7 @@ impl<W: World> Simulation<W> {
         loop {
             match self.next_item() {
                 None => return Ok(false),
+                Some(item) if self.item_time(item) > limit => return Ok(false),
                 Some(Item::Event) => {
                     self.process_event()?;
                     return Ok(true);

@@ -248,13 +248,17 @@ impl Run {
     /// Processes the next event (the derived buckets it crosses closed first); `Ok(false)`:
     /// none is left before the end.
     fn step_event(&mut self) -> Result<bool, SimError> {
-        match self.live.next_event_time() {
-            Some(e) => {
-                self.close_through(e)?;
-                self.live.session_mut().step()
+        // A change due before the next event may cancel it: then nothing was processed
+        // (`step_until(e)` is false) and the next event is asked for again, its buckets
+        // closed first. Each round applies a change or ends, so the loop is bounded by the
+        // changes pending.
+        while let Some(e) = self.live.next_event_time() {
+            self.close_through(e)?;
+            if self.live.session_mut().step_until(e)? {
+                return Ok(true);
             }
-            None => Ok(false),
         }
+        Ok(false)
     }
 
     /// Finishes the run when nothing is left before its end (or the engine stopped it).

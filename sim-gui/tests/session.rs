@@ -242,3 +242,29 @@ fn the_derived_per_bucket_counts_add_up_to_the_headless_summary() {
         assert_eq!(Some(*total), want, "{name}");
     }
 }
+
+/// Single steps never carry the run past its end: a change due before the next event may
+/// cancel it (here a run-time `max_batch` flushes the open batch and cancels its window's
+/// timer) and the step must not then process the batch's answer, due an hour later (the
+/// fuzzer's I7 find, `experiments/tests/fuzz_regressions/`).
+#[test]
+fn stepping_stops_at_the_end_when_a_change_cancels_the_next_event() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../experiments/tests/fuzz_regressions/batch_flushed_by_change_stepped.ron");
+    let defaults =
+        experiments::RunDefaults { duration: SimDuration::from_secs(2), ..Default::default() };
+    let exp = Arc::new(experiments::load(&file, &defaults).expect("loads"));
+    let mut one = Run::open(Selection::first(exp.clone())).unwrap();
+    one.run_until(one.session().end()).unwrap();
+    let mut r = Run::open(Selection::first(exp)).unwrap();
+    r.run_until(SimTime::ZERO).unwrap();
+    for _ in 0..5 {
+        if r.is_finished() {
+            break;
+        }
+        r.step().unwrap();
+        assert!(r.now() <= SimTime::ZERO + SimDuration::from_secs(2), "stepped to {}", r.now());
+    }
+    r.run_until(r.session().end()).unwrap();
+    assert_eq!(r.fingerprint(), one.fingerprint());
+}

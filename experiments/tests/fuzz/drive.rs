@@ -175,12 +175,13 @@ pub fn execute(
                             break;
                         }
                         for _ in 0..steps {
-                            if sim.next_event_time().is_none_or(|t| t > end) {
-                                break;
-                            }
-                            if let Err(e) = sim.step() {
-                                err = Some(e);
-                                break 'outer;
+                            match sim.step_until(end) {
+                                Ok(true) => {}
+                                Ok(false) => break,
+                                Err(e) => {
+                                    err = Some(e);
+                                    break 'outer;
+                                }
                             }
                         }
                     }

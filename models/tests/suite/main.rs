@@ -39,6 +39,7 @@ mod session;
 mod shadow;
 mod sre_throttle;
 mod stalls;
+mod stepping;
 mod streaming;
 mod time_limiter;
 mod trace_replay;

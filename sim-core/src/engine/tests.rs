@@ -21,6 +21,8 @@ struct Toy {
     claimed: u64,
     /// What it reports holding (the entity and memory bounds).
     held: u64,
+    /// A timer a change may cancel (`Change::Replace`).
+    timer: Option<crate::calendar::TimerHandle>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -58,6 +60,8 @@ impl Event for Ev {
 enum Change {
     Log(&'static str),
     MarkNow(&'static str),
+    /// Cancels `Toy::timer` and marks at the given instant instead.
+    Replace(u64, &'static str),
 }
 
 impl World for Toy {
@@ -110,6 +114,10 @@ impl World for Toy {
             Change::MarkNow(m) => {
                 ctx.schedule_in(SimDuration::ZERO, Ev::Mark(m));
             }
+            Change::Replace(t, m) => {
+                ctx.cancel(self.timer.take().expect("a timer to replace"));
+                ctx.schedule_at(SimTime(t), Ev::Mark(m));
+            }
         }
     }
     fn live_entities(&self) -> u64 {
@@ -147,6 +155,7 @@ impl Toy {
             selfloop: false,
             claimed: 0,
             held: 0,
+            timer: None,
         }
     }
 }
@@ -252,6 +261,29 @@ fn changes_apply_at_instant_boundaries() {
             (11, "e11"),
         ]
     );
+}
+
+/// A change due before the next event may cancel it: `step_until(limit)` then processes
+/// nothing past the limit (it returns false, the change applied), as `run_until(limit)`
+/// would; checking `next_event_time()` and calling `step()` processed the event that
+/// replaced it, past the limit (the fuzzer's I7 find: a batch flushed by a run-time change
+/// cancels its window's timer).
+#[test]
+fn step_until_never_passes_its_limit_when_a_change_cancels_the_next_event() {
+    let mut sim: Simulation<Toy> = Simulation::new(Limits::default(), None, |ctx| {
+        let mut toy = Toy::new(0, ctx);
+        toy.timer = Some(ctx.timer_at(SimTime(100), Ev::Mark("timer")));
+        toy
+    });
+    sim.schedule_change(SimTime(50), Change::Replace(1000, "late")).unwrap();
+    assert_eq!(sim.next_event_time(), Some(SimTime(100)), "the timer is next");
+    assert!(!sim.step_until(SimTime(200)).unwrap(), "no event at or before 200");
+    assert_eq!(sim.next_event_time(), Some(SimTime(1000)));
+    assert!(sim.world().log.is_empty(), "{:?}", sim.world().log);
+    assert!(sim.now() <= SimTime(200));
+    // Unbounded, the next step processes the replacement.
+    assert!(sim.step().unwrap());
+    assert_eq!(sim.world().log, vec![(1000, "late")]);
 }
 
 #[test]

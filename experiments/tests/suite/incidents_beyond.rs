@@ -1,5 +1,5 @@
 //! The incident library beyond docs/domain.md §6 (issue 17: incidents 19 and 20; issue 14: 21; issue
-//! 29: 22): each file loaded
+//! 29: 22, 23): each file loaded
 //! as a user would, run on its first seeds (every variant on the same traffic), the
 //! direction and size of the effect asserted with bounds derived from the physics.
 
@@ -142,4 +142,33 @@ fn incident_22_retry_storm_ratio_budget() {
     assert!(r.mean("fix", "sre_throttler.t.rejected") > 1000.0, "the throttler refuses");
     assert_eq!(r.mean("failure", "sre_throttler.t.requests"), 0.0, "not in the failure's stack");
     assert!(r.mean("grpc-bucket", "retry.r.retries") < 100.0, "the bucket stops retrying");
+}
+
+/// Incident 23. 20 servers × 200 ms = 100 calls/s, 70/s offered, 3 attempts 400 ms apart,
+/// no cancellation; ×2 service (capacity 50/s) from 30 s to 50 s.
+/// * no-hedge: the backlog (≤ 20 s × (70 − 50) = 400 calls) drains at 100 − 70 = 30/s, in
+///   ≈ 13 s, then a 10 s hold: recovered well within the 300 s horizon.
+/// * failure: once calls wait past 400 ms every call sends both hedges, 3 × 70 = 210/s >
+///   100/s, so the wait never falls back below the delay: never recovered, goodput at the
+///   end < 10 % of the baseline (every call times out at 2 s), and from 30 s to the end
+///   (≥ 300 s) two hedges per call: ≥ 1.5 × 70 × 300 = 31,500 hedges (a quarter spare for
+///   the Poisson count and the first seconds of the brown-out).
+/// * fix (hedges + 1 ≤ 10 % of calls over 10 s): the offered load stays ≤ 1.1 × 70 = 77/s
+///   < 100/s, so it drains like no-hedge (a little slower: 100 − 77 = 23/s); hedges ≤ 11 %
+///   of the ≈ 70 × 360 calls and the budget refuses the rest.
+#[test]
+fn incident_23_hedging_brownout() {
+    let r = run("23-hedging-brownout.ron", None, 2, false);
+    assert_eq!(r.mean("failure", "recovery.recovered"), 0.0, "the storm outlives the brown-out");
+    let (g0, ge) =
+        (r.mean("failure", "recovery.baseline_goodput"), r.mean("failure", "recovery.end_goodput"));
+    assert!(ge < 0.1 * g0, "goodput {ge} vs {g0} before");
+    assert!(r.mean("failure", "hedge.h.hedges_sent") > 31_500.0);
+    for v in ["fix", "no-hedge"] {
+        assert_eq!(r.mean(v, "recovery.recovered"), 1.0, "{v} recovers");
+        assert!(r.mean(v, "recovery.time_to_recover_s") <= 60.0, "{v}");
+    }
+    let calls = r.mean("fix", "source.s.offered");
+    assert!(r.mean("fix", "hedge.h.hedges_sent") <= 0.11 * calls);
+    assert!(r.mean("fix", "hedge.h.throttled") > 0.0, "the budget refuses hedges");
 }

@@ -27,6 +27,7 @@ mod network;
 mod per_instance;
 mod provider_faults;
 mod queueing_theory;
+mod rate_limiter;
 mod recovery;
 mod retry_storm_delay;
 mod routing;

@@ -41,6 +41,7 @@ mod shadow;
 mod sre_throttle;
 mod stalls;
 mod streaming;
+mod thread_pool_bulkhead;
 mod time_limiter;
 mod trace_replay;
 mod traffic;

@@ -25,7 +25,8 @@ const REJECT: CallDecision = CallDecision::Reject(Reason::RateLimited);
 /// call, now → (cycle, permissions).
 #[test]
 fn refresh_table() {
-    let rows: &[((u64, i64), u64, (u64, i64))] = &[
+    type State = (u64, i64);
+    let rows: &[(State, u64, State)] = &[
         // Same cycle: untouched.
         ((0, 2), 0, (0, 2)),
         ((0, -3), 99, (0, -3)),

@@ -146,6 +146,24 @@ macro_rules! with_governor_kinds {
             /// `hedges`.
             #[serde(skip_serializing_if = "Vec::is_empty")]
             Hedge { list: hedges, spec: $crate::hedge::HedgeSpec, state: $crate::hedge::Hedge },
+            /// Resilience4j's `RateLimiter` (`AtomicRateLimiter`: `limit_for_period` permits per
+            /// `limit_refresh_period` cycle, reservations within `timeout_duration`) from
+            /// `rate_limiters`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            RateLimiter {
+                list: rate_limiters,
+                spec: $crate::rate_limiter::RateLimiterSpec,
+                state: $crate::rate_limiter::RateLimiter,
+            },
+            /// Resilience4j's `ThreadPoolBulkhead` (`FixedThreadPoolBulkhead`: a
+            /// `ThreadPoolExecutor` with an `ArrayBlockingQueue`, AbortPolicy) from
+            /// `thread_pool_bulkheads`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            ThreadPoolBulkhead {
+                list: thread_pool_bulkheads,
+                spec: $crate::thread_pool_bulkhead::ThreadPoolBulkheadSpec,
+                state: $crate::thread_pool_bulkhead::ThreadPoolBulkhead,
+            },
         }
     };
 }

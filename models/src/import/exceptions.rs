@@ -43,7 +43,8 @@ const CLASSES: &[(&str, &[&str])] = &[
     ("org.springframework.web.client.HttpClientErrorException.TooManyRequests", &["upstream_429"]),
     ("org.springframework.web.reactive.function.client.WebClientRequestException", IO),
     ("io.github.resilience4j.circuitbreaker.CallNotPermittedException", &["breaker_open"]),
-    ("io.github.resilience4j.bulkhead.BulkheadFullException", &["gate_full"]),
+    // Both bulkheads throw it: the semaphore one (a gate) and the thread-pool one.
+    ("io.github.resilience4j.bulkhead.BulkheadFullException", &["gate_full", "pool_full"]),
     ("io.github.resilience4j.ratelimiter.RequestNotPermitted", &["rate_limited"]),
     ("feign.RetryableException", IO),
     ("feign.FeignException$TooManyRequests", &["upstream_429"]),

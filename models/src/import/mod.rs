@@ -25,6 +25,7 @@ mod entry;
 mod exceptions;
 mod grpc;
 mod r4j;
+mod r4j_limiters;
 mod r4j_specs;
 mod read;
 mod sentinel;

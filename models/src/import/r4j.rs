@@ -1,6 +1,6 @@
 //! Resilience4j's Spring Boot properties (`resilience4j-spring-boot2/3`, the shared
 //! `resilience4j-framework-common` classes) → circuit breakers, retries, gates (semaphore
-//! bulkheads) and time limiters.
+//! bulkheads), time limiters, rate limiters and thread-pool bulkheads.
 //!
 //! Spring Boot flattens YAML into dotted property names, so `resilience4j.circuitbreaker:`
 //! and `resilience4j: {circuitbreaker: …}` are one thing; names bind relaxed
@@ -13,8 +13,9 @@
 //!   the instance; then `configs.<baseConfig>` (recursively through its own `baseConfig`,
 //!   a cycle an error); without `baseConfig`, `configs.<instance name>` if it exists, else
 //!   `configs.default` (itself resolved the same way);
-//! * retry, bulkhead, time limiter (`CommonRetryConfigurationProperties.createRetryConfig`
-//!   and its siblings): the same, except that a config without `baseConfig` other than
+//! * retry, bulkhead, time limiter, rate limiter, thread-pool bulkhead
+//!   (`CommonRetryConfigurationProperties.createRetryConfig` and its siblings,
+//!   `createRateLimiterConfig`, `createThreadPoolBulkheadConfig`): the same, except that a config without `baseConfig` other than
 //!   `default` inherits `configs.default`, and no config is looked up by the instance's name.
 //!
 //! Only what the layers set is written; the specs' defaults are Resilience4j's own.
@@ -125,8 +126,8 @@ pub(crate) fn import(doc: &Node, cx: &mut Cx) {
         }
         place(cx, leaf, &mut modules);
     }
-    for (m, path, s) in &modules {
-        build_module(cx, *m, path, s);
+    for (m, _, s) in &modules {
+        build_module(cx, *m, s);
     }
 }
 
@@ -149,7 +150,9 @@ fn place<'n>(cx: &mut Cx, leaf: &Leaf<'n>, modules: &mut Vec<(Module, String, Se
     let mpath = leaf.segs[..2].join(".");
     let section = leaf.segs.get(2).map(|s| norm(s)).unwrap_or_default();
     let configs = match section.as_str() {
+        // `limiters`: the rate limiter's older name (`getLimiters`, kept for compatibility).
         "instances" | "backends" => false,
+        "limiters" if m == Module::RateLimiter => false,
         "configs" => true,
         s if s.ends_with("aspectorder") => {
             return cx.ignore(
@@ -246,30 +249,7 @@ fn effective<'a, 'n>(layers: &[&'a Named<'n>]) -> Vec<&'a Prop<'n>> {
     out
 }
 
-fn build_module(cx: &mut Cx, m: Module, path: &str, s: &Sections) {
-    let what = match m {
-        Module::RateLimiter => Some(
-            "Resilience4j's RateLimiter (limitForPeriod permits per limitRefreshPeriod); the \
-             nearest stormglass limit is a Sentinel QPS flow rule (`flow_rules`), written by hand",
-        ),
-        Module::ThreadPoolBulkhead => Some(
-            "Resilience4j's ThreadPoolBulkhead (a thread pool and queue per call); the nearest \
-             stormglass component is a worker pool of an app (`apps`), or a gate for the \
-             concurrency alone",
-        ),
-        _ => None,
-    };
-    if let Some(what) = what {
-        for i in &s.instances {
-            cx.unsupported(&i.path, i.at, what.into());
-        }
-        if s.instances.is_empty()
-            && let Some(c) = s.configs.first()
-        {
-            cx.unsupported(path, c.at, what.into());
-        }
-        return;
-    }
+fn build_module(cx: &mut Cx, m: Module, s: &Sections) {
     for inst in &s.instances {
         let props = match layers(m, s, inst) {
             Ok(l) => effective(&l),
@@ -286,7 +266,15 @@ fn build_module(cx: &mut Cx, m: Module, path: &str, s: &Sections) {
             }
             Module::Retry => super::r4j_specs::retry(cx, &name, at, &props_view(&props)),
             Module::Bulkhead => super::r4j_specs::bulkhead(cx, &name, at, &props_view(&props)),
-            _ => super::r4j_specs::time_limiter(cx, &name, at, &props_view(&props)),
+            Module::TimeLimiter => {
+                super::r4j_specs::time_limiter(cx, &name, at, &props_view(&props))
+            }
+            Module::RateLimiter => {
+                super::r4j_limiters::rate_limiter(cx, &name, at, &props_view(&props))
+            }
+            Module::ThreadPoolBulkhead => {
+                super::r4j_limiters::thread_pool_bulkhead(cx, &name, at, &props_view(&props))
+            }
         };
         if name != inst.name {
             cx.ignore(

@@ -8,13 +8,15 @@ use super::read::{self, origin};
 use super::{Cx, Item, Origin, Val};
 
 /// Fields with no effect on a simulated run.
-const INERT: [(&str, &str); 6] = [
+const INERT: [(&str, &str); 8] = [
     ("registerhealthindicator", "a health indicator (observability only)"),
     ("allowhealthindicatortofail", "a health indicator (observability only)"),
     ("eventconsumerbuffersize", "an event buffer (observability only)"),
     ("writablestacktraceenabled", "stack traces (no effect on outcomes)"),
     ("ignoreclassbindingexceptions", "class binding of this configuration"),
     ("failaftermaxattempts", "which exception a caller sees after the last attempt"),
+    ("subscribeforevents", "event subscription (observability only)"),
+    ("contextpropagators", "context propagation to the pool's threads (no effect on timing)"),
 ];
 
 /// Java classes the configuration names: a predicate or function cannot be imported.
@@ -29,7 +31,7 @@ const CODE: [&str; 7] = [
 ];
 
 /// Reads a property with `f`, noting a failure; `None` when it failed.
-fn get<T>(
+pub(crate) fn get<T>(
     cx: &mut Cx,
     p: &PropRef,
     f: fn(&str, &super::Node) -> Result<T, super::Problem>,
@@ -43,12 +45,12 @@ fn get<T>(
     }
 }
 
-fn o(p: &PropRef) -> Origin {
+pub(crate) fn o(p: &PropRef) -> Origin {
     origin(&p.path, p.node)
 }
 
 /// Handles the properties every module shares; `true` when `p` was one.
-fn common(cx: &mut Cx, p: &PropRef) -> bool {
+pub(crate) fn common(cx: &mut Cx, p: &PropRef) -> bool {
     if let Some((_, why)) = INERT.iter().find(|(n, _)| *n == p.norm) {
         cx.ignore(&p.path, p.node.at, why);
         return true;
@@ -101,7 +103,7 @@ const BULKHEAD_KNOWN: &[&str] =
     &["maxConcurrentCalls", "maxWaitDuration", "fairCallHandlingEnabled", "baseConfig"];
 const TIME_LIMITER_KNOWN: &[&str] = &["timeoutDuration", "cancelRunningFuture", "baseConfig"];
 
-fn unknown(cx: &mut Cx, p: &PropRef, known: &[&str]) {
+pub(crate) fn unknown(cx: &mut Cx, p: &PropRef, known: &[&str]) {
     let near = known.iter().min_by_key(|k| read::edit_distance(&read::norm(k), &p.norm)).copied();
     let msg = match near.filter(|k| read::edit_distance(&read::norm(k), &p.norm) <= 3) {
         Some(k) => format!("unknown property; did you mean `{k}`?"),

@@ -135,28 +135,23 @@ fn circular_and_missing_base_configs_are_errors() {
     );
 }
 
-/// Unsupported components are refused with their path, or left out and listed with
-/// `partial`; inert fields are noted, never dropped silently.
+/// Unsupported fields are refused with their path, or left out and listed with `partial`;
+/// inert fields are noted, never dropped silently.
 #[test]
 fn unsupported_and_ignored_are_named() {
-    let y = "resilience4j.ratelimiter.instances.api.limitForPeriod: 5\nresilience4j.bulkhead.instances.api:\n  maxConcurrentCalls: 3\n  eventConsumerBufferSize: 9\n";
+    let y = "resilience4j.circuitbreaker.instances.api.recordFailurePredicate: a.B\nresilience4j.bulkhead.instances.api:\n  maxConcurrentCalls: 3\n  eventConsumerBufferSize: 9\n";
     let e = errors(y, r4j());
     assert_eq!(e.len(), 1);
-    assert!(
-        e[0].starts_with("1:1: resilience4j.ratelimiter.instances.api: not modelled: "),
-        "{e:?}"
-    );
+    let at = "1:67: resilience4j.circuitbreaker.instances.api.recordFailurePredicate";
+    assert!(e[0].starts_with(&format!("{at}: not modelled: ")), "{e:?}");
     let f = ok(y, Options { partial: true, ..r4j() });
     let notes: Vec<String> = f.notes.iter().map(|n| n.to_string()).collect();
-    assert!(
-        notes[0]
-            .starts_with("1:1: resilience4j.ratelimiter.instances.api: left out (partial import)")
-    );
+    assert!(notes[0].starts_with(&format!("{at}: left out (partial import)")), "{notes:?}");
     assert!(notes[1].starts_with(
         "4:28: resilience4j.bulkhead.instances.api.eventConsumerBufferSize: ignored:"
     ));
     assert!(
-        f.to_ron().starts_with("// 1:1: resilience4j.ratelimiter"),
+        f.to_ron().starts_with("// 1:67: resilience4j.circuitbreaker"),
         "the notes head the fragment"
     );
     assert!(f.to_ron().contains("permits: 3,"));

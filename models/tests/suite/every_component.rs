@@ -61,6 +61,12 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
      r#"Hedge(name: "vh", max_attempts: 3, hedging_delay: "30ms", non_fatal: ["connect_error"],
               delay_percentile: 0.95, percentile_window: 200,
               budget: GrpcTokenBucket(max_tokens: 10, token_ratio: 0.1))"#),
+    ("RateLimiter", "r4j-rl", "llm", 11,
+     r#"RateLimiter(name: "r4j-rl", limit_for_period: 40, limit_refresh_period: "100ms",
+                    timeout_duration: "300ms")"#),
+    ("ThreadPoolBulkhead", "r4j-tpb", "vector", 4,
+     r#"ThreadPoolBulkhead(name: "r4j-tpb", core_thread_pool_size: 8, max_thread_pool_size: 16,
+                           queue_capacity: 20, keep_alive_duration: "50ms")"#),
 ];
 
 /// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in

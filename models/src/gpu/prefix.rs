@@ -50,8 +50,10 @@ use std::collections::BTreeMap;
 pub const MAX_PREFIX_SEGMENTS: usize = 8;
 /// Largest block size (vLLM's CUDA block sizes are 8, 16, 32, … at most a few hundred).
 pub const MAX_BLOCK_SIZE: u64 = 1024;
-/// Most blocks in a pool with prefix caching (block ids are `u32`).
-pub const MAX_KV_BLOCKS: u64 = (1 << 32) - 2;
+/// Most blocks in a pool with prefix caching: 2²⁴ (268 M tokens at 16 a block, ~300× one
+/// H200's KV). A sequence's hash chain is at most one `u64` a block of its KV, so this
+/// bounds it (128 MiB) however long a prompt a scenario writes.
+pub const MAX_KV_BLOCKS: u64 = 1 << 24;
 
 /// How a prompt begins: segments of shared text, in order, each named by its content (the
 /// same content = the same tokens at the same offsets) and its length in tokens. The prompt

@@ -353,3 +353,43 @@ fn block_accounting_holds_under_a_random_mix() {
     eprintln!("{hits} admissions with hits, {evictions} evictions, {preemptions} preemptions");
     assert!(hits > 100 && evictions > 100 && preemptions > 10);
 }
+
+#[test]
+fn spec_reads_prefix_caching_and_refuses_pools_out_of_range() {
+    let spec: ServerSpec =
+        ron::from_str(r#"GpuServer(name: "g", enable_prefix_caching: true, block_size: 32)"#)
+            .unwrap();
+    // 870,000 tokens / 32 = 27,187 blocks (vLLM rounds the block count down).
+    assert_eq!(spec.kv_blocks(), Some(27_187));
+    assert_eq!(ServerSpec::with_defaults("g").kv_blocks(), None);
+    assert_eq!(ServerSpec::with_defaults("g").block_size, 16);
+    let on = |kv: u64, bs: u64| ServerSpec {
+        enable_prefix_caching: true,
+        kv_cache_tokens: kv,
+        block_size: bs,
+        ..ServerSpec::with_defaults("g")
+    };
+    for (spec, error) in [
+        (on(15, 16), "0 blocks"),
+        (on(16 << 24 | 16, 16), "16777217 blocks"),
+        (on(1000, 0), "block_size = 0"),
+        (on(4096, 2048), "block_size = 2048"),
+    ] {
+        let e = spec.check().unwrap_err();
+        assert!(e.contains(error), "{e}");
+    }
+    assert!(on(16 << 24, 16).check().is_ok());
+    for (text, error) in [
+        (r#"GpuServer(name: "g", block_size: 0)"#, "found 0"),
+        (r#"GpuServer(name: "g", enable_prefix_caching: 1)"#, "bool"),
+    ] {
+        let e = ron::from_str::<ServerSpec>(text).unwrap_err().to_string();
+        assert!(e.contains(error), "{text}: {e}");
+    }
+    // A prompt + output needing more blocks than the pool: refused as too long; blocks
+    // round up (33 tokens need 3 blocks of 16).
+    let mut s = Server::new(&on(32, 16));
+    let d = s.submit(req(1, 30, 3, PromptPrefix::NONE), SimTime::ZERO);
+    assert_eq!(d, SubmitDecision::Rejected(SubmitRejection::TooLong));
+    assert_eq!(s.submit(req(2, 30, 2, PromptPrefix::NONE), SimTime::ZERO), SubmitDecision::Queued);
+}

@@ -68,8 +68,8 @@ fn the_limits_table_states_the_constants() {
         ("degradation chain", "4 hops", models::fallback::MAX_HOPS == 4),
         (
             "GPU server KV blocks (prefix caching)",
-            "2³² − 2 (`MAX_KV_BLOCKS`",
-            models::gpu::MAX_KV_BLOCKS == (1 << 32) - 2
+            "2²⁴ (`MAX_KV_BLOCKS`",
+            models::gpu::MAX_KV_BLOCKS == 1 << 24
                 && models::gpu::MAX_BLOCK_SIZE == 1024
                 && models::gpu::MAX_PREFIX_SEGMENTS == 8,
         ),

@@ -143,7 +143,9 @@ impl Server {
     }
 
     /// The tokens the head of the waiting queue would prefill if admitted now: its target,
-    /// less what the prefix cache holds of it.
+    /// less what the prefix cache holds of it — what it takes of the step's token budget
+    /// (vLLM `Scheduler.schedule`: `num_new_tokens = request.num_tokens −
+    /// num_computed_tokens`, the computed ones from `get_computed_blocks`).
     fn head_prefill(&mut self) -> Option<u64> {
         let head = self.waiting.front_mut()?;
         let target = head.admission_target();

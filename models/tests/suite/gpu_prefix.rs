@@ -137,3 +137,29 @@ fn documents_shared_by_keys_are_found_as_often_as_keys_repeat() {
     assert!(hit <= req_hit * 1024.0 / 1200.0 + 1e-12, "{hit} vs {req_hit}");
     assert!(hit < get(&big, "gpu_server.gpu.prefix_hit_rate"));
 }
+
+/// The switch and the block size are sweepable parameters, fixed for a run: a sweep point
+/// sets them (checked against the pool's bounds), a timeline change of them is refused.
+#[test]
+fn prefix_caching_is_swept_not_changed_at_run_time() {
+    use models::params::ParamValue;
+    let mut sc = load(&system_prompt(2048, 1536, false, true));
+    sc.set_param("gpu_server.gpu.enable_prefix_caching", ParamValue::Bool(true)).unwrap();
+    sc.set_param("gpu_server.gpu.block_size", ParamValue::Count(32)).unwrap();
+    assert_eq!(sc.gpu_servers[0].kv_blocks(), Some(870_000 / 32));
+    let e = sc.set_param("gpu_server.gpu.block_size", ParamValue::Count(0)).unwrap_err();
+    assert!(e.contains("block_size"), "{e}");
+    let r = run_checked(&sc, &cfg(1, 2));
+    // 32-token blocks: the 1,536-token system prompt is 48 whole blocks, found by every
+    // request after the first: 11 arrivals at 0, 0.2, …, 2 s, each admitted as it arrives
+    // (the last one's step starts at 2 s, inside the run).
+    assert_eq!(get(&r, "gpu_server.gpu.prefix_hit_tokens"), 10.0 * 1536.0);
+    sc.timeline.push(models::scenario::SetParam {
+        reload: false,
+        at: sim_core::SimDuration::from_secs(1),
+        path: "gpu_server.gpu.block_size".into(),
+        value: ParamValue::Count(16),
+    });
+    let e = sc.check_timeline().unwrap_err().to_string();
+    assert!(e.contains("block_size"), "{e}");
+}

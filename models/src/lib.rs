@@ -113,6 +113,7 @@ pub mod params;
 pub mod pipeline;
 pub mod pool;
 pub mod profile;
+pub mod prompt_prefix;
 pub mod quota;
 pub mod rate_limiter;
 pub mod recovery;

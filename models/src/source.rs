@@ -123,6 +123,11 @@ pub struct SourceSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub history_tokens: Option<Dist<f64>>,
+    /// How its prompts begin: shared segments (a class's system prompt, a key's document, a
+    /// user's history) carved out of each prompt, for GPU servers with prefix caching
+    /// ([`crate::prompt_prefix`]). Empty: every prompt is its request's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefix: Vec<crate::prompt_prefix::PrefixSegment>,
     /// Cache key popularity, e.g. `keys: Zipf(n: 10000, s: 1.1)` (key = rank, 1 = hottest).
     #[serde(
         default,
@@ -258,6 +263,7 @@ crate::params::declare_params! {
             assign: "class assignment rules: a list valid as a whole",
             profile: "a rate curve valid only as a whole (see above); scale it with `rate_multiplier`",
             script: "scripted requests: a list valid as a whole",
+            prefix: "prompt prefix segments: a list valid as a whole",
         ],
         state = dyn SourceSetters + '_;
     // Renewal sources only.

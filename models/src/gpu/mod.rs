@@ -21,9 +21,13 @@
 //! Shipped coefficients: [`H200_LLAMA3_8B`] (generated; `shipped.rs` says how).
 //!
 //! [`Server`] (`server.rs`, `server_batch.rs`): a continuous-batching inference server
-//! priced by this model, as a pure state machine.
+//! priced by this model, as a pure state machine, with vLLM's automatic prefix caching
+//! (`prefix.rs`: KV blocks reused across prompts by their chained hash, LRU eviction).
 
 mod fit;
+mod prefix;
+#[cfg(test)]
+mod prefix_tests;
 mod profile;
 
 mod server;
@@ -36,6 +40,7 @@ mod shipped;
 mod step;
 
 pub use fit::{ErrorSummary, FitError, FitReport, error_summary, fit, signed_error_pct};
+pub use prefix::{MAX_BLOCK_SIZE, MAX_KV_BLOCKS, MAX_PREFIX_SEGMENTS, PrefixStats, PromptPrefix};
 pub use profile::{MAX_PROFILE_ROWS, Phase, ProfileError, ProfileRow, parse_profile_csv};
 pub use server::{
     MAX_NUM_SEQS, MAX_TOKENS, SeqEvent, SeqRequest, Server, ServerSpec, ServerStats,

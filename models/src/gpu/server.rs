@@ -18,8 +18,15 @@
 //! (`prompt + output > kv_cache_tokens`) is refused at submission, so the oldest running
 //! sequence always fits and the loop always progresses.
 //!
+//! With `enable_prefix_caching` (vLLM's automatic prefix caching, `prefix.rs`) the same
+//! KV is counted in blocks of `block_size` tokens: an admission reserves the blocks of its
+//! whole target that the cache does not already hold (its cached prefix counts as
+//! prefilled: only the rest is priced), a decode takes a new block at each block boundary,
+//! and freed blocks stay cached until the pool evicts them, least recently freed first.
+//!
 //! Architecture invariant: `kv_used_tokens = Σ KV held by running sequences ≤
-//! kv_cache_tokens` after every call; `running ≤ max_num_seqs` (unless lowered at run time:
+//! kv_cache_tokens` after every call (with prefix caching: the blocks' accounting of
+//! `BlockPool::check`); `running ≤ max_num_seqs` (unless lowered at run time:
 //! running sequences are never evicted for that); every submitted sequence ends exactly
 //! once — refused at submission, finished, or cancelled — and a preempted one is neither.
 //!
@@ -29,6 +36,7 @@
 //! reports first tokens, (optionally) tokens, finishes and preemptions as [`SeqEvent`]s.
 //! [`Server::cancel`] is the client giving up; it frees work only with `cancellation`.
 
+use super::prefix::{BlockPool, MAX_BLOCK_SIZE, MAX_KV_BLOCKS, PromptPrefix, SeqBlocks};
 pub use super::server_step_time::{StepCoefficients, StepTimeSpec};
 use super::step::StepBatch;
 use serde::{Deserialize, Serialize};
@@ -71,6 +79,24 @@ pub struct ServerSpec {
     /// Without it (the default) the abandoned sequence runs to its end.
     #[serde(default = "D::cancellation")]
     pub cancellation: bool,
+    /// Automatic prefix caching (vLLM `enable_prefix_caching`; on by default in vLLM V1,
+    /// off here so scenarios written before it run as they did): KV in blocks of
+    /// `block_size` tokens, full blocks reused across sequences by their chained hash
+    /// (`gpu/prefix.rs`). Off: KV is counted in tokens.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub enable_prefix_caching: bool,
+    /// Tokens per KV block (vLLM `block_size`, default 16); with prefix caching the pool
+    /// holds `kv_cache_tokens / block_size` blocks.
+    #[serde(
+        default = "D::block_size",
+        deserialize_with = "R::block_size",
+        skip_serializing_if = "is_default_block_size"
+    )]
+    pub block_size: u64,
+}
+
+fn is_default_block_size(n: &u64) -> bool {
+    *n == D::block_size()
 }
 
 /// The defaults declared in the parameter rows (`gpu/server_params.rs`).
@@ -94,7 +120,14 @@ impl ServerSpec {
             max_queue: D::max_queue(),
             step_time: StepTimeSpec::default(),
             cancellation: false,
+            enable_prefix_caching: false,
+            block_size: D::block_size(),
         }
+    }
+
+    /// Blocks in the KV pool with prefix caching (`None` without it).
+    pub fn kv_blocks(&self) -> Option<u64> {
+        self.enable_prefix_caching.then(|| self.kv_cache_tokens / self.block_size)
     }
 
     /// Cross-field and range checks serde cannot express per field.
@@ -117,6 +150,21 @@ impl ServerSpec {
                 self.max_num_batched_tokens, self.max_num_seqs
             ));
         }
+        if !(1..=MAX_BLOCK_SIZE).contains(&self.block_size) {
+            return Err(format!(
+                "block_size = {}: expected 1 ..= {MAX_BLOCK_SIZE}",
+                self.block_size
+            ));
+        }
+        if let Some(n) = self.kv_blocks()
+            && !(1..=MAX_KV_BLOCKS).contains(&n)
+        {
+            return Err(format!(
+                "kv_cache_tokens / block_size = {} / {} = {n} blocks: expected 1 ..= \
+                 {MAX_KV_BLOCKS} with enable_prefix_caching",
+                self.kv_cache_tokens, self.block_size
+            ));
+        }
         self.step_time.check()?;
         Ok(())
     }
@@ -131,6 +179,8 @@ pub struct SeqRequest {
     pub id: u64,
     pub prompt_tokens: u64,
     pub output_tokens: u64,
+    /// How the prompt begins (shared segments), for prefix caching; ignored without it.
+    pub prefix: PromptPrefix,
 }
 
 /// The server's answer to a submission.
@@ -224,6 +274,8 @@ pub(super) struct Seq {
     pub(super) last_token_at: SimTime,
     /// Its work in the step in flight (`Idle` between steps and while waiting).
     pub(super) work: Work,
+    /// Its KV blocks and prompt prefix, with prefix caching (`None` without).
+    pub(super) blocks: Option<Box<SeqBlocks>>,
 }
 
 impl Seq {
@@ -259,6 +311,9 @@ pub struct Server {
     pub(super) step_mixed: bool,
     /// Events raised while forming a step (preemptions), reported with its end.
     pub(super) pending: Vec<SeqEvent>,
+    /// The KV block pool, with prefix caching (then `kv_used` stays 0: KV is counted in
+    /// blocks).
+    pub(super) pool: Option<BlockPool>,
     pub stats: ServerStats,
 }
 
@@ -276,6 +331,7 @@ impl Server {
             in_flight: None,
             step_mixed: false,
             pending: Vec::new(),
+            pool: spec.kv_blocks().map(|n| BlockPool::new(n, spec.block_size)),
             stats: ServerStats::default(),
         }
     }
@@ -296,7 +352,7 @@ impl Server {
         let reject = if seq.prompt_tokens == 0 || seq.output_tokens == 0 {
             self.stats.rejected_empty += 1;
             SubmitRejection::Empty
-        } else if seq.prompt_tokens.saturating_add(seq.output_tokens) > self.spec.kv_cache_tokens {
+        } else if self.too_long(seq.prompt_tokens.saturating_add(seq.output_tokens)) {
             self.stats.rejected_too_long += 1;
             SubmitRejection::TooLong
         } else if self.waiting.len() as u64 >= self.spec.max_queue {
@@ -313,11 +369,26 @@ impl Server {
                 kv_held: 0,
                 last_token_at: SimTime::ZERO,
                 work: Work::Idle,
+                blocks: self.pool.as_ref().map(|_| {
+                    Box::new(SeqBlocks {
+                        prefix: seq.prefix,
+                        own: super::prefix::own_content(seq.id),
+                        ..SeqBlocks::default()
+                    })
+                }),
             });
             self.debug_check_invariants();
             return SubmitDecision::Queued;
         };
         SubmitDecision::Rejected(reject)
+    }
+
+    /// Could a sequence of `tokens` (prompt + output) never fit, even alone?
+    fn too_long(&self, tokens: u64) -> bool {
+        match &self.pool {
+            None => tokens > self.spec.kv_cache_tokens,
+            Some(pool) => pool.blocks_for(tokens) > pool.num_blocks(),
+        }
     }
 
     /// The client gave up on `id`. With `cancellation` the sequence leaves at once (its slot
@@ -330,8 +401,8 @@ impl Server {
         }
         if let Some(pos) = self.running.iter().position(|r| r.id == id) {
             // Its work in the step in flight (if any) leaves with it.
-            let seq = self.running.remove(pos);
-            self.kv_used -= seq.kv_held;
+            let mut seq = self.running.remove(pos);
+            self.release(&mut seq);
         } else if let Some(pos) = self.waiting.iter().position(|w| w.id == id) {
             let seq = self.waiting.remove(pos).expect("a position in the queue");
             assert_eq!(seq.kv_held, 0, "a waiting sequence holds no KV");
@@ -357,8 +428,18 @@ impl Server {
     pub fn waiting(&self) -> u64 {
         self.waiting.len() as u64
     }
+    /// KV in use by running sequences: tokens, or with prefix caching the referenced
+    /// blocks × `block_size` (a block shared by several sequences counted once).
     pub fn kv_used_tokens(&self) -> u64 {
-        self.kv_used
+        match &self.pool {
+            None => self.kv_used,
+            Some(p) => p.used * p.block_size,
+        }
+    }
+    /// With prefix caching: blocks referenced by running sequences, free blocks holding a
+    /// cached prefix, and the pool's counters.
+    pub fn kv_blocks(&self) -> Option<(u64, u64, super::prefix::PrefixStats)> {
+        self.pool.as_ref().map(|p| (p.used, p.cached_free, p.stats))
     }
     /// Is `id` in the server (waiting or running)? A walk over both (for tests and checks).
     pub fn contains(&self, id: u64) -> bool {
@@ -393,17 +474,24 @@ impl Server {
     /// (the model's own tests, the suites); release builds check once at the end of the run
     /// (`world/gpu.rs`), since the walk over the running sequences is a third of a step's
     /// cost (bench/NOTES.md). A check only reads: taking it or not changes no run.
+    /// With prefix caching the walk over the pool's blocks runs only while it holds at
+    /// most 4,096 (the suites' small pools); [`Self::check_invariants`] always walks them.
     #[inline]
     pub(crate) fn debug_check_invariants(&self) {
-        if cfg!(debug_assertions) {
+        if cfg!(debug_assertions) && self.pool.as_ref().is_none_or(|p| p.materialised() <= 4096) {
             self.check_invariants();
         }
     }
 
     pub fn check_invariants(&self) {
-        assert!(self.kv_used <= self.spec.kv_cache_tokens, "KV over budget");
-        let held: u64 = self.running.iter().map(|s| s.kv_held).sum();
-        assert_eq!(held, self.kv_used, "KV accounting");
+        match &self.pool {
+            None => {
+                assert!(self.kv_used <= self.spec.kv_cache_tokens, "KV over budget");
+                let held: u64 = self.running.iter().map(|s| s.kv_held).sum();
+                assert_eq!(held, self.kv_used, "KV accounting");
+            }
+            Some(pool) => self.check_blocks(pool),
+        }
         let stats = &self.stats;
         let ended = stats.rejected_queue_full
             + stats.rejected_too_long
@@ -412,5 +500,22 @@ impl Server {
             + stats.cancelled;
         let held = (self.waiting.len() + self.running.len()) as u64;
         assert_eq!(stats.submitted, ended + held, "conservation");
+    }
+
+    /// Block accounting: each running sequence holds the blocks its KV needs, and the
+    /// pool's reference counts are exactly the running sequences' holdings.
+    fn check_blocks(&self, pool: &BlockPool) {
+        let mut refs = std::collections::BTreeMap::new();
+        for s in &self.running {
+            let b = s.blocks.as_ref().expect("a sequence's blocks");
+            assert_eq!(b.blocks.len() as u64, pool.blocks_for(s.kv_held), "blocks of {}", s.id);
+            for &x in &b.blocks {
+                *refs.entry(x).or_insert(0u32) += 1;
+            }
+        }
+        for s in &self.waiting {
+            assert!(s.blocks.as_ref().is_some_and(|b| b.blocks.is_empty()), "waiting holds none");
+        }
+        pool.check(&refs);
     }
 }

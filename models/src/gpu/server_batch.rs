@@ -18,6 +18,7 @@
 //!
 //! API boundary: [`Server::start_step`] and [`Server::finish_step`], called by the world.
 
+use super::prefix::BlockPool;
 use super::server::{Seq, SeqEvent, Server, StepPlan, Work};
 use super::step::StepBatch;
 use sim_core::SimTime;
@@ -34,38 +35,34 @@ impl Server {
             let decodes = self.schedule_decodes(budget, now, &mut batch);
             let mut left = budget - decodes;
             // Prompts already being prefilled, oldest first.
-            for seq in &mut self.running {
+            for i in 0..self.running.len() {
                 if left == 0 {
                     break;
                 }
-                let rest = seq.target - seq.prefilled;
+                let rest = self.running[i].target - self.running[i].prefilled;
                 if rest > 0 {
                     let chunk = rest.min(left);
-                    batch.add_prefill_chunk(chunk, seq.prefilled);
-                    seq.work = Work::Prefill { chunk };
+                    self.schedule_prefill(i, chunk, &mut batch);
                     prefills += 1;
                     left -= chunk;
                 }
             }
             while left > 0 {
-                let Some(seq) = self.admit_head() else { break };
-                let chunk = seq.target.min(left);
-                batch.add_prefill_chunk(chunk, 0);
-                seq.work = Work::Prefill { chunk };
+                let Some(i) = self.admit_head() else { break };
+                let chunk = (self.running[i].target - self.running[i].prefilled).min(left);
+                self.schedule_prefill(i, chunk, &mut batch);
                 prefills += 1;
                 left -= chunk;
             }
         } else {
             let mut tokens = 0u64;
-            while let Some(head) = self.waiting.front() {
-                let need = head.admission_target();
+            while let Some(need) = self.head_prefill() {
                 if tokens > 0 && tokens + need > budget {
                     break;
                 }
-                let Some(seq) = self.admit_head() else { break };
-                let chunk = seq.target;
-                seq.work = Work::Prefill { chunk };
-                batch.add_prefill_chunk(chunk, 0);
+                let Some(i) = self.admit_head() else { break };
+                let chunk = self.running[i].target - self.running[i].prefilled;
+                self.schedule_prefill(i, chunk, &mut batch);
                 prefills += 1;
                 tokens += chunk;
             }
@@ -115,6 +112,7 @@ impl Server {
             now,
             emit_tokens: self.emit_tokens,
             kv_used: self.kv_used,
+            pool: self.pool.as_mut(),
             out,
             tokens: 0,
             finished: 0,
@@ -144,29 +142,83 @@ impl Server {
         self.debug_check_invariants();
     }
 
-    /// Admits the head of the waiting queue if a slot and KV for its whole target are free;
-    /// it becomes the newest running sequence, returned.
-    fn admit_head(&mut self) -> Option<&mut Seq> {
-        let target = self.waiting.front()?.admission_target();
-        if self.running.len() as u64 >= self.spec.max_num_seqs
-            || self.kv_used + target > self.spec.kv_cache_tokens
-        {
+    /// The tokens the head of the waiting queue would prefill if admitted now: its target,
+    /// less what the prefix cache holds of it — what it takes of the step's token budget
+    /// (vLLM `Scheduler.schedule`: `num_new_tokens = request.num_tokens −
+    /// num_computed_tokens`, the computed ones from `get_computed_blocks`).
+    fn head_prefill(&mut self) -> Option<u64> {
+        let head = self.waiting.front_mut()?;
+        let target = head.admission_target();
+        Some(match (&self.pool, &mut head.blocks) {
+            (Some(pool), Some(b)) => {
+                target - pool.plan(b, head.prompt_tokens, target).hit_blocks * pool.block_size
+            }
+            _ => target,
+        })
+    }
+
+    /// Admits the head of the waiting queue if a slot and KV for its whole target are free
+    /// (with prefix caching: the blocks its cached prefix does not cover, plus the cached
+    /// blocks it takes out of the free queue); it becomes the newest running sequence, whose
+    /// index is returned. Its cached tokens count as prefilled.
+    fn admit_head(&mut self) -> Option<usize> {
+        let head = self.waiting.front_mut()?;
+        let target = head.admission_target();
+        if self.running.len() as u64 >= self.spec.max_num_seqs {
             return None;
         }
+        let plan = match (&self.pool, &mut head.blocks) {
+            (Some(pool), Some(b)) => {
+                let plan = pool.plan(b, head.prompt_tokens, target);
+                if plan.need > pool.free() {
+                    return None;
+                }
+                Some(plan)
+            }
+            _ if self.kv_used + target > self.spec.kv_cache_tokens => return None,
+            _ => None,
+        };
         let mut seq = self.waiting.pop_front().expect("a head");
         debug_assert_eq!(seq.kv_held, 0, "a waiting sequence holds no KV");
         seq.target = target;
         seq.prefilled = 0;
         seq.kv_held = target;
-        self.kv_used += target;
+        match (plan, &mut self.pool, &mut seq.blocks) {
+            (Some(plan), Some(pool), Some(b)) => seq.prefilled = pool.admit(b, plan, target),
+            _ => self.kv_used += target,
+        }
         self.running.push(seq);
-        self.running.last_mut()
+        Some(self.running.len() - 1)
+    }
+
+    /// Schedules a prefill chunk of `chunk` tokens for running sequence `i`, priced after
+    /// the tokens of its prompt already in the KV cache (prefilled or found cached); with
+    /// prefix caching its full blocks are registered now (vLLM caches a block when its
+    /// tokens are scheduled: `allocate_slots` → `cache_blocks`).
+    fn schedule_prefill(&mut self, i: usize, chunk: u64, batch: &mut StepBatch) {
+        let seq = &mut self.running[i];
+        batch.add_prefill_chunk(chunk, seq.prefilled);
+        seq.work = Work::Prefill { chunk };
+        if let (Some(pool), Some(b)) = (&mut self.pool, &mut seq.blocks) {
+            pool.cache_full(b, seq.prompt_tokens, seq.prefilled + chunk);
+        }
+    }
+
+    /// Frees what `seq` holds: its KV tokens, or its blocks (tail first).
+    pub(super) fn release(&mut self, seq: &mut Seq) {
+        match (&mut self.pool, &mut seq.blocks) {
+            (Some(pool), Some(b)) => pool.release(b),
+            _ => self.kv_used -= seq.kv_held,
+        }
     }
 
     /// Schedules one decode for up to `limit` running sequences whose prompt is cached,
     /// oldest first, charging one KV token each; preempts the newest running sequence while
     /// the charge does not fit. Returns the decodes scheduled.
     fn schedule_decodes(&mut self, limit: u64, now: SimTime, batch: &mut StepBatch) -> u64 {
+        if self.pool.is_some() {
+            return self.schedule_decodes_in_blocks(limit, now, batch);
+        }
         let mut scheduled = 0;
         if self.kv_used + self.running.len() as u64 <= self.spec.kv_cache_tokens {
             // No preemption possible: before the k-th decode (k ≤ running) the KV used is
@@ -206,12 +258,50 @@ impl Server {
         scheduled
     }
 
+    /// [`Self::schedule_decodes`] with prefix caching: a decode whose next KV token starts
+    /// a new block takes one from the free queue (evicting its cached hash, if any), and
+    /// while none is free the newest running sequence is preempted (its blocks, freed, may
+    /// be shared and free nothing). The decode's full blocks are registered (`cache_blocks`).
+    fn schedule_decodes_in_blocks(
+        &mut self,
+        limit: u64,
+        now: SimTime,
+        batch: &mut StepBatch,
+    ) -> u64 {
+        let mut scheduled = 0;
+        let mut i = 0;
+        let bs = self.pool.as_ref().expect("a pool").block_size;
+        while i < self.running.len() && scheduled < limit {
+            if self.running[i].prefilled < self.running[i].target {
+                i += 1;
+                continue;
+            }
+            if self.running[i].kv_held.is_multiple_of(bs) {
+                while self.pool.as_ref().expect("a pool").free() == 0 && i < self.running.len() {
+                    self.preempt_newest(now);
+                }
+                let Some(seq) = self.running.get_mut(i) else { break }; // it preempted itself
+                let (pool, b) = (self.pool.as_mut().expect("a pool"), seq.blocks.as_mut());
+                assert!(pool.grow(b.expect("blocks")), "a free block");
+            }
+            let seq = &mut self.running[i];
+            batch.add_decode(seq.kv_held);
+            seq.kv_held += 1;
+            seq.work = Work::Decode;
+            let (pool, b) = (self.pool.as_mut().expect("a pool"), seq.blocks.as_mut());
+            pool.cache_full(b.expect("blocks"), seq.prompt_tokens, seq.kv_held);
+            scheduled += 1;
+            i += 1;
+        }
+        scheduled
+    }
+
     /// Recompute preemption of the newest running sequence: it frees its KV and goes back
     /// to the front of the queue; what it generated will be prefilled again.
     fn preempt_newest(&mut self, now: SimTime) {
         let mut seq = self.running.pop().expect("something to preempt");
         debug_assert_eq!(seq.work, Work::Idle, "only unscheduled sequences are preempted");
-        self.kv_used -= seq.kv_held;
+        self.release(&mut seq);
         seq.kv_held = 0;
         seq.prefilled = 0;
         self.stats.preemptions += 1;
@@ -228,6 +318,8 @@ struct StepEnd<'a> {
     now: SimTime,
     emit_tokens: bool,
     kv_used: u64,
+    /// The block pool, with prefix caching (a finished sequence's blocks return to it).
+    pool: Option<&'a mut BlockPool>,
     out: &'a mut Vec<SeqEvent>,
     tokens: u64,
     finished: u64,
@@ -264,7 +356,10 @@ impl StepEnd<'_> {
             self.out.push(SeqEvent::Token { id, at: now });
         }
         if seq.generated == seq.output_tokens {
-            self.kv_used -= seq.kv_held;
+            match (&mut self.pool, &mut seq.blocks) {
+                (Some(pool), Some(b)) => pool.release(b),
+                _ => self.kv_used -= seq.kv_held,
+            }
             self.finished += 1;
             self.out.push(SeqEvent::Finished { id, at: now });
         }

@@ -1,8 +1,9 @@
 //! The parameters of a [`ServerSpec`] in the registry (`gpu_server.<name>.<param>`).
 //!
 //! The key design decision: only what a running vLLM can take without a restart in effect
-//! (admission limits, the queue bound, cancellation) is run-time changeable; the KV budget
-//! and the chunking mode shape the memory plan and are fixed for a run.
+//! (admission limits, the queue bound, cancellation) is run-time changeable; the KV budget,
+//! the chunking mode and prefix caching (its switch and block size) shape the memory plan
+//! and are fixed for a run (vLLM takes them at start-up).
 //!
 //! Architecture invariant: a value written here passes [`ServerSpec::check`] (the
 //! cross-field rule `max_num_batched_tokens ≥ max_num_seqs` included) or is refused.
@@ -10,6 +11,7 @@
 //! API boundary: [`crate::params::Params`] for [`ServerSpec`] (one row per parameter); the world applies run-time values to the
 //! [`super::Server`] with its `set_*` methods.
 
+use super::prefix::MAX_BLOCK_SIZE;
 use super::server::{MAX_NUM_SEQS, MAX_TOKENS, ServerSpec};
 
 crate::params::declare_params! {
@@ -33,6 +35,12 @@ crate::params::declare_params! {
         runtime(apply = |g, on| g.set_cancellation(on)),
         "a client giving up frees its sequence's slot and KV",
         default = false;
+    enable_prefix_caching: Bool, "", fixed,
+        "automatic prefix caching: KV in blocks, full blocks reused across prompts by chained hash, LRU eviction of unreferenced blocks",
+        default = false;
+    block_size: Count { min: 1, max: MAX_BLOCK_SIZE }, "tokens", fixed,
+        "tokens per KV block (with enable_prefix_caching; the pool holds kv_cache_tokens / block_size blocks)",
+        default = 16;
 }
 
 #[cfg(test)]

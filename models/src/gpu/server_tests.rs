@@ -2,6 +2,7 @@
 //! throughput along the H200 profile, preemption, chunked prefill, cancellation and
 //! conservation.
 
+use super::prefix::PromptPrefix;
 use super::server::*;
 use super::step::StepBatch;
 use sim_core::rng::mix64;
@@ -13,7 +14,7 @@ fn ms(n: u64) -> SimTime {
 }
 
 fn req(id: u64, prompt_tokens: u64, output_tokens: u64) -> SeqRequest {
-    SeqRequest { id, prompt_tokens, output_tokens }
+    SeqRequest { id, prompt_tokens, output_tokens, prefix: PromptPrefix::NONE }
 }
 
 /// A spec with a fixed 1 ms step (so step k ends at k ms).

@@ -378,7 +378,7 @@ impl<V> ScenarioSpec<V> {
         out
     }
 
-    /// Checks the traffic attributes: populations, trace assignment rules.
+    /// Checks the traffic attributes: populations, prompt prefixes, trace assignment rules.
     fn check_traffic(&self) -> Result<(), SpecError> {
         let classes: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
         if let Some(u) = &self.users {
@@ -386,6 +386,10 @@ impl<V> ScenarioSpec<V> {
                 .map_err(|(f, message)| SpecError { path: format!("users.{f}"), message })?;
         }
         for (i, s) in self.sources.iter().enumerate() {
+            crate::prompt_prefix::check(&s.prefix).map_err(|(f, message)| SpecError {
+                path: format!("sources[{i}].prefix{f}"),
+                message,
+            })?;
             if let Some(a) = &s.assign {
                 a.check(&classes).map_err(|(f, message)| SpecError {
                     path: format!("sources[{i}].assign.{f}"),

@@ -7,7 +7,10 @@
 //! finished, or cancelled with its call when the server cancels abandoned work.
 
 use super::*;
-use crate::gpu::{SeqEvent, SeqRequest, Server, ServerSpec, SubmitDecision, SubmitRejection};
+use crate::gpu::{
+    PromptPrefix, SeqEvent, SeqRequest, Server, ServerSpec, SubmitDecision, SubmitRejection,
+};
+use crate::prompt_prefix::{RequestScopes, prompt_prefix};
 use std::collections::BTreeMap;
 
 pub(super) struct GpuRt {
@@ -26,6 +29,8 @@ pub(super) struct GpuRt {
     waiting: GaugeId,
     kv_used: GaugeId,
     ttft: HistId,
+    /// With prefix caching: its series.
+    prefix: Option<PrefixSeries>,
     /// Calls answered, and work finished for calls their client had abandoned.
     pub answered: u64,
     pub abandoned_done: u64,
@@ -47,10 +52,16 @@ impl GpuRt {
             waiting: ctx.metrics.gauge(&format!("{p}.waiting")),
             kv_used: ctx.metrics.gauge(&format!("{p}.kv_used_tokens")),
             ttft: ctx.metrics.histogram(&format!("{p}.ttft")),
+            prefix: spec.enable_prefix_caching.then(|| PrefixSeries::new(&p, ctx)),
             answered: 0,
             abandoned_done: 0,
             rejected_429: 0,
         }
+    }
+
+    /// Does the server cache prompt prefixes?
+    pub fn prefix_caching(&self) -> bool {
+        self.prefix.is_some()
     }
 
     /// Sequences the world tracks = sequences the server holds.
@@ -78,6 +89,22 @@ impl QueueingWorld {
         let job = c.job_id();
         let (prompt, output) =
             (Self::prompt_of(c, r).unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
+        let prefix = match &self.traffic.sources[r.source as usize].traffic.prefix {
+            p if p.is_empty() || !self.upstreams.gpus[g as usize].prefix_caching() => {
+                PromptPrefix::NONE
+            }
+            p => prompt_prefix(
+                p,
+                &RequestScopes {
+                    source: r.source,
+                    seq: r.seq,
+                    class: r.class,
+                    user: r.user,
+                    key: r.key,
+                    history: r.tokens.history.unwrap_or(0),
+                },
+            ),
+        };
         if r.arrival >= self.warmup {
             self.traffic.sources[r.source as usize].upstream_calls += 1;
         }
@@ -92,7 +119,7 @@ impl QueueingWorld {
         for _ in 0..batch {
             let id = gpu.next_seq;
             gpu.next_seq += 1;
-            let seq = SeqRequest { id, prompt_tokens: prompt, output_tokens: output };
+            let seq = SeqRequest { id, prompt_tokens: prompt, output_tokens: output, prefix };
             match gpu.server.submit(seq, now) {
                 SubmitDecision::Queued => {
                     gpu.seqs.insert(id, (slot, job, now));
@@ -135,6 +162,9 @@ impl QueueingWorld {
         ctx.metrics.set(gpu.running, now, gpu.server.running() as i64);
         ctx.metrics.set(gpu.waiting, now, gpu.server.waiting() as i64);
         ctx.metrics.set(gpu.kv_used, now, gpu.server.kv_used_tokens() as i64);
+        if let (Some(series), Some(blocks)) = (&mut gpu.prefix, gpu.server.kv_blocks()) {
+            series.update(blocks, now, ctx);
+        }
     }
 
     pub(super) fn on_gpu_step(&mut self, g: u16, ctx: &mut Ctx<'_, Ev>) {
@@ -195,5 +225,68 @@ impl QueueingWorld {
             gpu.seqs.remove(&id);
         }
         self.kick_gpu(g, ctx);
+    }
+}
+
+/// The series of a server with prefix caching (write-only: nothing reads them back):
+/// blocks held by running sequences and cached free blocks (gauges); tokens looked up and
+/// found cached, and evictions (counters, advanced by what the pool counted since).
+struct PrefixSeries {
+    blocks_running: GaugeId,
+    blocks_cached: GaugeId,
+    query_tokens: CounterId,
+    hit_tokens: CounterId,
+    evictions: CounterId,
+    seen: crate::gpu::PrefixStats,
+}
+
+impl PrefixSeries {
+    fn new(p: &str, ctx: &mut Ctx<'_, Ev>) -> PrefixSeries {
+        let m = &mut *ctx.metrics;
+        PrefixSeries {
+            blocks_running: m.gauge(&format!("{p}.kv_blocks_running")),
+            blocks_cached: m.gauge(&format!("{p}.kv_blocks_cached")),
+            query_tokens: m.counter(&format!("{p}.prefix_query_tokens")),
+            hit_tokens: m.counter(&format!("{p}.prefix_hit_tokens")),
+            evictions: m.counter(&format!("{p}.prefix_evictions")),
+            seen: crate::gpu::PrefixStats::default(),
+        }
+    }
+
+    fn update(
+        &mut self,
+        (running, cached, now_stats): (u64, u64, crate::gpu::PrefixStats),
+        now: SimTime,
+        ctx: &mut Ctx<'_, Ev>,
+    ) {
+        let m = &mut *ctx.metrics;
+        m.set(self.blocks_running, now, running as i64);
+        m.set(self.blocks_cached, now, cached as i64);
+        m.add(self.query_tokens, now_stats.query_tokens - self.seen.query_tokens);
+        m.add(self.hit_tokens, now_stats.hit_tokens - self.seen.hit_tokens);
+        m.add(self.evictions, now_stats.evictions - self.seen.evictions);
+        self.seen = now_stats;
+    }
+}
+
+impl QueueingWorld {
+    /// The summary columns of a server with prefix caching (whole run, like its other
+    /// counters): prompt tokens prefilled (those not found cached, recomputations
+    /// included), the share of admitted tokens and of admissions that found a cached
+    /// prefix, the tokens found, evictions, and the blocks held at the end.
+    pub(super) fn prefix_summary(
+        p: &str,
+        prefill_tokens: u64,
+        (running, cached, k): (u64, u64, crate::gpu::PrefixStats),
+        out: &mut Summary,
+    ) {
+        let share = |a: u64, b: u64| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+        out.push_u64(format!("{p}.prefill_tokens"), prefill_tokens);
+        out.push_f64(format!("{p}.prefix_hit_rate"), share(k.hit_tokens, k.query_tokens));
+        out.push_f64(format!("{p}.prefix_request_hit_rate"), share(k.hit_lookups, k.lookups));
+        out.push_u64(format!("{p}.prefix_hit_tokens"), k.hit_tokens);
+        out.push_u64(format!("{p}.prefix_evictions"), k.evictions);
+        out.push_u64(format!("{p}.kv_blocks_running_end"), running);
+        out.push_u64(format!("{p}.kv_blocks_cached_end"), cached);
     }
 }

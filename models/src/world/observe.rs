@@ -49,6 +49,10 @@ impl QueueingWorld {
             c.in_flight = Some(InFlight { in_use: g.server.running(), limit: Some(limit) });
             c.waiting = g.server.waiting();
             c.figures.push(("kv_used_tokens", g.server.kv_used_tokens() as f64));
+            if let Some((running, cached, _)) = g.server.kv_blocks() {
+                c.figures.push(("kv_blocks_running", running as f64));
+                c.figures.push(("kv_blocks_cached", cached as f64));
+            }
             out.push(c);
         }
         for (i, (name, q)) in self.upstreams.quotas.iter().enumerate() {

@@ -63,6 +63,8 @@ pub(super) struct TrafficRt {
     script: Option<crate::scripted::ScriptRows>,
     /// A trace's `class` column: the scenario class of each of its names.
     trace_classes: Vec<u16>,
+    /// How its prompts begin, for GPU servers with prefix caching.
+    pub(super) prefix: Vec<crate::prompt_prefix::PrefixSegment>,
 }
 
 /// The attributes of a new request.
@@ -117,6 +119,7 @@ impl TrafficRt {
                 .filter_map(|t| t.data.as_ref())
                 .flat_map(|d| d.class_names.iter().map(|(n, _)| idx(n)))
                 .collect(),
+            prefix: s.prefix.clone(),
         }
     }
 

@@ -67,6 +67,13 @@ fn the_limits_table_states_the_constants() {
         ),
         ("degradation chain", "4 hops", models::fallback::MAX_HOPS == 4),
         (
+            "GPU server KV blocks (prefix caching)",
+            "2²⁴ (`MAX_KV_BLOCKS`",
+            models::gpu::MAX_KV_BLOCKS == 1 << 24
+                && models::gpu::MAX_BLOCK_SIZE == 1024
+                && models::gpu::MAX_PREFIX_SEGMENTS == 8,
+        ),
+        (
             "stalled hosts",
             "4096 per scenario",
             models::stall::MAX_HOSTS == 4096

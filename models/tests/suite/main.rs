@@ -14,6 +14,7 @@ mod entry_path;
 mod every_component;
 mod governors;
 mod gpu_fit;
+mod gpu_prefix;
 mod gpu_world;
 mod hedging;
 mod incident_timeouts;

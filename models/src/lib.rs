@@ -92,6 +92,7 @@ pub mod cache;
 pub mod callsite;
 pub mod class;
 pub mod closed_loop;
+pub mod codel_queue;
 pub mod components;
 pub mod connpool;
 pub mod dispatch;

@@ -8,6 +8,7 @@ mod abandoned_work;
 mod adaptive;
 mod censoring;
 mod cluster_flow;
+mod codel_queue;
 mod connections;
 mod degradation;
 mod entry_path;

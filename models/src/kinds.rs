@@ -173,6 +173,15 @@ macro_rules! with_governor_kinds {
                 spec: $crate::codel_queue::CodelQueueSpec,
                 state: $crate::codel_queue::CodelQueue,
             },
+            /// Netflix concurrency-limits' partitioned limiter (`AbstractPartitionedLimiter`
+            /// over a `FixedLimit`: a guaranteed share per request class, idle shares borrowed)
+            /// from `partitioned_limits`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            PartitionedLimit {
+                list: partitioned_limits,
+                spec: $crate::partitioned_limit::PartitionedLimitSpec,
+                state: $crate::partitioned_limit::PartitionedLimit,
+            },
         }
     };
 }

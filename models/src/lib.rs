@@ -111,6 +111,7 @@ pub mod network;
 pub mod observe;
 pub mod outcome;
 pub mod params;
+pub mod partitioned_limit;
 pub mod pipeline;
 pub mod pool;
 pub mod profile;

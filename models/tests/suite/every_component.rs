@@ -70,6 +70,10 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
     ("CodelQueue", "cq", "llm-small", 5,
      r#"CodelQueue(name: "cq", permits: 40, mode: FOLLY, target: "5ms", interval: "100ms",
                    lifo_threshold: 20, max_queue: 500)"#),
+    ("PartitionedLimit", "parts", "llm-small", 6,
+     r#"PartitionedLimit(name: "parts", limit: 60, partitions: [
+            Partition(name: "live", percent: 0.6, classes: ["P0"]),
+            Partition(name: "rest", percent: 0.4, classes: ["P1", "P2"])])"#),
 ];
 
 /// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in

@@ -25,6 +25,7 @@ mod incidents_regressions;
 mod interactions;
 mod limits;
 mod network;
+mod partitioned_limit;
 mod per_instance;
 mod provider_faults;
 mod queueing_theory;

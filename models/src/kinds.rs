@@ -164,6 +164,24 @@ macro_rules! with_governor_kinds {
                 spec: $crate::thread_pool_bulkhead::ThreadPoolBulkheadSpec,
                 state: $crate::thread_pool_bulkhead::ThreadPoolBulkhead,
             },
+            /// A concurrency limit whose waiting calls are managed by CoDel (RFC 8289, folly's
+            /// `Codel::overloaded` or "Fail at Scale"'s queue timeouts) with adaptive LIFO, from
+            /// `codel_queues`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            CodelQueue {
+                list: codel_queues,
+                spec: $crate::codel_queue::CodelQueueSpec,
+                state: $crate::codel_queue::CodelQueue,
+            },
+            /// Netflix concurrency-limits' partitioned limiter (`AbstractPartitionedLimiter`
+            /// over a `FixedLimit`: a guaranteed share per request class, idle shares borrowed)
+            /// from `partitioned_limits`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            PartitionedLimit {
+                list: partitioned_limits,
+                spec: $crate::partitioned_limit::PartitionedLimitSpec,
+                state: $crate::partitioned_limit::PartitionedLimit,
+            },
         }
     };
 }

@@ -133,6 +133,12 @@ impl<V> ScenarioSpec<V> {
                 None => SpecError { path: format!("retries[{i}].class_policies"), message: m },
             })?;
         }
+        for (i, p) in self.partitioned_limits.iter().enumerate() {
+            p.check(&class_names).map_err(|(rel, message)| SpecError {
+                path: format!("partitioned_limits[{i}].{rel}"),
+                message,
+            })?;
+        }
         Ok(())
     }
 

@@ -67,6 +67,13 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
     ("ThreadPoolBulkhead", "r4j-tpb", "vector", 4,
      r#"ThreadPoolBulkhead(name: "r4j-tpb", core_thread_pool_size: 8, max_thread_pool_size: 16,
                            queue_capacity: 20, keep_alive_duration: "50ms")"#),
+    ("CodelQueue", "cq", "llm-small", 5,
+     r#"CodelQueue(name: "cq", permits: 40, mode: FOLLY, target: "5ms", interval: "100ms",
+                   lifo_threshold: 20, max_queue: 500)"#),
+    ("PartitionedLimit", "parts", "llm-small", 6,
+     r#"PartitionedLimit(name: "parts", limit: 60, partitions: [
+            Partition(name: "live", percent: 0.6, classes: ["P0"]),
+            Partition(name: "rest", percent: 0.4, classes: ["P1", "P2"])])"#),
 ];
 
 /// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in

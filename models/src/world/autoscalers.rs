@@ -288,6 +288,23 @@ impl QueueingWorld {
         Ok(())
     }
 
+    /// Each autoscaler's state for a session's inspector: replicas (desired) against
+    /// `max_replicas`, and its ready and provisioning replicas.
+    pub(super) fn scaler_states(&self) -> Vec<crate::observe::ComponentState> {
+        use crate::components::{ComponentId, ComponentKind};
+        use crate::observe::{ComponentState, InFlight};
+        let states = self.scalers.list.iter().enumerate().map(|(i, rt)| {
+            let id = ComponentId::at(ComponentKind::Autoscaler, i);
+            let mut c = ComponentState::component(id, &rt.name);
+            let replicas = rt.ready as u64 + rt.pending.len() as u64;
+            c.in_flight = Some(InFlight { in_use: replicas, limit: Some(rt.hpa.max as u64) });
+            c.figures.push(("ready", rt.ready as f64));
+            c.figures.push(("provisioning", rt.pending.len() as f64));
+            c
+        });
+        states.collect()
+    }
+
     /// `autoscaler.<n>.*` summary columns.
     pub(super) fn scaler_summary(&self, out: &mut Summary) {
         for rt in &self.scalers.list {

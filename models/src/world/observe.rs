@@ -84,6 +84,7 @@ impl QueueingWorld {
                 out.push(c);
             }
         }
+        out.extend(self.scaler_states());
         out
     }
 

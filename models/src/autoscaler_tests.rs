@@ -1,8 +1,9 @@
 //! Tables from Kubernetes' own tests of the replica calculator
 //! (`pkg/controller/podautoscaler/replica_calculator_test.go`) and of the behaviour limits
-//! (`TestCalculateScaleUpLimitWithScalingRules`, `TestCalculateScaleDownLimitWithBehaviors`
-//! as the controller's tests state them), then the stabilization and a reconcile sequence
-//! derived from `horizontal.go`.
+//! (`TestCalculateScaleUpLimitWithScalingRules`, `TestCalculateScaleDownLimitWithBehaviors`:
+//! the cases of Karmada's FederatedHPA controller, whose `calculateScaleUpLimitWithScalingRules`
+//! and `calculateScaleDownLimitWithBehaviors` are Kubernetes' functions copied), then the
+//! stabilization and a reconcile sequence derived from `horizontal.go`.
 
 use super::*;
 
@@ -65,7 +66,7 @@ fn ev(change: u32, at: SimTime) -> ScaleEvent {
 }
 
 /// `TestCalculateScaleUpLimitWithScalingRules` and `TestCalculateScaleDownLimitWithBehaviors`
-/// (now = 100 s; a past event 30 s ago).
+/// (Karmada's cases of Kubernetes' functions; now = 100 s, a past event 30 s ago).
 #[test]
 fn behaviour_limits_cases() {
     use PolicyKind::{Percent, Pods};

@@ -1,6 +1,6 @@
 //! Production configurations read as a scenario reads them: `stormglass import` (a file →
 //! a RON fragment) and a scenario's `import` entries (a file's components merged into the
-//! scenario's governor lists at load). The translation is `models::import`'s; this module
+//! scenario's governor lists, and its `autoscalers`, at load). The translation is `models::import`'s; this module
 //! reads the file, checks the translated components with the scenario's own deserializers
 //! and reports every problem at the configuration's line:column under its own path.
 
@@ -51,12 +51,12 @@ pub fn check_fragment(
 /// Appends `from`'s governors to `into`'s lists, refusing a name declared twice.
 macro_rules! merge_lists {
     ($($(#[$m:meta])* $variant:ident { list: $list:ident, spec: $spec:ty, state: $state:ty $(,)? }),* $(,)?) => {
-        fn merge(
+        fn merge_governors(
             into: &mut ScenarioSpec<IgnoredAny>,
-            from: ScenarioSpec<IgnoredAny>,
+            from: &mut ScenarioSpec<IgnoredAny>,
         ) -> Result<(), String> {
             $(
-                for g in from.$list {
+                for g in std::mem::take(&mut from.$list) {
                     if into.$list.iter().any(|x| x.name == g.name) {
                         return Err(format!(
                             "`{}` is declared twice in `{}` (by the scenario or an earlier \
@@ -73,6 +73,25 @@ macro_rules! merge_lists {
     };
 }
 models::with_governor_kinds!(merge_lists);
+
+/// Appends `from`'s governors and autoscalers (an HPA manifest's) to `into`'s lists.
+fn merge(
+    into: &mut ScenarioSpec<IgnoredAny>,
+    mut from: ScenarioSpec<IgnoredAny>,
+) -> Result<(), String> {
+    merge_governors(into, &mut from)?;
+    for a in from.autoscalers {
+        if into.autoscalers.iter().any(|x| x.name == a.name) {
+            return Err(format!(
+                "`{}` is declared twice in `autoscalers` (by the scenario or an earlier import, \
+                 and by this file): rename one",
+                a.name
+            ));
+        }
+        into.autoscalers.push(a);
+    }
+    Ok(())
+}
 
 /// An error at the scenario's `field` whose message is `lines`, one error per line.
 fn error_lines(src: &Source<'_>, field: &str, lines: Vec<String>) -> InputError {
@@ -104,11 +123,11 @@ pub fn load_imports(
 /// `stormglass import`'s options.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ImportArgs {
-    /// The configuration: Spring Boot YAML with `resilience4j.*`, Sentinel rule JSON, or a
-    /// gRPC service config (JSON).
+    /// The configuration: Spring Boot YAML with `resilience4j.*`, Sentinel rule JSON, a
+    /// gRPC service config (JSON), or a Kubernetes HorizontalPodAutoscaler (YAML/JSON).
     pub file: std::path::PathBuf,
     /// The format, when it cannot be told from the file.
-    #[arg(long, value_parser = ["resilience4j", "sentinel", "grpc"])]
+    #[arg(long, value_parser = ["resilience4j", "sentinel", "grpc", "hpa"])]
     pub format: Option<String>,
     /// Import what stormglass models and list what it left out (in the fragment's header),
     /// instead of refusing the file.

@@ -4,7 +4,8 @@
 //! The governor kinds have their own table (`kinds.rs`, `with_governor_kinds!`); every
 //! other kind a scenario declares — traffic (classes, sources, the user population and its
 //! segments), call sites, upstreams (stations, quotas, GPU servers, connection pools), the
-//! entry path (apps, dispatchers, worker pools, their queues' waits) and host stalls — is a
+//! entry path (apps, dispatchers, worker pools, their queues' waits), host stalls and
+//! stations' autoscalers — is a
 //! variant of [`ComponentKind`] with its registry name and the scenario list it is declared
 //! in. The parameter catalogue (`reference.rs`) gives each variant its declaration type.
 //!
@@ -50,6 +51,7 @@ component_kinds!(
     DispatcherQueue,
     PoolQueue,
     Stall,
+    Autoscaler,
 );
 
 /// One row of the table: what is written once per kind.
@@ -88,6 +90,7 @@ impl ComponentKind {
             }
             PoolQueue => ("pool_queue", "apps[].pool", "entry", "<pool>"),
             Stall => ("stall", "stalls", "entry", "<name>"),
+            Autoscaler => ("autoscaler", "autoscalers", "upstream", "<name>"),
         };
         KindRow { name, list, group, instance }
     }

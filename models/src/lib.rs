@@ -86,6 +86,7 @@ pub mod adaptive_concurrency;
 pub mod aimd;
 pub mod app;
 pub mod attributes;
+pub mod autoscaler;
 pub mod batcher;
 pub mod breaker;
 pub mod cache;

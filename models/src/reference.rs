@@ -73,6 +73,7 @@ pub fn component_params(k: ComponentKind) -> KindParams {
         K::DispatcherQueue => of::<crate::timeouts::DispatcherQueue>,
         K::PoolQueue => of::<crate::timeouts::PoolQueue>,
         K::Stall => of::<crate::stall::StallSpec>,
+        K::Autoscaler => of::<crate::autoscaler::AutoscalerSpec>,
     };
     of(row.group, row.instance)
 }

@@ -119,7 +119,7 @@ type D = crate::params::Defaults<StationSpec>;
 /// The fields parsed with their rows' types and ranges.
 type R = crate::params::Ranged<StationSpec>;
 
-const MAX_SERVERS: u64 = 1_000_000;
+pub const MAX_SERVERS: u64 = 1_000_000;
 
 crate::params::param_choices! {
     /// The answer of a full station.

@@ -87,6 +87,9 @@ pub mod attr {
     /// Keyed by request, call path, attempt: the network delay of the call's response
     /// leg, server → client.
     pub const NET_RESPONSE: u32 = 23;
+    /// Keyed by (autoscaler, replica sequence number) — its own key, not a request's: the
+    /// provisioning delay of an autoscaler's replica (`crate::autoscaler`).
+    pub const PROVISIONING: u32 = 24;
 }
 
 /// Events of the queueing world. Kind ids are written down, not derived.
@@ -200,6 +203,17 @@ pub enum Ev {
     StallEnd {
         host: u16,
     },
+    /// An autoscaler's sync (`world/autoscalers.rs`; `generation`: a `sync_period` change
+    /// supersedes the pending one).
+    ScalerSync {
+        scaler: u16,
+        generation: u32,
+    },
+    /// A provisioning replica becomes ready (`replica`: its sequence number).
+    ReplicaReady {
+        scaler: u16,
+        replica: u32,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -228,6 +242,8 @@ impl sim_core::Event for Ev {
             Ev::NetReturn { .. } => 22,
             Ev::StallStart { .. } => 23,
             Ev::StallEnd { .. } => 24,
+            Ev::ScalerSync { .. } => 25,
+            Ev::ReplicaReady { .. } => 26,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -252,6 +268,8 @@ impl sim_core::Event for Ev {
             Ev::StreamClose { id, .. } | Ev::NetArrive { id, .. } | Ev::NetReturn { id, .. } => id,
             Ev::QueueTimeout { app, inst } => ((app as u64) << 16) | inst as u64,
             Ev::StallStart { host, .. } | Ev::StallEnd { host } => host as u64,
+            Ev::ScalerSync { scaler, .. } => scaler as u64,
+            Ev::ReplicaReady { scaler, replica } => ((scaler as u64) << 32) | replica as u64,
         }
     }
     fn phase(&self) -> Phase {
@@ -276,6 +294,10 @@ impl sim_core::Event for Ev {
             // and timers it held (re-armed at its end), before nothing else is due.
             Ev::StallStart { .. } => Phase::Completion,
             Ev::StallEnd { .. } => Phase::Dispatch,
+            // A replica ready takes queued work before the instant's arrivals; a sync reads
+            // the metric after everything else at its instant.
+            Ev::ReplicaReady { .. } => Phase::Completion,
+            Ev::ScalerSync { .. } => Phase::Dispatch,
         }
     }
 }
@@ -462,6 +484,8 @@ pub struct QueueingWorld {
     stalls: stalls::StallsRt,
     /// Hedged calls' attempts and their wasted upstream work (`world/hedging.rs`).
     hedging: hedging::HedgingRt,
+    /// Autoscalers: replicas of stations, provisioning and warming (`world/autoscalers.rs`).
+    scalers: autoscalers::ScalersRt,
 }
 
 fn call_id(slot: u32, generation: u32) -> CallId {
@@ -471,6 +495,7 @@ fn slot_of(c: CallId) -> (u32, u32) {
     (c.0 as u32, (c.0 >> 32) as u32)
 }
 
+mod autoscalers;
 mod build;
 mod calls;
 mod changes;
@@ -552,6 +577,9 @@ impl sim_core::World for QueueingWorld {
             // Correlated stalls (`world/stalls.rs`).
             Ev::StallStart { host, generation } => self.on_stall_start(host, generation, ctx),
             Ev::StallEnd { host } => self.on_stall_end(host, ctx),
+            // Autoscalers (`world/autoscalers.rs`).
+            Ev::ScalerSync { scaler, generation } => self.on_scaler_sync(scaler, generation, ctx),
+            Ev::ReplicaReady { scaler, replica } => self.on_replica_ready(scaler, replica, ctx),
             // Observation.
             Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
         }
@@ -636,6 +664,9 @@ impl sim_core::World for QueueingWorld {
                 _ => "request".into(),
             },
             Ev::StallStart { host, .. } | Ev::StallEnd { host } => self.stall_component(host),
+            Ev::ScalerSync { scaler, .. } | Ev::ReplicaReady { scaler, .. } => {
+                format!("autoscaler.{}", self.scalers.list[scaler as usize].name)
+            }
             Ev::LocalWorkDone { slot, .. } => {
                 match self.reqs.slots.get(slot).and_then(|r| r.entry.as_ref()) {
                     Some(e) => format!("app.{}", self.entry_path.apps[e.app as usize].spec.name),

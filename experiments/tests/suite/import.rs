@@ -1,6 +1,7 @@
 //! `stormglass import` and a scenario's `import` list, on the libraries' own documented
 //! examples (`experiments/examples/import/`: Resilience4j's Spring Boot example, Sentinel's
-//! demo rule files, grpc-java's retrying and hedging service configs) and on configurations
+//! demo rule files, grpc-java's retrying and hedging service configs, the Kubernetes HPA
+//! walkthrough's manifest) and on configurations
 //! as teams write them: each imported, run and explained; the fragment the CLI prints, pasted into
 //! the scenario, runs to the same fingerprint as the import; a changed value in the YAML
 //! changes the fingerprint; unsupported fields are named by their path.
@@ -57,6 +58,7 @@ fn each_example_is_imported_explained_and_run() {
         ("grpc.ron", "retry.helloworld_Greeter_SayHello.backoff_max_wait"),
         ("sentinel-demo.ron", "sentinel_resource.abc1.rule0.count"),
         ("sentinel-degrade-demo.ron", "sentinel_resource.abc0.degrade0.time_window"),
+        ("hpa.ron", "autoscaler.php-apache.target"),
     ];
     for (file, param) in cases {
         let path = examples().join(file);

@@ -1,6 +1,7 @@
 //! `stormglass import`: production configurations, as users write them, turned into
 //! scenario fragments (RON governor lists) — Resilience4j's Spring Boot YAML
-//! ([`r4j`]), Sentinel's rule JSON ([`sentinel`]) and a gRPC service config ([`grpc`]).
+//! ([`r4j`]), Sentinel's rule JSON ([`sentinel`]), a gRPC service config ([`grpc`]) and a
+//! Kubernetes HorizontalPodAutoscaler manifest ([`hpa`]: an `autoscalers` entry).
 //!
 //! The key design decision: the translation writes *RON text* in the scenario's own field
 //! names and only the values the configuration sets, and the scenario's deserializers then
@@ -24,6 +25,7 @@
 mod entry;
 mod exceptions;
 mod grpc;
+mod hpa;
 mod r4j;
 mod r4j_limiters;
 mod r4j_specs;
@@ -57,6 +59,8 @@ pub enum Format {
     Sentinel,
     /// A gRPC service config (`methodConfig`, `retryThrottling`).
     Grpc,
+    /// A Kubernetes HorizontalPodAutoscaler manifest (`kind: HorizontalPodAutoscaler`).
+    Hpa,
 }
 
 impl Format {
@@ -65,6 +69,7 @@ impl Format {
             Format::Resilience4j => "resilience4j",
             Format::Sentinel => "sentinel",
             Format::Grpc => "grpc",
+            Format::Hpa => "hpa",
         }
     }
     pub fn parse(s: &str) -> Option<Format> {
@@ -72,6 +77,7 @@ impl Format {
             "resilience4j" | "r4j" => Some(Format::Resilience4j),
             "sentinel" => Some(Format::Sentinel),
             "grpc" => Some(Format::Grpc),
+            "hpa" | "kubernetes" | "k8s" => Some(Format::Hpa),
             _ => None,
         }
     }
@@ -349,6 +355,9 @@ fn detect(doc: &Node) -> Result<Format, Problem> {
         Kind::Map(e) => e.iter().map(|(k, _)| read::norm(&k.text)).collect(),
         Kind::Scalar(..) => Vec::new(),
     };
+    if hpa::is_hpa(doc) {
+        return Ok(Format::Hpa);
+    }
     let first = |k: &String| read::norm(k.split('.').next().unwrap_or(""));
     if keys.iter().any(|k| first(k) == "resilience4j") {
         return Ok(Format::Resilience4j);
@@ -363,8 +372,9 @@ fn detect(doc: &Node) -> Result<Format, Problem> {
         "",
         doc.at,
         "cannot tell the format: expected Spring Boot YAML with `resilience4j.*` settings, \
-         Sentinel rules (a JSON array of rules, or `flowRules`, `degradeRules`, … arrays) or a \
-         gRPC service config (`methodConfig`, `retryThrottling`); or name it (--format)"
+         Sentinel rules (a JSON array of rules, or `flowRules`, `degradeRules`, … arrays), a \
+         gRPC service config (`methodConfig`, `retryThrottling`) or a Kubernetes \
+         HorizontalPodAutoscaler; or name it (--format)"
             .into(),
     ))
 }
@@ -386,6 +396,7 @@ pub fn import(text: &str, opts: &Options) -> Result<Fragment, Vec<Problem>> {
         Format::Resilience4j => r4j::import(&doc, &mut cx),
         Format::Sentinel => sentinel::import(&doc, &mut cx),
         Format::Grpc => grpc::import(&doc, &mut cx),
+        Format::Hpa => hpa::import(&doc, &mut cx),
     }
     cx.errors.sort_by_key(|p| (p.at.line, p.at.col));
     cx.frag.notes.sort_by_key(|p| (p.at.line, p.at.col));

@@ -300,10 +300,10 @@ proptest::proptest! {
     #[test]
     fn any_text_is_an_answer_never_a_panic(
         text in "([a-zA-Z0-9 .:,\\-\\[\\]{}\"'#&*!|>/\\n]|resilience4j|instances|configs|baseConfig|methodConfig|retryPolicy|resource|count|paramIdx|PT1S|10ms){0,40}",
-        format in 0usize..4,
+        format in 0usize..5,
         partial in proptest::bool::ANY,
     ) {
-        let format = [None, Some(Format::Resilience4j), Some(Format::Sentinel), Some(Format::Grpc)][format];
+        let format = [None, Some(Format::Resilience4j), Some(Format::Sentinel), Some(Format::Grpc), Some(Format::Hpa)][format];
         let opts = Options { format, partial, hot_param: Some(HotParam::Key) };
         if let Ok(f) = import(&text, &opts) {
             let _ = f.to_ron();

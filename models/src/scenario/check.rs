@@ -30,7 +30,30 @@ impl<V> ScenarioSpec<V> {
         self.check_network()?;
         super::reach::check_gpu_tokens(self)?;
         self.check_apps()?;
-        self.check_stalls()
+        self.check_stalls()?;
+        self.check_autoscalers()
+    }
+
+    /// Autoscalers: unique names, values in range, an existing station each (one
+    /// autoscaler per station), policies and bounds that make sense
+    /// ([`crate::autoscaler::AutoscalerSpec::check`]).
+    fn check_autoscalers(&self) -> Result<(), SpecError> {
+        unique("autoscalers", self.autoscalers.iter().map(|a| a.name.as_str()))?;
+        ranges("autoscalers", &self.autoscalers)?;
+        let mut seen = BTreeSet::new();
+        for (i, a) in self.autoscalers.iter().enumerate() {
+            let err = |(f, message): (&str, String)| SpecError {
+                path: format!("autoscalers[{i}].{f}"),
+                message,
+            };
+            a.check(&self.stations).map_err(err)?;
+            if !seen.insert(&a.station) {
+                let m =
+                    format!("station {:?} already has an autoscaler (one per station)", a.station);
+                return Err(err(("station", m)));
+            }
+        }
+        Ok(())
     }
 
     /// Stalls: unique names, values in range, a host that exists, one stall per host, at

@@ -99,6 +99,10 @@ macro_rules! scenario_spec {
             /// slow down, delaying every thread, timer and call they have (`crate::stall`).
             #[serde(default, skip_serializing_if = "Vec::is_empty")]
             pub stalls: Vec<crate::stall::StallSpec>,
+            /// Autoscalers: a station's servers as replicas of an HPA, with provisioning
+            /// delay, warm-up and drain (`crate::autoscaler`).
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub autoscalers: Vec<crate::autoscaler::AutoscalerSpec>,
             /// Parameter changes during the run.
             #[serde(default = "Vec::new")]
             pub timeline: Vec<SetParam<V>>,
@@ -142,6 +146,7 @@ macro_rules! scenario_spec {
                     users: self.users,
                     apps: self.apps,
                     stalls: self.stalls,
+                    autoscalers: self.autoscalers,
                     timeline,
                     recovery: self.recovery,
                     import: self.import,
@@ -342,6 +347,7 @@ impl<V> ScenarioSpec<V> {
             }
         }
         list(&mut r, K::Stall, &self.stalls);
+        list(&mut r, K::Autoscaler, &self.autoscalers);
         r
     }
 
@@ -373,6 +379,7 @@ impl<V> ScenarioSpec<V> {
         of(&self.apps.iter().filter_map(|a| a.dispatcher.as_ref()).collect::<Vec<_>>(), &mut out);
         of(&self.apps.iter().flat_map(|a| a.pools()).collect::<Vec<_>>(), &mut out);
         of(&self.stalls.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.autoscalers.iter().collect::<Vec<_>>(), &mut out);
         out.sort();
         out.dedup();
         out
@@ -431,6 +438,7 @@ impl<V> ScenarioSpec<V> {
             K::GpuServer => self.gpu_servers[i].set(param, value),
             K::ConnPool => self.connection_pools[i].set(param, value),
             K::Stall => self.stalls[i].set(param, value),
+            K::Autoscaler => self.autoscalers[i].set(param, value),
             K::Users => self.users.as_mut().expect("registered").set(param, value),
             K::Segment => {
                 let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();

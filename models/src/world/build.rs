@@ -287,12 +287,15 @@ impl QueueingWorld {
             // Registers nothing without stalls.
             stalls: stalls::StallsRt::new(sc, run.seed, ctx),
             hedging: hedging::HedgingRt::default(),
+            // Empty without autoscalers: nothing scheduled, drawn or registered.
+            scalers: autoscalers::ScalersRt::new(sc, run.seed, ctx),
         };
         w.fallback_start();
         w.entry_start_all(ctx);
         w.start_clients(ctx);
         let pauses: Vec<SimDuration> = sc.stalls.iter().map(|s| s.pause).collect();
         w.stalls_start(&pauses, ctx);
+        w.scalers_start(ctx);
         for g in 0..n_govs {
             w.sync_wake(g, ctx);
         }

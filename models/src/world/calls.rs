@@ -271,6 +271,10 @@ impl QueueingWorld {
             .with_call(job.path, job.attempt);
         let station = &self.upstreams.stations[st as usize];
         let mut service = station.service_time(&job, key);
+        if let Some(a) = station.scaler {
+            service = self.scalers.warm_stretch(a, service, now);
+        }
+        let station = &self.upstreams.stations[st as usize];
         let cancellable = station.st.cancellation;
         let scripted = self.scripted_start(st, &job);
         if let Some(s) = scripted {

@@ -106,6 +106,7 @@ impl QueueingWorld {
             }
             K::ConnPool => self.set_connpool(i, param, v, ctx),
             K::Stall => self.set_stall(i, param, v, ctx),
+            K::Autoscaler => self.set_autoscaler(i, param, v, ctx),
             // A cross-field rule (batched tokens ≥ sequences) may refuse it.
             K::GpuServer => self.upstreams.gpus[i].server.apply_param(param, v, now),
             K::App | K::Dispatcher | K::Pool | K::DispatcherQueue | K::PoolQueue => {
@@ -155,6 +156,12 @@ impl QueueingWorld {
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
         self.upstreams.stations[st as usize].st.apply_param(param, v, ctx.now())?;
+        // An autoscaled station's servers hold until its autoscaler's next step.
+        if let Some(a) = self.upstreams.stations[st as usize].scaler
+            && param == "servers"
+        {
+            self.scalers.list[a as usize].overridden = true;
+        }
         // More servers start queued work (after any other change the station is work
         // conserving, I4: nothing starts), and the gauges follow, the capacity's time
         // average too (setting a gauge to its value changes nothing).

@@ -88,6 +88,7 @@ impl QueueingWorld {
                 out.push(c);
             }
         }
+        out.extend(self.scaler_states());
         out
     }
 

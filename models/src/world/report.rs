@@ -171,6 +171,7 @@ impl QueueingWorld {
         self.entry_summary(end, &mut out);
         self.timeouts_summary(&mut out);
         self.stall_summary(&mut out);
+        self.scaler_summary(&mut out);
         out
     }
 
@@ -286,6 +287,7 @@ impl QueueingWorld {
         );
         self.timeouts_invariants(&mut v);
         self.stall_violations(&mut v);
+        self.scaler_violations(&mut v);
         v
     }
 

@@ -75,6 +75,10 @@ pub(super) struct StationRt {
     pub script: Option<crate::scripted::UpstreamScript>,
     /// Stream statistics of a streaming station.
     pub stream: Option<streaming::StreamRt>,
+    /// The autoscaler of its servers (index into `autoscalers`) and the metric it reads
+    /// (`world/autoscalers.rs`); `None` for a station of fixed size.
+    pub scaler: Option<u16>,
+    pub meter: Option<autoscalers::Meter>,
 }
 
 impl StationRt {
@@ -108,6 +112,8 @@ impl StationRt {
             cost_abandoned: 0.0,
             script: s.script.as_deref().map(crate::scripted::UpstreamScript::new),
             stream: s.streaming.then(|| streaming::StreamRt::new(&s.name, ctx.metrics)),
+            scaler: sc.autoscalers.iter().position(|a| a.station == s.name).map(|a| a as u16),
+            meter: sc.autoscalers.iter().any(|a| a.station == s.name).then(Default::default),
         }
     }
 
@@ -158,6 +164,9 @@ impl StationRt {
         self.servers.set(now, (self.st.servers as i64).max(busy));
         metrics.set(self.depth, now, q);
         metrics.set(self.busy_gauge, now, busy);
+        if let Some(m) = &mut self.meter {
+            m.set(now, busy, self.st.servers as i64, q);
+        }
     }
 }
 

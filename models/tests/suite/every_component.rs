@@ -137,6 +137,13 @@ const ALL: &str = r#"Scenario(
                                 keep_alive: "20s", server_idle_timeout: "10s")],
     quotas: [Quota(name: "openai", rpm: Some(20000), tpm: Some(20000000), max_concurrency: Some(100))],
     stalls: [(name: "gc", host: App("api"), rate: 0.2, length: Exponential(mean: "20ms"))],
+    autoscalers: [(name: "backup", station: "small-backup", servers_per_replica: 2, min_replicas: 1,
+                   max_replicas: 4, metric: Utilization, target: 60.0, tolerance: 0.1,
+                   sync_period: "5s", provisioning_delay: Exponential(mean: "3s"), warmup: "5s",
+                   warmup_multiplier: 2.0, scale_up_stabilization: "0s", scale_up_select: Max,
+                   scale_up_policies: [(kind: Pods, value: 2, period: "5s")],
+                   scale_down_stabilization: "10s", scale_down_select: Min,
+                   scale_down_policies: [(kind: Percent, value: 50, period: "5s")])],
 )"#;
 
 /// The scenario text: `ALL` with one declaration of every governor kind of the table in
@@ -232,6 +239,10 @@ fn every_component_runs_clean_and_replays() {
         assert!(s.get(&format!("{c}.token_ok")).unwrap() > 0.0, "{c} asked the server");
     }
     assert!(s.get("station.provider.cost").unwrap() > 0.0);
+    // The backup station's autoscaler decides (its load is the failovers only).
+    let scaled = s.get("autoscaler.backup.scale_ups").unwrap()
+        + s.get("autoscaler.backup.scale_downs").unwrap();
+    assert!(scaled > 0.0, "the autoscaler scales");
     // Streams stall (2%) and the 2 s read timeout closes some of them.
     assert!(s.get("station.provider.stream_stalls").unwrap() > 0.0);
     assert!(s.get("station.provider.stream_interruptions").unwrap() > 0.0);

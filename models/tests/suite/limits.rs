@@ -80,6 +80,13 @@ fn the_limits_table_states_the_constants() {
                 && models::stall::MAX_PAUSE == sim_core::SimDuration::from_secs(3600),
         ),
         (
+            "autoscaler replicas",
+            "100,000 per autoscaler",
+            models::autoscaler::MAX_REPLICAS == 100_000
+                && models::autoscaler::MAX_POLICIES == 10
+                && models::autoscaler::MAX_WINDOW == sim_core::SimDuration::from_secs(3600),
+        ),
+        (
             "scripted calls per source",
             "1,000,000 each",
             models::scripted::MAX_CALLS == 1_000_000 && models::scripted::MAX_ANSWERS == 1_000_000,

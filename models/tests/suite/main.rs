@@ -6,6 +6,7 @@ mod support;
 
 mod abandoned_work;
 mod adaptive;
+mod autoscaling;
 mod censoring;
 mod cluster_flow;
 mod codel_queue;

@@ -1,5 +1,5 @@
 //! The incident library beyond docs/domain.md §6 (issue 17: incidents 19 and 20; issue 14: 21; issue
-//! 29: 22, 23): each file loaded
+//! 29: 22–24): each file loaded
 //! as a user would, run on its first seeds (every variant on the same traffic), the
 //! direction and size of the effect asserted with bounds derived from the physics.
 
@@ -171,4 +171,24 @@ fn incident_23_hedging_brownout() {
     let calls = r.mean("fix", "source.s.offered");
     assert!(r.mean("fix", "hedge.h.hedges_sent") <= 0.11 * calls);
     assert!(r.mean("fix", "hedge.h.throttled") > 0.0, "the budget refuses hedges");
+}
+
+/// Incident 24. 10 replicas × 4 slots × 500 ms = 80/s; 160/s from 180 s to 480 s; the HPA's
+/// replicas take ≈ 120 s to start.
+/// * failure: 80/s beyond capacity for at least the 15 s sync plus the 120 s provisioning
+///   ≈ 10,800 calls, of which a 5 s queue holds 400: ≥ 10,000 time out (measured ≈ 49,000:
+///   the dead calls' work keeps the queue full to the end of the surge).
+/// * fix (34 replicas from 30 s: 272/s, ρ = 0.59 at the peak): a wait past 5 s needs a
+///   queue of ≥ 1,360 calls at 272/s — none time out; the HPA never scales past 34.
+/// * no-cold-start: the same HPA with replicas at once: the syncs (17, then 29, 34…) leave
+///   at most a few 15 s periods short; fewer than a quarter of the failure's timeouts.
+#[test]
+fn incident_24_autoscaler_late_for_a_surge() {
+    let r = run("24-autoscaler-late-for-a-surge.ron", None, 2, false);
+    let timeouts = |v: &str| r.mean(v, "source.promo.failed_timeout");
+    assert!(timeouts("failure") >= 10_000.0, "{}", timeouts("failure"));
+    assert_eq!(timeouts("fix"), 0.0);
+    assert_eq!(r.mean("fix", "autoscaler.hpa.peak_replicas"), 34.0);
+    assert!(timeouts("no-cold-start") < 0.25 * timeouts("failure"));
+    assert!(r.mean("failure", "autoscaler.hpa.scale_ups") >= 2.0, "more than one round");
 }

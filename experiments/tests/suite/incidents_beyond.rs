@@ -1,5 +1,5 @@
 //! The incident library beyond docs/domain.md §6 (issue 17: incidents 19 and 20; issue 14: 21; issue
-//! 29: 22–24): each file loaded
+//! 29: 22–25): each file loaded
 //! as a user would, run on its first seeds (every variant on the same traffic), the
 //! direction and size of the effect asserted with bounds derived from the physics.
 
@@ -191,4 +191,31 @@ fn incident_24_autoscaler_late_for_a_surge() {
     assert_eq!(r.mean("fix", "autoscaler.hpa.peak_replicas"), 34.0);
     assert!(timeouts("no-cold-start") < 0.25 * timeouts("failure"));
     assert!(r.mean("failure", "autoscaler.hpa.scale_ups") >= 2.0, "more than one round");
+}
+
+/// Incident 25. 40 permits × 1 s = 40/s; 30/s, 50/s from 60 s to 180 s; users leave at
+/// 10 s; SLA 3 s.
+/// * failure (FIFO): the wait passes 3 s once the queue holds 3 s × 40 = 120 calls, 12 s
+///   into the surge (it grows at 50 − 40 = 10/s), and stays above until the backlog has
+///   drained after the surge: ≥ 100 s of the 300 measured at ≥ 30/s, so ≥ 3,000 of ≈ 11,500
+///   requests are answered late or not at all — the SLA share answered is < 0.7.
+/// * codel-fifo: CoDel sheds what the surge brings beyond capacity, 10/s × 120 s = 1,200
+///   (± 20 % for the Poisson counts and the law's reaction); the served calls stay fresh:
+///   SLA share > 0.9 (measured 0.97).
+/// * fix (with adaptive LIFO): the newest are served, so nearly every answer is on time
+///   (> 0.9, measured 0.99) and the p99 is under half of FIFO's; the stale calls under
+///   the LIFO stack are cut by the users' deadline instead of being shed.
+#[test]
+fn incident_25_surge_fifo_queue() {
+    let r = run("25-surge-fifo-queue.ron", None, 2, false);
+    let sla = |v: &str| r.mean(v, "class.chat.sla_met");
+    assert!(sla("failure") < 0.7, "{}", sla("failure"));
+    for v in ["fix", "codel-fifo"] {
+        assert!(sla(v) > 0.9, "{v}: {}", sla(v));
+    }
+    let p99 = |v: &str| r.mean(v, "class.chat.latency_ms_p99");
+    assert!(p99("fix") < 0.5 * p99("failure"), "{} vs {}", p99("fix"), p99("failure"));
+    let shed = r.mean("codel-fifo", "codel_queue.q.dropped");
+    assert!((960.0..=1440.0).contains(&shed), "shed {shed}");
+    assert!(r.mean("fix", "codel_queue.q.lifo_takes") > 0.0);
 }

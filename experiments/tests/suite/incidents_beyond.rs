@@ -1,5 +1,5 @@
 //! The incident library beyond docs/domain.md §6 (issue 17: incidents 19 and 20; issue 14: 21; issue
-//! 29: 22–25): each file loaded
+//! 29: 22–26): each file loaded
 //! as a user would, run on its first seeds (every variant on the same traffic), the
 //! direction and size of the effect asserted with bounds derived from the physics.
 
@@ -218,4 +218,28 @@ fn incident_25_surge_fifo_queue() {
     let shed = r.mean("codel-fifo", "codel_queue.q.dropped");
     assert!((960.0..=1440.0).contains(&shed), "shed {shed}");
     assert!(r.mean("fix", "codel_queue.q.lifo_takes") > 0.0);
+}
+
+/// Incident 26: loss systems, Erlang B. Chat 60 erlangs (14,400 calls measured, 7,200 of
+/// them in the 180 s flood), batch 300 erlangs in the flood; calls 1.5 s.
+/// * failure: 100 permits offered 360 erlangs in the flood: B(100, 360) = 0.7233 of chat's
+///   7,200 refused, 5,208 (± 10 %: two seeds' Poisson counts); outside it B(100, 60) ≈ 0.
+/// * static-split: chat alone on 70 permits all the time, B(70, 60) = 0.02374 of 14,400:
+///   343 (± 25 %: a count of a few hundred); batch on 30 offered 300: it carries
+///   300 × (1 − B(30, 300) = 0.0996) = 29.9 erlangs, 19.9/s × 180 s = 3,586 (± 5 %).
+/// * fix: chat is at worst the static split's 70 in the flood and has all 100 outside it:
+///   fewer refusals than the static split; batch keeps its 30 and borrows what chat leaves
+///   idle: more done than the static split.
+#[test]
+fn incident_26_batch_flood_partitions() {
+    let r = run("26-batch-flood-partitions.ron", None, 2, false);
+    let refused = |v: &str| r.mean(v, "source.chat.rejected_gate_full");
+    let within = |x: f64, want: f64, tol: f64| (x - want).abs() <= tol * want;
+    assert!(within(refused("failure"), 5_208.0, 0.10), "{}", refused("failure"));
+    assert!(within(refused("static-split"), 343.0, 0.25), "{}", refused("static-split"));
+    let batch = |v: &str| r.mean(v, "source.batch.success");
+    assert!(within(batch("static-split"), 3_586.0, 0.05), "{}", batch("static-split"));
+    assert!(refused("fix") < refused("static-split"));
+    assert!(batch("fix") > batch("static-split"));
+    assert!(r.mean("fix", "partitioned_limit.p.borrowed") > 0.0);
 }

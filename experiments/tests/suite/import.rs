@@ -139,22 +139,58 @@ fn the_printed_fragment_runs_like_the_import() {
     }
 }
 
-/// A changed value in the YAML changes the run: the breaker's failure threshold of
-/// `configs.default` from 50% to 20% (inherited by `llm` through two links) opens the
-/// breaker at a lower failure rate, so the fingerprints move; the file unchanged keeps them.
+/// A changed value in an imported file changes the run; the files unchanged keep it. Per
+/// format: Resilience4j's breaker threshold of `configs.default` from 50% to 20% (inherited
+/// by `llm` through two links: the breaker opens at a lower failure rate), Sentinel's QPS
+/// rule from 40 to 20, gRPC's `maxAttempts` from 4 to 2, the HPA's utilisation target from
+/// 50% to 20% (it scales up sooner).
 #[test]
 fn a_changed_value_in_the_yaml_changes_the_fingerprint() {
-    let d = scratch("changed", &["resilience4j.ron", "llm-client.yml"]);
-    let before = fingerprints(&d.join("resilience4j.ron"));
-    assert_eq!(before, fingerprints(&examples().join("resilience4j.ron")), "a copy runs alike");
-    let yml = std::fs::read_to_string(d.join("llm-client.yml")).unwrap();
-    let changed = yml.replacen("failure-rate-threshold: 50", "failure-rate-threshold: 20", 1);
-    assert_ne!(changed, yml);
-    std::fs::write(d.join("llm-client.yml"), changed).unwrap();
-    let after = fingerprints(&d.join("resilience4j.ron"));
-    for ((s0, f0), (s1, f1)) in before.iter().zip(&after) {
-        assert_eq!(s0, s1);
-        assert_ne!(f0, f1, "seed {s0}: the threshold is part of the run");
+    let cases: [(&str, &[&str], &str, &str, &str); 4] = [
+        (
+            "resilience4j.ron",
+            &["llm-client.yml"],
+            "llm-client.yml",
+            "failure-rate-threshold: 50",
+            "failure-rate-threshold: 20",
+        ),
+        (
+            "sentinel.ron",
+            &["sentinel-dashboard.json"],
+            "sentinel-dashboard.json",
+            r#""count": 40"#,
+            r#""count": 20"#,
+        ),
+        (
+            "grpc.ron",
+            &["grpc-throttled.json", "grpc-retrying.json"],
+            "grpc-throttled.json",
+            r#""maxAttempts": 4"#,
+            r#""maxAttempts": 2"#,
+        ),
+        (
+            "hpa.ron",
+            &["hpa-php-apache.yaml"],
+            "hpa-php-apache.yaml",
+            "averageUtilization: 50",
+            "averageUtilization: 20",
+        ),
+    ];
+    for (ron, inputs, file, from, to) in cases {
+        let mut files = vec![ron];
+        files.extend_from_slice(inputs);
+        let d = scratch(&format!("changed-{ron}"), &files);
+        let before = fingerprints(&d.join(ron));
+        assert_eq!(before, fingerprints(&examples().join(ron)), "{ron}: a copy runs alike");
+        let text = std::fs::read_to_string(d.join(file)).unwrap();
+        let changed = text.replacen(from, to, 1);
+        assert_ne!(changed, text, "{file} holds `{from}`");
+        std::fs::write(d.join(file), changed).unwrap();
+        let after = fingerprints(&d.join(ron));
+        for ((s0, f0), (s1, f1)) in before.iter().zip(&after) {
+            assert_eq!(s0, s1);
+            assert_ne!(f0, f1, "{ron} seed {s0}: `{to}` is part of the run");
+        }
     }
 }
 

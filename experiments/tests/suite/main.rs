@@ -28,6 +28,7 @@ mod schema;
 mod search;
 mod session;
 mod signals;
+mod studies;
 mod sweep;
 mod timeseries_table;
 mod variants;

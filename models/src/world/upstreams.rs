@@ -83,6 +83,7 @@ pub(super) struct StationRt {
 
 impl StationRt {
     pub fn new(sc: &Scenario, s: &crate::station::StationSpec, ctx: &mut Ctx<'_, Ev>) -> Self {
+        let scaler = sc.autoscalers.iter().position(|a| a.station == s.name).map(|a| a as u16);
         StationRt {
             name: s.name.clone(),
             st: Station::new(s),
@@ -112,8 +113,8 @@ impl StationRt {
             cost_abandoned: 0.0,
             script: s.script.as_deref().map(crate::scripted::UpstreamScript::new),
             stream: s.streaming.then(|| streaming::StreamRt::new(&s.name, ctx.metrics)),
-            scaler: sc.autoscalers.iter().position(|a| a.station == s.name).map(|a| a as u16),
-            meter: sc.autoscalers.iter().any(|a| a.station == s.name).then(Default::default),
+            scaler,
+            meter: scaler.map(|_| Default::default()),
         }
     }
 

@@ -64,6 +64,22 @@ crate::params::param_choices! {
         /// Requests waiting in the station's queue per ready replica (a `Pods` metric with
         /// an `averageValue` target).
         QueuePerReplica = "QueuePerReplica",
+        /// Requests waiting in the station's queue, read at the instant: a KEDA queue
+        /// scaler's length (ready messages), served to the HPA as an `External` metric with
+        /// an `AverageValue` target; KEDA activates and scales to zero on it.
+        QueueLength = "QueueLength",
+        /// Requests waiting or in service at the station, read at the instant: the KEDA
+        /// HTTP add-on's pending-request count (its interceptor holds requests while there
+        /// are no replicas); an `External` `AverageValue` metric, as `QueueLength`.
+        InFlight = "InFlight",
+    }
+}
+
+impl ScaleMetric {
+    /// Is it a KEDA scaler's metric (read at the instant, an `External` metric for the HPA,
+    /// with KEDA's activation and scale to zero)?
+    pub fn is_keda(self) -> bool {
+        matches!(self, ScaleMetric::QueueLength | ScaleMetric::InFlight)
     }
 }
 
@@ -148,6 +164,38 @@ pub struct AutoscalerSpec {
     pub scale_down_select: SelectPolicy,
     #[serde(default = "default_down_policies")]
     pub scale_down_policies: Vec<ScalingPolicy>,
+    /// KEDA (with a `QueueLength` or `InFlight` metric): a trigger is active while its
+    /// metric is above this (`activationThreshold` / `activationValue`).
+    #[serde(
+        default = "D::activation_threshold",
+        deserialize_with = "R::activation_threshold",
+        skip_serializing_if = "is_zero"
+    )]
+    pub activation_threshold: f64,
+    /// KEDA: time between two checks of the triggers (`pollingInterval`).
+    #[serde(
+        default = "D::polling_interval",
+        deserialize_with = "R::polling_interval",
+        skip_serializing_if = "is_default_polling"
+    )]
+    pub polling_interval: SimDuration,
+    /// KEDA: how long after the last active check it scales to zero (`cooldownPeriod`).
+    #[serde(
+        default = "D::cooldown_period",
+        deserialize_with = "R::cooldown_period",
+        skip_serializing_if = "is_default_cooldown"
+    )]
+    pub cooldown_period: SimDuration,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+fn is_default_polling(d: &SimDuration) -> bool {
+    *d == D::polling_interval()
+}
+fn is_default_cooldown(d: &SimDuration) -> bool {
+    *d == D::cooldown_period()
 }
 
 type D = crate::params::Defaults<AutoscalerSpec>;
@@ -171,7 +219,7 @@ pub fn default_down_policies() -> Vec<ScalingPolicy> {
     }]
 }
 
-/// Sweeps and variants: at most `max_replicas` at least.
+/// Sweeps and variants: at most `max_replicas` at least; zero only with a KEDA metric.
 fn check_bounds(s: &AutoscalerSpec) -> Result<(), String> {
     if s.min_replicas > s.max_replicas {
         return Err(format!(
@@ -179,8 +227,15 @@ fn check_bounds(s: &AutoscalerSpec) -> Result<(), String> {
             s.min_replicas, s.max_replicas
         ));
     }
+    if s.min_replicas == 0 && !s.metric.is_keda() {
+        return Err(NO_ZERO_WITHOUT_KEDA.to_string());
+    }
     Ok(())
 }
+
+/// Why an HPA metric cannot have `min_replicas: 0`.
+const NO_ZERO_WITHOUT_KEDA: &str = "min_replicas 0 (scale to zero) needs a KEDA metric \
+    (QueueLength or InFlight): the HPA does not scale a target from zero replicas";
 
 crate::params::declare_params! {
     AutoscalerSpec: "autoscaler", name = |s| s.name, check = check_bounds,
@@ -192,9 +247,10 @@ crate::params::declare_params! {
         state = Hpa;
     servers_per_replica: Count { min: 1, max: 10_000 }, "servers", fixed,
         "servers per replica (the station's servers = ready replicas × this)", default = 1;
-    min_replicas: Count { min: 1, max: MAX_REPLICAS }, "replicas",
+    min_replicas: Count { min: 0, max: MAX_REPLICAS }, "replicas",
         runtime(apply = |h, n: u64| h.set_min(n)),
-        "the fewest replicas (minReplicas)", default = 1;
+        "the fewest replicas (minReplicas; 0 = scale to zero as KEDA's minReplicaCount, with a QueueLength or InFlight metric)",
+        default = 1;
     max_replicas: Count { min: 1, max: MAX_REPLICAS }, "replicas",
         runtime(apply = |h, n: u64| h.set_max(n)),
         "the most replicas (maxReplicas)";
@@ -235,6 +291,18 @@ crate::params::declare_params! {
     scale_down_select: Enum { choices: SelectPolicy::CHOICES }, "",
         runtime(apply = |h, p| h.down.select = p),
         "which scale-down policy limits (Max, Min, Disabled)", default = "Max";
+    activation_threshold: Float { min: 0.0, max: 1e6 }, "requests",
+        runtime(apply = |h, x| h.activation_threshold = x),
+        "KEDA: a trigger is active while its metric is above this (activationThreshold)",
+        default = 0.0;
+    polling_interval: Duration { min: SimDuration::from_ms(100), max: SimDuration::from_secs(3600) },
+        "ns", runtime(apply = |h, d| h.polling_interval = d),
+        "KEDA: time between two checks of the triggers (pollingInterval)",
+        default = SimDuration::from_secs(30);
+    cooldown_period: Duration { min: SimDuration::ZERO, max: SimDuration::from_secs(86_400) },
+        "ns", runtime(apply = |h, d| h.cooldown_period = d),
+        "KEDA: scale to zero once no check was active for this long (cooldownPeriod)",
+        default = SimDuration::from_secs(300);
 }
 
 impl AutoscalerSpec {
@@ -416,6 +484,11 @@ pub struct Hpa {
     pub recommendations: Vec<(SimTime, u32)>,
     pub up_events: Vec<ScaleEvent>,
     pub down_events: Vec<ScaleEvent>,
+    pub activation_threshold: f64,
+    pub polling_interval: SimDuration,
+    pub cooldown_period: SimDuration,
+    /// KEDA's `LastActiveTime`: the last check that found a trigger active.
+    pub last_active: Option<SimTime>,
 }
 
 /// `t.After(cutoff)` with `cutoff = now − window` (before the run's start: every instant is
@@ -454,6 +527,10 @@ impl Hpa {
             recommendations: Vec::new(),
             up_events: Vec::new(),
             down_events: Vec::new(),
+            activation_threshold: s.activation_threshold,
+            polling_interval: s.polling_interval,
+            cooldown_period: s.cooldown_period,
+            last_active: None,
         }
     }
 
@@ -461,12 +538,15 @@ impl Hpa {
         if n > self.max as u64 {
             return Err(format!("min_replicas ({n}) must not exceed max_replicas ({})", self.max));
         }
+        if n == 0 && !self.metric.is_keda() {
+            return Err(NO_ZERO_WITHOUT_KEDA.to_string());
+        }
         self.min = n as u32;
         Ok(())
     }
 
     fn set_max(&mut self, n: u64) -> Result<(), String> {
-        if n < self.min as u64 {
+        if n < self.hpa_min() as u64 {
             return Err(format!(
                 "max_replicas ({n}) must not be below min_replicas ({})",
                 self.min
@@ -476,6 +556,12 @@ impl Hpa {
         Ok(())
     }
 
+    /// The HPA's own `minReplicas`: KEDA gives its HPA max(minReplicaCount, 1)
+    /// (`getHPAMinReplicas`, `controllers/keda/hpa.go`); KEDA itself takes 1 → 0.
+    pub fn hpa_min(&self) -> u32 {
+        self.min.max(1)
+    }
+
     /// One sync (`reconcileAutoscaler`): `current` replicas (`scale.Spec.Replicas`: ready
     /// and provisioning), `proposal` the metric's recommendation (`None`: no metric). The
     /// replicas to have; a change is stored as a scale event (`storeScaleEvent`).
@@ -483,10 +569,15 @@ impl Hpa {
         if self.recommendations.is_empty() {
             self.recommendations.push((now, current)); // recordInitialRecommendation
         }
+        if current == 0 {
+            // "scaling is disabled since the replica count of the target is zero"
+            // (`reconcileAutoscaler`: Spec.Replicas 0 with minReplicas ≠ 0): KEDA's to wake.
+            return 0;
+        }
         let desired = if current > self.max {
             self.max
-        } else if current < self.min {
-            self.min
+        } else if current < self.hpa_min() {
+            self.hpa_min()
         } else {
             let Some(p) = proposal else { return current }; // FailedComputeMetricsReplicas
             let stabilized = self.stabilize(now, current, p);
@@ -535,7 +626,7 @@ impl Hpa {
             }
         } else if desired < current {
             let limit = self.down_limit(now, current).min(current as i64);
-            let allowed = (self.min as i64).max(limit);
+            let allowed = (self.hpa_min() as i64).max(limit);
             if (desired as i64) < allowed {
                 return allowed as u32;
             }
@@ -630,6 +721,10 @@ impl Hpa {
         1.0 + (self.warmup_multiplier - 1.0) * left
     }
 }
+
+#[path = "autoscaler_keda.rs"]
+mod keda;
+pub use keda::{KedaStep, external_replica_count};
 
 #[cfg(test)]
 #[path = "autoscaler_tests.rs"]

@@ -214,6 +214,12 @@ pub enum Ev {
         scaler: u16,
         replica: u32,
     },
+    /// KEDA checks an autoscaler's trigger (`world/autoscalers.rs`; `generation`: a
+    /// `polling_interval` change supersedes the pending one).
+    KedaCheck {
+        scaler: u16,
+        generation: u32,
+    },
 }
 
 impl sim_core::Event for Ev {
@@ -244,6 +250,7 @@ impl sim_core::Event for Ev {
             Ev::StallEnd { .. } => 24,
             Ev::ScalerSync { .. } => 25,
             Ev::ReplicaReady { .. } => 26,
+            Ev::KedaCheck { .. } => 27,
         }
     }
     fn entity_id(&self) -> u64 {
@@ -268,7 +275,7 @@ impl sim_core::Event for Ev {
             Ev::StreamClose { id, .. } | Ev::NetArrive { id, .. } | Ev::NetReturn { id, .. } => id,
             Ev::QueueTimeout { app, inst } => ((app as u64) << 16) | inst as u64,
             Ev::StallStart { host, .. } | Ev::StallEnd { host } => host as u64,
-            Ev::ScalerSync { scaler, .. } => scaler as u64,
+            Ev::ScalerSync { scaler, .. } | Ev::KedaCheck { scaler, .. } => scaler as u64,
             Ev::ReplicaReady { scaler, replica } => ((scaler as u64) << 32) | replica as u64,
         }
     }
@@ -297,7 +304,7 @@ impl sim_core::Event for Ev {
             // A replica ready takes queued work before the instant's arrivals; a sync reads
             // the metric after everything else at its instant.
             Ev::ReplicaReady { .. } => Phase::Completion,
-            Ev::ScalerSync { .. } => Phase::Dispatch,
+            Ev::ScalerSync { .. } | Ev::KedaCheck { .. } => Phase::Dispatch,
         }
     }
 }
@@ -580,6 +587,7 @@ impl sim_core::World for QueueingWorld {
             // Autoscalers (`world/autoscalers.rs`).
             Ev::ScalerSync { scaler, generation } => self.on_scaler_sync(scaler, generation, ctx),
             Ev::ReplicaReady { scaler, replica } => self.on_replica_ready(scaler, replica, ctx),
+            Ev::KedaCheck { scaler, generation } => self.on_keda_check(scaler, generation, ctx),
             // Observation.
             Ev::WarmupEnd => self.on_warmup_end(ctx.now()),
         }
@@ -664,7 +672,9 @@ impl sim_core::World for QueueingWorld {
                 _ => "request".into(),
             },
             Ev::StallStart { host, .. } | Ev::StallEnd { host } => self.stall_component(host),
-            Ev::ScalerSync { scaler, .. } | Ev::ReplicaReady { scaler, .. } => {
+            Ev::ScalerSync { scaler, .. }
+            | Ev::ReplicaReady { scaler, .. }
+            | Ev::KedaCheck { scaler, .. } => {
                 format!("autoscaler.{}", self.scalers.list[scaler as usize].name)
             }
             Ev::LocalWorkDone { slot, .. } => {

@@ -22,7 +22,7 @@
 //! station's [`Meter`] (fed by `StationRt::gauges`), `set_autoscaler`, summary and checks.
 
 use super::*;
-use crate::autoscaler::{Hpa, ScaleMetric, Usage, replica_count};
+use crate::autoscaler::{Hpa, KedaStep, ScaleMetric, Usage, external_replica_count, replica_count};
 use sim_core::rng::SourceKey;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -73,6 +73,11 @@ pub(super) struct ScalerRt {
     warming: VecDeque<SimTime>,
     /// The pending sync's generation (a `sync_period` change supersedes it).
     generation: u32,
+    /// The pending KEDA check's generation (a `polling_interval` change supersedes it).
+    keda_generation: u32,
+    last_check: SimTime,
+    activations: u64,
+    to_zero: u64,
     /// A run-time change of the station's `servers` since the autoscaler's last step (it
     /// holds until the next one).
     pub overridden: bool,
@@ -106,6 +111,10 @@ impl ScalersRt {
                 pending: BTreeMap::new(),
                 warming: VecDeque::new(),
                 generation: 0,
+                keda_generation: 0,
+                last_check: SimTime::ZERO,
+                activations: 0,
+                to_zero: 0,
                 overridden: false,
                 last_sync: SimTime::ZERO,
                 scale_ups: 0,
@@ -140,8 +149,63 @@ impl QueueingWorld {
         for a in 0..self.scalers.list.len() {
             self.sync_servers(a as u16, ctx); // whole replicas
             self.schedule_sync(a as u16, ctx);
+            if self.scalers.list[a].hpa.metric.is_keda() {
+                self.schedule_keda(a as u16, ctx);
+            }
             self.scaler_gauges(a as u16, ctx);
         }
+    }
+
+    fn schedule_keda(&mut self, a: u16, ctx: &mut Ctx<'_, Ev>) {
+        let rt = &mut self.scalers.list[a as usize];
+        rt.keda_generation += 1;
+        let ev = Ev::KedaCheck { scaler: a, generation: rt.keda_generation };
+        ctx.schedule_at((rt.last_check + rt.hpa.polling_interval).max(ctx.now()), ev);
+    }
+
+    /// A KEDA metric read at the instant: the station's waiting requests, and for
+    /// `InFlight` those in service too.
+    fn keda_value(&self, a: u16) -> u64 {
+        let rt = &self.scalers.list[a as usize];
+        let st = &self.upstreams.stations[rt.station as usize].st;
+        match rt.hpa.metric {
+            ScaleMetric::InFlight => st.queue_len() + st.busy(),
+            _ => st.queue_len(),
+        }
+    }
+
+    /// A KEDA check (`crate::autoscaler` KEDA): from zero to one on an active trigger, to
+    /// zero after the cooldown.
+    pub(super) fn on_keda_check(&mut self, a: u16, generation: u32, ctx: &mut Ctx<'_, Ev>) {
+        if self.scalers.list[a as usize].keda_generation != generation {
+            return; // superseded by a polling_interval change
+        }
+        let now = ctx.now();
+        let value = self.keda_value(a);
+        let rt = &mut self.scalers.list[a as usize];
+        rt.last_check = now;
+        let current = rt.ready + rt.pending.len() as u32;
+        let (kind, desired) = match rt.hpa.keda_check(now, current, value as f64) {
+            KedaStep::Keep => (None, current),
+            KedaStep::Activate(n) => (Some("activate"), n),
+            KedaStep::ToZero => (Some("scale_to_zero"), 0),
+            KedaStep::ToMin(n) => (Some("scale_up"), n),
+        };
+        if let Some(kind) = kind {
+            match kind {
+                "activate" => rt.activations += 1,
+                "scale_to_zero" => rt.to_zero += 1,
+                _ => rt.scale_ups += 1,
+            }
+            let metric = crate::params::ParamChoice::choice(&rt.hpa.metric);
+            let component = format!("autoscaler.{}", rt.name);
+            let from = format!("replicas = {current}");
+            let to = format!("replicas = {desired} ({metric} = {value})");
+            self.obs.events.push(ModelEvent { time: now, component, kind, from, to });
+            self.scale_to(a, current, desired, ctx);
+            self.scaler_gauges(a, ctx);
+        }
+        self.schedule_keda(a, ctx);
     }
 
     fn schedule_sync(&mut self, a: u16, ctx: &mut Ctx<'_, Ev>) {
@@ -175,10 +239,18 @@ impl QueueingWorld {
                 total: (1000 * queue / width) as i64,
                 target: (libm::round(rt.hpa.target * 1000.0) as i64).max(1),
             }),
+            // KEDA's metrics: read at the sync, below.
+            ScaleMetric::QueueLength | ScaleMetric::InFlight => None,
         };
         let current = ready + pending;
         let tolerance = rt.hpa.tolerance;
-        let proposal = usage.and_then(|u| replica_count(current, ready, pending, 0, u, tolerance));
+        let proposal = if rt.hpa.metric.is_keda() {
+            let target = (libm::round(rt.hpa.target * 1000.0) as i64).max(1);
+            let total = 1000 * self.keda_value(a) as i64;
+            external_replica_count(current, total, target, tolerance)
+        } else {
+            usage.and_then(|u| replica_count(current, ready, pending, 0, u, tolerance))
+        };
         let rt = &mut self.scalers.list[a as usize];
         let desired = rt.hpa.reconcile(now, current, proposal);
         rt.last_sync = now;
@@ -280,10 +352,14 @@ impl QueueingWorld {
     ) -> Result<(), String> {
         use crate::params::ApplyParam as _;
         let rt = &mut self.scalers.list[a];
-        let before = rt.hpa.sync_period;
+        let before = (rt.hpa.sync_period, rt.hpa.polling_interval);
         rt.hpa.apply_param(param, v, ctx.now())?;
-        if rt.hpa.sync_period != before {
+        if rt.hpa.sync_period != before.0 {
             self.schedule_sync(a as u16, ctx); // one new period after the last sync, or now
+        }
+        let rt = &self.scalers.list[a];
+        if rt.hpa.metric.is_keda() && rt.hpa.polling_interval != before.1 {
+            self.schedule_keda(a as u16, ctx); // likewise for KEDA's checks
         }
         Ok(())
     }
@@ -314,6 +390,8 @@ impl QueueingWorld {
             out.push_u64(format!("autoscaler.{n}.ready_end"), rt.ready as u64);
             out.push_u64(format!("autoscaler.{n}.provisioning_end"), rt.pending.len() as u64);
             out.push_u64(format!("autoscaler.{n}.peak_replicas"), rt.peak as u64);
+            out.push_u64(format!("autoscaler.{n}.activations"), rt.activations);
+            out.push_u64(format!("autoscaler.{n}.scale_to_zeros"), rt.to_zero);
         }
     }
 

@@ -25,6 +25,7 @@ mod incidents_governance;
 mod incidents_quota;
 mod incidents_regressions;
 mod interactions;
+mod keda;
 mod limits;
 mod network;
 mod partitioned_limit;

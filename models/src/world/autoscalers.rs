@@ -223,34 +223,8 @@ impl QueueingWorld {
         }
         let now = ctx.now();
         let rt = &self.scalers.list[a as usize];
-        let station = &mut self.upstreams.stations[rt.station as usize];
-        let [busy, servers, queue] = station.meter.as_mut().expect("autoscaled").take(now);
-        let width = (now.0 - rt.last_sync.0) as i128;
-        let (ready, pending) = (rt.ready, rt.pending.len() as u32);
-        let usage = match rt.hpa.metric {
-            // Each replica requests 1000 m per server; the ready pods' usage summed.
-            ScaleMetric::Utilization => (servers > 0).then(|| {
-                let request = 1000 * rt.spr as i64;
-                let total = (request as i128 * ready as i128 * busy / servers) as i64;
-                Usage::Resource { total, request, target: rt.hpa.target }
-            }),
-            // The mean queue over the period, in milli-requests, over the ready replicas.
-            ScaleMetric::QueuePerReplica => (width > 0).then(|| Usage::Plain {
-                total: (1000 * queue / width) as i64,
-                target: (libm::round(rt.hpa.target * 1000.0) as i64).max(1),
-            }),
-            // KEDA's metrics: read at the sync, below.
-            ScaleMetric::QueueLength | ScaleMetric::InFlight => None,
-        };
-        let current = ready + pending;
-        let tolerance = rt.hpa.tolerance;
-        let proposal = if rt.hpa.metric.is_keda() {
-            let target = (libm::round(rt.hpa.target * 1000.0) as i64).max(1);
-            let total = 1000 * self.keda_value(a) as i64;
-            external_replica_count(current, total, target, tolerance)
-        } else {
-            usage.and_then(|u| replica_count(current, ready, pending, 0, u, tolerance))
-        };
+        let current = rt.ready + rt.pending.len() as u32;
+        let (proposal, reading) = self.sync_proposal(a, now);
         let rt = &mut self.scalers.list[a as usize];
         let desired = rt.hpa.reconcile(now, current, proposal);
         rt.last_sync = now;
@@ -262,12 +236,56 @@ impl QueueingWorld {
             };
             *counter += 1;
             let component = format!("autoscaler.{}", rt.name);
-            let (from, to) = (format!("replicas = {current}"), format!("replicas = {desired}"));
+            let from = format!("replicas = {current}");
+            let to = format!("replicas = {desired} ({reading})");
             self.obs.events.push(ModelEvent { time: now, component, kind, from, to });
             self.scale_to(a, current, desired, ctx);
         }
         self.schedule_sync(a, ctx);
         self.scaler_gauges(a, ctx);
+    }
+
+    /// The replica calculator's proposal at a sync (`None`: no metric) and the metric as an
+    /// event shows it (`Utilization = 93`: percent; per replica, or the KEDA metric's
+    /// value).
+    fn sync_proposal(&mut self, a: u16, now: SimTime) -> (Option<u32>, String) {
+        let rt = &self.scalers.list[a as usize];
+        let station = &mut self.upstreams.stations[rt.station as usize];
+        let [busy, servers, queue] = station.meter.as_mut().expect("autoscaled").take(now);
+        let width = (now.0 - rt.last_sync.0) as i128;
+        let (ready, pending) = (rt.ready, rt.pending.len() as u32);
+        let (current, tolerance) = (ready + pending, rt.hpa.tolerance);
+        let name = crate::params::ParamChoice::choice(&rt.hpa.metric);
+        let target = (libm::round(rt.hpa.target * 1000.0) as i64).max(1);
+        let usage = match rt.hpa.metric {
+            // Each replica requests 1000 m per server; the ready pods' usage summed.
+            ScaleMetric::Utilization => (servers > 0).then(|| {
+                let request = 1000 * rt.spr as i64;
+                let total = (request as i128 * ready as i128 * busy / servers) as i64;
+                Usage::Resource { total, request, target: rt.hpa.target }
+            }),
+            // The mean queue over the period, in milli-requests, over the ready replicas.
+            ScaleMetric::QueuePerReplica => {
+                (width > 0).then(|| Usage::Plain { total: (1000 * queue / width) as i64, target })
+            }
+            // KEDA's metrics, read at the instant: the HPA's external per-pod calculator.
+            ScaleMetric::QueueLength | ScaleMetric::InFlight => {
+                let value = self.keda_value(a);
+                let total = 1000 * value as i64;
+                let p = external_replica_count(current, total, target, tolerance);
+                return (p, format!("{name} = {value}"));
+            }
+        };
+        let reading = match usage {
+            Some(Usage::Resource { total, request, .. }) if ready > 0 => {
+                format!("{name} = {}", (total * 100) / (request * ready as i64))
+            }
+            Some(Usage::Plain { total, .. }) if ready > 0 => {
+                format!("{name} = {:.3}", total as f64 / 1000.0 / ready as f64)
+            }
+            _ => format!("{name}: no ready replica"),
+        };
+        (usage.and_then(|u| replica_count(current, ready, pending, 0, u, tolerance)), reading)
     }
 
     /// Asks for `desired − current` replicas or removes `current − desired`.

@@ -69,6 +69,11 @@ fn a_surge_is_answered_late_and_settles() {
     let ups: Vec<f64> =
         r.state_events.iter().filter(|e| e.kind == "scale_up").map(|e| secs(e.time)).collect();
     assert_eq!(ups[0], (T0 + SYNC) as f64, "{ups:?}");
+    // That sync read [60 s, 75 s] with both servers busy from the first queued arrival on
+    // (a fraction of a second in): just under 100 %, truncated to 99 % against 50 %, and
+    // ceil(1.98 × 2) = 4 replicas (within the up policies' max(2 + 4, 2 × 2) = 6).
+    let first = r.state_events.iter().find(|e| e.kind == "scale_up").unwrap();
+    assert_eq!(first.to, "replicas = 4 (Utilization = 99)");
     let ready = get(&r, "autoscaler.hpa.ready_end");
     assert!((19.0..=22.0).contains(&ready), "settled at {ready} replicas, not 20");
     assert_eq!(get(&r, "autoscaler.hpa.provisioning_end"), 0.0);

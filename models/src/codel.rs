@@ -5,7 +5,7 @@
 //!   `lastcount_`, `dropping_`) and its `dodequeue`/`dequeue`, over any queue that can hand
 //!   out its next item with its enqueue instant ([`Backlog`]): the law answers which items
 //!   to drop and which one to keep, and whether it is in its dropping state. The exact rules
-//!   are in `crate::codel_queue`'s header, the governor that first used them.
+//!   are in the header of `codel_queue.rs`, the governor that first used them.
 //! * [`Folly`] — folly `Codel::overloaded_explicit_now` (folly/executors/Codel.cpp): given
 //!   one dequeued item's delay, drop it or keep it.
 //! * [`CodelSpec`] and [`WaitQueue`] — a queue's discipline as written in scenarios
@@ -374,6 +374,18 @@ impl<T> WaitQueue<T> {
     pub fn has_dropped(&self) -> bool {
         !self.dropped.is_empty()
     }
+}
+
+/// The RFC law's first `n` drop instants after a standing sojourn is first seen at 0
+/// (dequeues at every instant): D₁ = I, D_{k+1} = D_k + ⌊I/√k⌋ (`codel_tests.rs` derives it).
+#[cfg(test)]
+pub(crate) fn rfc_due(interval: SimDuration, n: u32) -> Vec<u64> {
+    let mut due = vec![interval.0];
+    for k in 1..n {
+        let step = (interval.0 as f64 / f64::from(k).sqrt()) as u64;
+        due.push(due[k as usize - 1] + step);
+    }
+    due
 }
 
 #[cfg(test)]

@@ -47,11 +47,7 @@ impl Backlog for Constant {
 #[test]
 fn a_constant_sojourn_drops_at_interval_then_interval_over_root_count() {
     let (target, interval) = (SimDuration::from_ms(5), SimDuration::from_ms(100));
-    let mut due = vec![interval.0];
-    for k in 1..20u32 {
-        let step = (interval.0 as f64 / f64::from(k).sqrt()) as u64;
-        due.push(due[k as usize - 1] + step);
-    }
+    let due = rfc_due(interval, 20);
     for (k, d) in due.iter().enumerate() {
         let real: f64 = 1.0 + (1..=k).map(|j| 1.0 / (j as f64).sqrt()).sum::<f64>();
         let real = real * interval.0 as f64;

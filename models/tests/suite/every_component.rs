@@ -98,7 +98,8 @@ const ALL: &str = r#"Scenario(
                    (class: "P0", capacity: 200, max_queue_wait: Some("2s")),
                    (class: "P1", capacity: 200), (class: "P2", capacity: 200)])),
                pool: Some(Shared(ThreadPool(name: "workers", core_pool_size: 16, maximum_pool_size: 32,
-                                            queue_capacity: 100, max_queue_wait: Some("3s")))))],
+                                            queue_capacity: 100, max_queue_wait: Some("3s"),
+                                            codel: Some((target: "50ms", interval: "500ms"))))))],
     pipelines: [(name: "rag", budget: "6s", stages: [
         Parallel([
             Step(name: "vector", call: "vector", calls: Uniform(min: 2, max: 4), mode: Parallel, optional: true,
@@ -254,6 +255,7 @@ fn every_component_runs_clean_and_replays() {
     assert!(s.get("call_site.llm-small.failovers").unwrap() > 0.0, "the backup answers");
     assert!(s.get("call_site.llm-small.busy_answers").is_some());
     assert!(s.get("station.small.codel_dropped").is_some(), "a CoDel station");
+    assert!(s.get("pool.workers.codel_dropped").is_some(), "a CoDel pool");
     // The chat pipeline fans out: 1 profile + 2–4 vector + 1–3 LLM calls.
     let amp = s.get("source.chat.amplification").unwrap();
     assert!((3.0..8.0).contains(&amp), "amplification {amp}");

@@ -67,6 +67,7 @@
 //! is returned exactly once; every waiting call leaves exactly once (admitted, dropped,
 //! shed at its deadline or abandoned); no timer, no events, no randomness.
 
+use crate::codel::{Folly, Rfc8289};
 use crate::governor::{CallDecision, CallInfo, Governor, OutcomeDecision};
 use crate::ids::CallId;
 use crate::outcome::{Outcome, Reason};
@@ -144,27 +145,6 @@ struct Waiter {
     deadline: Option<SimTime>,
 }
 
-/// RFC 8289 §5's variables (`first_above_time_`, `drop_next_`, `count_`, `lastcount_`,
-/// `dropping_`); `None` is the RFC's `first_above_time_ = 0`.
-#[derive(Clone, Debug, Default)]
-struct Rfc {
-    first_above: Option<SimTime>,
-    drop_next: SimTime,
-    count: u32,
-    lastcount: u32,
-    dropping: bool,
-}
-
-/// folly `Codel`'s variables (`codelMinDelayNs_`, `codelIntervalTimeNs_`,
-/// `codelResetDelay_`, `overloaded_`).
-#[derive(Clone, Debug)]
-struct Folly {
-    min_delay: SimDuration,
-    interval_time: SimTime,
-    reset_delay: bool,
-    overloaded: bool,
-}
-
 /// Run-time state of a `CodelQueue`.
 #[derive(Clone, Debug)]
 pub struct CodelQueue {
@@ -179,7 +159,7 @@ pub struct CodelQueue {
     queue: VecDeque<Waiter>,
     woken: Vec<CallId>,
     answered: Vec<(CallId, Outcome)>,
-    rfc: Rfc,
+    rfc: Rfc8289,
     folly: Folly,
     /// FAIL_AT_SCALE: the last instant the queue was empty (while it is not).
     last_empty: SimTime,
@@ -198,11 +178,7 @@ pub struct CodelQueue {
 
 const MS: u64 = 1_000_000;
 
-/// RFC 8289 `control_law(t, count) = t + interval / sqrt(count)`, in whole nanoseconds.
-pub fn control_law(t: SimTime, interval: SimDuration, count: u32) -> SimTime {
-    assert!(count >= 1, "the control law is used with count ≥ 1");
-    t + SimDuration((interval.0 as f64 / f64::from(count).sqrt()) as u64)
-}
+pub use crate::codel::control_law;
 
 impl CodelQueue {
     pub fn new(spec: &CodelQueueSpec) -> Self {
@@ -218,15 +194,9 @@ impl CodelQueue {
             queue: VecDeque::new(),
             woken: Vec::new(),
             answered: Vec::new(),
-            rfc: Rfc::default(),
-            // folly's constructor: `codelMinDelayNs_(0)`, `codelIntervalTimeNs_(now)`,
-            // `codelResetDelay_(true)`, `overloaded_(false)`; governors are built at 0.
-            folly: Folly {
-                min_delay: SimDuration::ZERO,
-                interval_time: SimTime::ZERO,
-                reset_delay: true,
-                overloaded: false,
-            },
+            rfc: Rfc8289::default(),
+            // folly's constructor; governors are built at 0.
+            folly: Folly::new(SimTime::ZERO),
             last_empty: SimTime::ZERO,
             last_short: false,
             admitted: 0,
@@ -244,8 +214,8 @@ impl CodelQueue {
     /// got the short timeout.
     pub fn dropping(&self) -> bool {
         match self.mode {
-            CodelMode::Rfc8289 => self.rfc.dropping,
-            CodelMode::Folly => self.folly.overloaded,
+            CodelMode::Rfc8289 => self.rfc.dropping(),
+            CodelMode::Folly => self.folly.overloaded(),
             CodelMode::FailAtScale => self.last_short,
         }
     }
@@ -285,97 +255,14 @@ impl CodelQueue {
         self.answered.push((w.call, Outcome::Rejected(Reason::Shed)));
     }
 
-    /// RFC 8289 §5 `dodequeue`: the next call and whether it is ok to drop.
-    fn dodequeue(&mut self, now: SimTime) -> (Option<Waiter>, bool) {
-        let Some(w) = self.take() else {
-            // "queue is empty - we can't be above TARGET"
-            self.rfc.first_above = None;
-            return (None, false);
-        };
-        let sojourn = now - w.since;
-        // `sojourn_time < TARGET || bytes() <= maxpacket_`: one call is one packet.
-        if sojourn < self.target || self.queue.len() <= 1 {
-            self.rfc.first_above = None;
-            return (Some(w), false);
-        }
-        match self.rfc.first_above {
-            // "just went above from below": ok to drop if still above at first_above_time.
-            None => {
-                self.rfc.first_above = Some(now + self.interval);
-                (Some(w), false)
-            }
-            Some(t) => (Some(w), now >= t),
-        }
-    }
-
-    /// RFC 8289 §5 `dequeue`: drops by the control law; the call admitted, if any.
+    /// RFC 8289 §5 `dequeue` (`crate::codel::Rfc8289`): drops by the control law; the call
+    /// admitted, if any.
     fn rfc_dequeue(&mut self, now: SimTime) -> Option<Waiter> {
-        let (mut w, ok) = self.dodequeue(now);
-        if self.rfc.dropping {
-            if !ok {
-                // "sojourn time below TARGET - leave drop state"
-                self.rfc.dropping = false;
-            }
-            // "A large backlog might result in drop rates so high that the next drop
-            // should happen now, hence the 'while' loop."
-            while now >= self.rfc.drop_next && self.rfc.dropping {
-                if let Some(d) = w.take() {
-                    self.drop_call(d);
-                }
-                self.rfc.count = self.rfc.count.wrapping_add(1);
-                let (next, ok) = self.dodequeue(now);
-                w = next;
-                if !ok {
-                    self.rfc.dropping = false;
-                } else {
-                    self.rfc.drop_next =
-                        control_law(self.rfc.drop_next, self.interval, self.rfc.count);
-                }
-            }
-        } else if ok {
-            // Above TARGET for INTERVAL: drop and enter the dropping state.
-            if let Some(d) = w.take() {
-                self.drop_call(d);
-            }
-            w = self.dodequeue(now).0;
-            self.rfc.dropping = true;
-            // "If min went above TARGET close to when it last went below, assume that the
-            // drop rate that controlled the queue on the last cycle is a good starting
-            // point" (the Linux rule the RFC adopts).
-            let delta = self.rfc.count.wrapping_sub(self.rfc.lastcount);
-            let since_next = now.0 as i128 - self.rfc.drop_next.0 as i128;
-            self.rfc.count = 1;
-            if delta > 1 && since_next < 16 * self.interval.0 as i128 {
-                self.rfc.count = delta;
-            }
-            self.rfc.drop_next = control_law(now, self.interval, self.rfc.count);
-            self.rfc.lastcount = self.rfc.count;
-        }
+        let mut rfc = std::mem::take(&mut self.rfc);
+        let (target, interval) = (self.target, self.interval);
+        let w = rfc.dequeue(&mut Lane(self), now, target, interval);
+        self.rfc = rfc;
         w
-    }
-
-    /// folly `Codel::overloaded_explicit_now(delay, now)`: whether to expire this call.
-    fn folly_overloaded(&mut self, delay: SimDuration, now: SimTime) -> bool {
-        // `getOptions`: the target is never above the interval.
-        let target = self.target.min(self.interval);
-        let f = &mut self.folly;
-        if now > f.interval_time && !f.reset_delay {
-            f.reset_delay = true;
-            f.interval_time = now + self.interval;
-            f.overloaded = f.min_delay > target;
-        }
-        if f.reset_delay {
-            // "More than one request must come in during an interval before codel starts
-            // dropping requests"
-            f.reset_delay = false;
-            f.min_delay = delay;
-            return false;
-        }
-        if delay < f.min_delay {
-            f.min_delay = delay;
-        }
-        // `getSloughTimeout(target) = 2 × target`.
-        f.overloaded && delay > SimDuration(2 * target.0)
     }
 
     /// A dequeue by FOLLY: the taken call is judged, dropped ones skipped (HBase `take()`).
@@ -384,7 +271,7 @@ impl CodelQueue {
             let w = self.take()?;
             // `duration_cast<milliseconds>(start − queueBegin)`: whole milliseconds.
             let delay = SimDuration((now - w.since).0 / MS * MS);
-            if !self.folly_overloaded(delay, now) {
+            if !self.folly.judge(delay, now, self.target, self.interval) {
                 return Some(w);
             }
             self.drop_call(w);
@@ -415,6 +302,22 @@ impl CodelQueue {
         let short = !self.queue.is_empty() && self.last_empty + self.interval < now;
         self.last_short = short;
         if short { self.target } else { self.interval }
+    }
+}
+
+/// The RFC law's queue: the adaptive LIFO take, drops refused from here.
+struct Lane<'a>(&'a mut CodelQueue);
+
+impl crate::codel::Backlog for Lane<'_> {
+    type Item = Waiter;
+    fn take(&mut self) -> Option<(Waiter, SimTime)> {
+        self.0.take().map(|w| (w, w.since))
+    }
+    fn left(&self) -> usize {
+        self.0.queue.len()
+    }
+    fn dropped(&mut self, w: Waiter) {
+        self.0.drop_call(w);
     }
 }
 

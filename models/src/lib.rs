@@ -93,6 +93,7 @@ pub mod cache;
 pub mod callsite;
 pub mod class;
 pub mod closed_loop;
+pub mod codel;
 pub mod codel_queue;
 pub mod components;
 pub mod connpool;

@@ -1,4 +1,5 @@
-//! A station: a FIFO queue (optionally bounded) in front of `servers` identical servers.
+//! A station: a queue (optionally bounded; FIFO, or CoDel with adaptive LIFO: `codel`,
+//! `crate::codel::WaitQueue`) in front of `servers` identical servers.
 //!
 //! The minimal upstream: it models an M/G/c/K system and is what the queueing-theory tests
 //! run against. Capacity counts waiting requests only, so an M/M/c/K system with K places in
@@ -8,10 +9,10 @@
 //! servers finish their work); the queue never exceeds its capacity; a server is never idle
 //! while a request waits (work conservation).
 
+use crate::codel::WaitQueue;
 use crate::validate;
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, SimDuration, SimTime};
-use std::collections::VecDeque;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -112,6 +113,11 @@ pub struct StationSpec {
     /// first chunk, 1 = before the last).
     #[serde(default = "D::stall_after", deserialize_with = "R::stall_after")]
     pub stall_after: f64,
+    /// The queue's discipline: `None` (the default) FIFO; `Some((target, interval,
+    /// lifo_when_overloaded))` CoDel (`crate::codel`): waiting calls judged at dequeue and
+    /// dropped by RFC 8289's control law, answered `rejected:shed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codel: Option<crate::codel::CodelSpec>,
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
@@ -143,7 +149,7 @@ impl RejectAs {
 }
 
 crate::params::declare_params! {
-    StationSpec: "station", name = |s| s.name,
+    StationSpec: "station", name = |s| s.name, part = codel[crate::codel::CodelSpec],
         scenario_only = [
             quota: "a reference to a quota (`quotas`)",
             script: "scripted answers: a list valid as a whole (the n-th service gets the n-th)",
@@ -235,7 +241,7 @@ pub struct Station<T> {
     /// Streaming responses and stall injection (`crate::stream`).
     pub stream: crate::stream::StreamSettings,
     busy: u64,
-    queue: VecDeque<(T, SimTime)>,
+    queue: WaitQueue<T>,
     pub peak_queue: u64,
 }
 
@@ -261,7 +267,7 @@ impl<T: Copy> Station<T> {
                 stall_after: spec.stall_after,
             },
             busy: 0,
-            queue: VecDeque::new(),
+            queue: WaitQueue::new(spec.codel.as_ref()),
             peak_queue: 0,
         }
     }
@@ -276,9 +282,10 @@ impl<T: Copy> Station<T> {
     pub fn admit(&mut self, item: T, now: SimTime) -> Admit {
         if self.busy < self.servers && self.queue.is_empty() {
             self.busy += 1;
+            self.queue.pass();
             Admit::Start
         } else if self.capacity.is_none_or(|c| (self.queue.len() as u64) < c) {
-            self.queue.push_back((item, now));
+            self.queue.push_back(item, now);
             self.peak_queue = self.peak_queue.max(self.queue.len() as u64);
             Admit::Queued
         } else {
@@ -286,18 +293,19 @@ impl<T: Copy> Station<T> {
         }
     }
 
-    /// A server finished; returns the next request to start (with its enqueue time), if a
-    /// server is free for it.
-    pub fn complete(&mut self) -> Option<(T, SimTime)> {
+    /// A server finished at `now`; returns the next request to start (with its enqueue
+    /// time), if a server is free for it.
+    pub fn complete(&mut self, now: SimTime) -> Option<(T, SimTime)> {
         assert!(self.busy > 0, "completion without a busy server");
         self.busy -= 1;
-        self.start_next()
+        self.start_next(now)
     }
 
-    /// Starts the head of the queue if a server is free.
-    pub fn start_next(&mut self) -> Option<(T, SimTime)> {
+    /// Starts the next waiting request (by the discipline, which may drop some first:
+    /// [`Self::take_dropped`]) if a server is free.
+    pub fn start_next(&mut self, now: SimTime) -> Option<(T, SimTime)> {
         if self.busy < self.servers {
-            let next = self.queue.pop_front()?;
+            let next = self.queue.pop(now)?;
             self.busy += 1;
             Some(next)
         } else {
@@ -307,13 +315,30 @@ impl<T: Copy> Station<T> {
 
     /// Removes a waiting item (cancellation); `true` if it was waiting.
     pub fn remove_waiting(&mut self, pred: impl Fn(&T) -> bool) -> Option<T> {
-        let i = self.queue.iter().position(|(t, _)| pred(t))?;
-        self.queue.remove(i).map(|(t, _)| t)
+        self.queue.remove(pred).map(|(t, _)| t)
     }
 
     /// Frees a server whose work was cancelled; returns the next item to start, if any.
-    pub fn cancel_service(&mut self) -> Option<(T, SimTime)> {
-        self.complete()
+    pub fn cancel_service(&mut self, now: SimTime) -> Option<(T, SimTime)> {
+        self.complete(now)
+    }
+
+    /// Requests the CoDel discipline dropped since the last call (the world answers them
+    /// `rejected:shed`), oldest first.
+    pub fn take_dropped(&mut self) -> Vec<T> {
+        self.queue.take_dropped()
+    }
+    /// Whether requests were dropped and not yet taken.
+    pub fn has_dropped(&self) -> bool {
+        self.queue.has_dropped()
+    }
+    /// Under CoDel: (requests dropped, takes of the newest); `None` under FIFO.
+    pub fn codel_counts(&self) -> Option<(u64, u64)> {
+        self.queue.codel().map(|_| (self.queue.codel_dropped, self.queue.lifo_takes))
+    }
+    /// The waiting queue (run-time changes of its `codel.<row>` parameters).
+    pub fn queue_mut(&mut self) -> &mut WaitQueue<T> {
+        &mut self.queue
     }
 
     /// Work conservation: no idle server beside a waiting request.
@@ -337,14 +362,54 @@ mod tests {
         let t = SimTime(0);
         let got: Vec<Admit> = (0..4).map(|i| st.admit(i, t)).collect();
         assert_eq!(got, [Admit::Start, Admit::Start, Admit::Queued, Admit::Full]);
-        assert_eq!(st.complete(), Some((2, t)));
+        assert_eq!(st.complete(t), Some((2, t)));
         assert_eq!(st.busy(), 2);
-        assert_eq!(st.complete(), None);
+        assert_eq!(st.complete(t), None);
         assert_eq!(st.busy(), 1);
         assert!(st.is_work_conserving());
         // Lowering servers: busy ones finish, nobody new starts until below the limit.
         st.servers = 1;
         assert_eq!(st.admit(7, t), Admit::Queued);
-        assert_eq!(st.complete(), Some((7, t)));
+        assert_eq!(st.complete(t), Some((7, t)));
+    }
+
+    /// The station's CoDel queue under a constant sojourn: one server, a call every
+    /// Δ = 1 µs from 0, service ending every Δ from 10 ms on, so each dequeue takes the call
+    /// that arrived 10 ms earlier (each drop shifts it by one Δ: after n drops the sojourn
+    /// is 10 ms − nΔ, still ≥ target 5 ms). The law first sees it at t₀ = 10 ms; by
+    /// `codel::rfc_due` (the derivation in `codel_tests.rs`) the drops are due at t₀ + D_k,
+    /// D₁ = I, D_{k+1} = D_k + I/√k, and happen at the first dequeue at or after: t₀ + D_k
+    /// rounded up to Δ.
+    #[test]
+    fn codel_drops_a_constant_sojourn_on_the_control_law() {
+        let spec: StationSpec = ron::from_str(
+            r#"Station(name: "s", servers: 1, service: Constant("1ms"),
+                codel: Some((target: "5ms", interval: "100ms")))"#,
+        )
+        .unwrap();
+        let mut st: Station<u64> = Station::new(&spec);
+        const DT: u64 = 1_000;
+        let t0 = 10_000 * DT;
+        let mut drops = vec![];
+        for k in 0..=1_000_000u64 {
+            let now = SimTime(k * DT);
+            st.admit(k, now);
+            if now.0 >= t0 {
+                assert!(st.complete(now).is_some());
+                drops.extend(st.take_dropped().into_iter().map(|_| k * DT));
+            }
+        }
+        let due = crate::codel::rfc_due(SimDuration::from_ms(100), drops.len() as u32 + 1);
+        let want: Vec<u64> = due
+            .iter()
+            .map(|d| (t0 + d).div_ceil(DT) * DT)
+            .filter(|t| *t <= 1_000_000 * DT)
+            .collect();
+        assert_eq!(drops, want);
+        // Up to 1 s: the first drop at t₀ + I = 110 ms, then Σ_{j<k} I/√j ≤ 890 ms;
+        // Σ_{j≤m} 1/√j ≈ 2√m + ζ(1/2) + 1/(2√m) is 8.84 for m = 26 and 9.03 for m = 27:
+        // 1 + 26 drops.
+        assert_eq!(drops.len(), 27);
+        assert_eq!(st.codel_counts(), Some((27, 0)));
     }
 }

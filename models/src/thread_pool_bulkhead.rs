@@ -128,6 +128,7 @@ impl ThreadPoolBulkheadSpec {
             allow_core_thread_time_out: false,
             prestart_all_core_threads: false,
             max_queue_wait: None,
+            codel: None,
         }
     }
 }

@@ -89,6 +89,7 @@ mod tests {
             allow_core_thread_time_out: false,
             prestart_all_core_threads: false,
             max_queue_wait: Some(SimDuration::from_ms(100)),
+            codel: None,
         };
         let mut p: ThreadPool<u32> = ThreadPool::new(&spec, ms(0));
         let Submit::RunNow(t) = p.submit(0, ms(0)) else { panic!("core thread") };

@@ -192,6 +192,18 @@ impl<T> PoolSet<T> {
         }
     }
 
+    /// Tasks the pools' CoDel queues dropped since the last call (pool order, oldest
+    /// first): their requests are rejected `shed`.
+    pub fn take_dropped(&mut self) -> Vec<T> {
+        let mut out = Vec::new();
+        for p in &mut self.pools {
+            if p.queue().has_dropped() {
+                out.extend(p.queue_mut().take_dropped());
+            }
+        }
+        out
+    }
+
     pub fn wake_at(&self) -> Option<SimTime> {
         self.pools.iter().filter_map(|p| p.wake_at()).min()
     }

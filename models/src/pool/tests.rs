@@ -19,6 +19,7 @@ fn spec(core: u64, max: u64, queue: u64, rejection: RejectionPolicy) -> ThreadPo
         allow_core_thread_time_out: false,
         prestart_all_core_threads: false,
         max_queue_wait: None,
+        codel: None,
     }
 }
 
@@ -203,10 +204,44 @@ fn params_round_trip_and_cross_check() {
             "core_pool_size",
             "maximum_pool_size",
             "keep_alive_time",
-            "queue_capacity"
+            "queue_capacity",
+            // The CoDel discipline's rows, listed where `codel` is set (`part =`).
+            "codel.target",
+            "codel.interval",
+            "codel.lifo_when_overloaded"
         ]
     );
     p.set("rejection_policy", V::Enum("CallerRuns".into())).expect("a choice");
     assert_eq!(p.rejection_policy, RejectionPolicy::CallerRuns);
     assert!(p.set("rejection_policy", V::Enum("Block".into())).is_err(), "not a choice");
+}
+
+/// A CoDel work queue (target 5 ms, interval 100 ms; `crate::codel`): one thread, tasks
+/// 1..=300 queued at 0, the thread finishing one task a millisecond, so the head's sojourn
+/// is the instant. As in `codel_tests::codel_fifo_drops_the_head_on_the_control_law`: the
+/// sojourn reaches target at 5 ms (`first_above = 105`), the head is dropped at 105 ms
+/// (task 105: tasks 1..=104 ran at 1..=104 ms; task 106 runs instead), then task k + 1
+/// runs at k ms, and the head is dropped again at `drop_next = 205` ms (task 206; count 2,
+/// next due at 275.71 ms).
+#[test]
+fn codel_queue_drops_the_head_on_the_control_law() {
+    let ms = |x: u64| SimTime(x * 1_000_000);
+    let codel = crate::codel::CodelSpec::default();
+    let spec = ThreadPoolSpec { codel: Some(codel), ..spec(1, 1, 1000, RejectionPolicy::Abort) };
+    let mut p: ThreadPool<u32> = ThreadPool::new(&spec, ms(0));
+    let Submit::RunNow(t) = p.submit(0, ms(0)) else { panic!("core thread") };
+    for i in 1..=300 {
+        assert_eq!(p.submit(i, ms(0)), Submit::Queued);
+    }
+    let (mut ran, mut drops) = (vec![], vec![]);
+    for k in 1..=210 {
+        let Finished::Next(task, _) = p.finish(t, ms(k)) else { panic!("work queued") };
+        ran.push(task);
+        drops.extend(p.queue_mut().take_dropped().into_iter().map(|d| (d, k)));
+    }
+    assert_eq!(drops, vec![(105, 105), (206, 205)]);
+    assert_eq!(&ran[..104], &(1..=104).collect::<Vec<_>>()[..]);
+    assert_eq!(ran[104], 106);
+    assert_eq!(p.queue().codel_dropped, 2);
+    assert!(p.queue().codel().unwrap().law.dropping());
 }

@@ -27,9 +27,10 @@
 //! [`super::PoolSet`]), gauges. The world times the task on the thread (see
 //! [`super::overhead`]) and calls `finish` when it ends.
 
+use crate::codel::WaitQueue;
 use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 
 crate::params::param_choices! {
     /// Java's `RejectedExecutionHandler`s.
@@ -71,6 +72,11 @@ pub struct ThreadPoolSpec {
         deserialize_with = "crate::params::RangedOpt::<crate::timeouts::PoolQueue>::max_queue_wait"
     )]
     pub max_queue_wait: Option<SimDuration>,
+    /// The work queue's discipline: `None` (the default) FIFO; `Some((target, interval,
+    /// lifo_when_overloaded))` CoDel (`crate::codel`): a thread taking work runs RFC 8289's
+    /// law on the queue head, and a dropped task's request is rejected `shed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codel: Option<crate::codel::CodelSpec>,
 }
 
 /// The defaults declared in the parameter rows (`declare_params!` below).
@@ -159,7 +165,7 @@ pub struct ThreadPool<T> {
     /// re-sending into a full pool of 600 threads spun at 200,000 events a second).
     idle: BTreeSet<(SimTime, ThreadId)>,
     next_id: u32,
-    queue: VecDeque<(T, SimTime)>,
+    queue: WaitQueue<T>,
     pub counters: PoolCounters,
 }
 
@@ -173,7 +179,7 @@ impl<T> ThreadPool<T> {
             threads: BTreeMap::new(),
             idle: BTreeSet::new(),
             next_id: 0,
-            queue: VecDeque::new(),
+            queue: WaitQueue::new(spec.codel.as_ref()),
             counters: PoolCounters::default(),
         };
         if spec.prestart_all_core_threads {
@@ -259,10 +265,12 @@ impl<T> ThreadPool<T> {
     fn execute(&mut self, task: T, now: SimTime) -> Submit<T> {
         // (1) Below core: always a new thread, even if others are idle.
         if self.alive() < self.spec.core_pool_size {
+            self.queue.pass();
             return Submit::RunNow(self.spawn());
         }
         // (2) Offer to the queue: an idle (waiting) thread takes it at once.
         if let Some(id) = self.take_idle() {
+            self.queue.pass();
             return Submit::RunNow(id);
         }
         if (self.queue.len() as u64) < self.spec.queue_capacity {
@@ -271,7 +279,7 @@ impl<T> ThreadPool<T> {
                 assert!(self.queue.is_empty(), "a queue with no thread to drain it");
                 return Submit::RunNow(self.spawn());
             }
-            self.queue.push_back((task, now));
+            self.queue.push_back(task, now);
             return Submit::Queued;
         }
         // (3) Queue full: grow up to the maximum.
@@ -323,7 +331,8 @@ impl<T> ThreadPool<T> {
             self.counters.threads_exited += 1;
             return Finished::Exited;
         }
-        if let Some((task, at)) = self.queue.pop_front() {
+        // The discipline's next task (CoDel may drop some first: `take_dropped`).
+        if let Some((task, at)) = self.queue.pop(now) {
             return Finished::Next(task, at);
         }
         self.set_thread(thread, Some(Thread::Idle { since: now }));
@@ -399,15 +408,19 @@ impl<T> ThreadPool<T> {
     }
     /// Takes the first queued task matching `is` out of the queue; whether one was found.
     pub fn remove_queued(&mut self, is: &impl Fn(&T) -> bool) -> bool {
-        match self.queue.iter().position(|(t, _)| is(t)) {
-            Some(k) => self.queue.remove(k).is_some(),
-            None => false,
-        }
+        self.queue.remove(is).is_some()
+    }
+    /// The work queue (its CoDel drops and counters, run-time changes of `codel.<row>`).
+    pub fn queue_mut(&mut self) -> &mut WaitQueue<T> {
+        &mut self.queue
+    }
+    pub fn queue(&self) -> &WaitQueue<T> {
+        &self.queue
     }
 }
 
 crate::params::declare_params! {
-    ThreadPoolSpec: "pool", name = |s| s.name,
+    ThreadPoolSpec: "pool", name = |s| s.name, part = codel[crate::codel::CodelSpec],
         scenario_only = [
             max_queue_wait: "registered as `pool_queue.<pool>.max_queue_wait` (run-time)",
         ],

@@ -344,8 +344,11 @@ impl QueueingWorld {
         rt.overridden = false;
         let st = rt.station;
         self.upstreams.stations[st as usize].st.servers = rt.ready as u64 * rt.spr;
-        while let Some((job, _)) = self.upstreams.stations[st as usize].st.start_next() {
+        while let Some((job, _)) = self.upstreams.stations[st as usize].st.start_next(ctx.now()) {
             self.start_service(st, job, ctx);
+        }
+        if self.station_drops(st, ctx) {
+            self.resume_woken(ctx);
         }
         self.update_station_gauges(st, ctx);
     }

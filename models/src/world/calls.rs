@@ -316,6 +316,25 @@ impl QueueingWorld {
         self.request_started(req, now);
     }
 
+    /// Calls the station's CoDel discipline dropped at its last dequeue (`crate::codel`):
+    /// each one's work ends unserved and a live one is refused `rejected:shed`, as a full
+    /// station refuses (`reach_station`). Whether any was; the caller resumes woken calls.
+    pub(super) fn station_drops(&mut self, st: u16, ctx: &mut Ctx<'_, Ev>) -> bool {
+        if !self.upstreams.stations[st as usize].st.has_dropped() {
+            return false;
+        }
+        let now = ctx.now();
+        for job in self.upstreams.stations[st as usize].st.take_dropped() {
+            let live = self.calls.slots.get(job.slot).is_some_and(|c| c.awaits(job.id));
+            self.work_ended(st, &job, false, now);
+            self.waste_ended(job.id, now);
+            if live {
+                self.upstream_answer(job.slot, Outcome::Rejected(Reason::Shed), None, ctx);
+            }
+        }
+        true
+    }
+
     /// The station's work for `job` is over (done, cancelled or refused): the upstreams
     /// settle its quota ticket and its cost (`world/upstreams.rs`).
     fn work_ended(&mut self, st: u16, job: &Job, served: bool, now: SimTime) {
@@ -330,15 +349,19 @@ impl QueueingWorld {
             let job = m.remove(slot, id).expect("work in service");
             self.work_ended(st, &job, true, now);
         }
-        if let Some((next, _)) = self.upstreams.stations[st as usize].st.complete() {
+        if let Some((next, _)) = self.upstreams.stations[st as usize].st.complete(now) {
             self.start_service(st, next, ctx);
         }
+        let dropped = self.station_drops(st, ctx);
         self.update_station_gauges(st, ctx);
         let Some(c) = self.calls.slots.get_mut(slot).filter(|c| c.awaits(id)) else {
             // Abandoned work finished: nobody is waiting for it.
             self.waste_ended(id, now);
             ctx.metrics.incr(self.upstreams.stations[st as usize].wasted);
             self.upstreams.stations[st as usize].abandoned_done += 1;
+            if dropped {
+                self.resume_woken(ctx);
+            }
             return;
         };
         c.in_service = false;
@@ -516,9 +539,12 @@ impl QueueingWorld {
                     let job = m.remove(slot, id).expect("in service");
                     self.work_ended(st, &job, false, ctx.now());
                 }
-                if let Some((next, _)) = self.upstreams.stations[st as usize].st.cancel_service() {
+                let now = ctx.now();
+                if let Some((next, _)) = self.upstreams.stations[st as usize].st.cancel_service(now)
+                {
                     self.start_service(st, next, ctx);
                 }
+                self.station_drops(st, ctx); // the caller resumes woken calls
                 self.update_station_gauges(st, ctx);
             }
         } else if self.upstreams.stations[st as usize].st.cancellation {

@@ -155,7 +155,11 @@ impl QueueingWorld {
         v: ParamValue,
         ctx: &mut Ctx<'_, Ev>,
     ) -> Result<(), String> {
-        self.upstreams.stations[st as usize].st.apply_param(param, v, ctx.now())?;
+        let station = &mut self.upstreams.stations[st as usize].st;
+        match param.strip_prefix("codel.") {
+            Some(p) => station.queue_mut().apply_codel(p, v, ctx.now())?,
+            None => station.apply_param(param, v, ctx.now())?,
+        }
         // An autoscaled station's servers hold until its autoscaler's next step.
         if let Some(a) = self.upstreams.stations[st as usize].scaler
             && param == "servers"
@@ -165,8 +169,11 @@ impl QueueingWorld {
         // More servers start queued work (after any other change the station is work
         // conserving, I4: nothing starts), and the gauges follow, the capacity's time
         // average too (setting a gauge to its value changes nothing).
-        while let Some((job, _)) = self.upstreams.stations[st as usize].st.start_next() {
+        while let Some((job, _)) = self.upstreams.stations[st as usize].st.start_next(ctx.now()) {
             self.start_service(st, job, ctx);
+        }
+        if self.station_drops(st, ctx) {
+            self.resume_woken(ctx);
         }
         self.update_station_gauges(st, ctx);
         Ok(())

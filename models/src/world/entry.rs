@@ -389,10 +389,23 @@ impl QueueingWorld {
                 Then::Idle | Then::Exited => {}
             }
             self.entry_pump(app, inst, ctx);
+            self.pool_drops(app, inst, ctx);
         }
         if gateway {
             self.inst(app, inst).gateway_busy -= 1;
             self.entry_take_backlog(app, inst, ctx);
+        }
+    }
+
+    /// Tasks the pool's CoDel discipline dropped when a thread took work (`crate::codel`):
+    /// their requests end `rejected:shed`, as an expired task's end `timeout`
+    /// (`on_queue_timeout`).
+    fn pool_drops(&mut self, app: u16, inst: u16, ctx: &mut Ctx<'_, Ev>) {
+        let Some(pool) = self.inst(app, inst).pool.as_mut() else { return };
+        for slot in pool.take_dropped() {
+            let c = self.reqs.slots.get(slot).expect("queued is live").class;
+            self.inst(app, inst).pool_waiting[c as usize] -= 1;
+            self.end_request(slot, Outcome::Rejected(Reason::Shed), ctx);
         }
     }
 

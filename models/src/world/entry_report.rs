@@ -174,6 +174,28 @@ impl QueueingWorld {
                 out.push_u64(format!("{p}.deferred_total"), def);
             }
         }
+        self.pool_codel_summary(out);
+    }
+
+    /// `pool.<name>.{codel_dropped, lifo_takes}` over the instances, CoDel pools only (a
+    /// FIFO pool's summary, and so the fingerprint, is unchanged).
+    fn pool_codel_summary(&self, out: &mut Summary) {
+        let mut by_name: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+        for i in self.entry_path.apps.iter().flat_map(|a| &a.instances) {
+            let Some(set) = i.pool.as_ref() else { continue };
+            for k in 0..set.pools() {
+                let p = set.pool(k);
+                if p.queue().codel().is_some() {
+                    let e = by_name.entry(&p.spec().name).or_default();
+                    e.0 += p.queue().codel_dropped;
+                    e.1 += p.queue().lifo_takes;
+                }
+            }
+        }
+        for (name, (dropped, lifo)) in by_name {
+            out.push_u64(format!("pool.{name}.codel_dropped"), dropped);
+            out.push_u64(format!("pool.{name}.lifo_takes"), lifo);
+        }
     }
 
     /// I23: per instance, what the pools, gateway, cores and queues hold equals what the
@@ -291,7 +313,10 @@ fn entry_apply(
         ComponentKind::Pool => {
             for i in &mut a.instances {
                 let pool = i.pool.as_mut().expect("has one").pool_mut(c.part());
-                pool.apply_param(param, v.clone(), now)?;
+                match param.strip_prefix("codel.") {
+                    Some(p) => pool.queue_mut().apply_codel(p, v.clone(), now)?,
+                    None => pool.apply_param(param, v.clone(), now)?,
+                }
             }
             Ok(())
         }

@@ -110,6 +110,11 @@ impl QueueingWorld {
             out.push_f64(format!("{p}.utilization"), s.busy.mean(end) / s.servers.mean(end));
             out.push_u64(format!("{p}.peak_queue"), s.st.peak_queue);
             out.push_u64(format!("{p}.abandoned_work"), s.abandoned_done);
+            // Only under CoDel: a FIFO station's summary (and fingerprint) is unchanged.
+            if let Some((dropped, lifo)) = s.st.codel_counts() {
+                out.push_u64(format!("{p}.codel_dropped"), dropped);
+                out.push_u64(format!("{p}.lifo_takes"), lifo);
+            }
             if s.running.is_some() {
                 out.push_f64(format!("{p}.cost"), s.cost);
                 out.push_f64(format!("{p}.cost_abandoned"), s.cost_abandoned);

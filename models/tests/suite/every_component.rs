@@ -98,7 +98,8 @@ const ALL: &str = r#"Scenario(
                    (class: "P0", capacity: 200, max_queue_wait: Some("2s")),
                    (class: "P1", capacity: 200), (class: "P2", capacity: 200)])),
                pool: Some(Shared(ThreadPool(name: "workers", core_pool_size: 16, maximum_pool_size: 32,
-                                            queue_capacity: 100, max_queue_wait: Some("3s")))))],
+                                            queue_capacity: 100, max_queue_wait: Some("3s"),
+                                            codel: Some((target: "50ms", interval: "500ms"))))))],
     pipelines: [(name: "rag", budget: "6s", stages: [
         Parallel([
             Step(name: "vector", call: "vector", calls: Uniform(min: 2, max: 4), mode: Parallel, optional: true,
@@ -128,7 +129,7 @@ const ALL: &str = r#"Scenario(
          cost_per_1k_prompt_tokens: 0.0005, cost_per_1k_output_tokens: 0.0015, quota: "openai",
          streaming: true, chunk_tokens: 4, stall_rate: 0.02, stall_duration: Exponential(mean: "3s")),
         (name: "small", servers: 8, queue_capacity: Some(50), service: LogNormal(mean: "100ms", cv: 0.5),
-         error_rate: 0.05),
+         error_rate: 0.05, codel: Some((target: "20ms", interval: "100ms", lifo_when_overloaded: true))),
         (name: "small-next", servers: 2, service: LogNormal(mean: "80ms", cv: 0.5), error_rate: 0.1),
         (name: "small-backup", servers: 4, service: LogNormal(mean: "150ms", cv: 0.5)),
     ],
@@ -253,6 +254,8 @@ fn every_component_runs_clean_and_replays() {
     assert!(s.get("station.small-next.utilization").unwrap() > 0.0, "the split's 10%");
     assert!(s.get("call_site.llm-small.failovers").unwrap() > 0.0, "the backup answers");
     assert!(s.get("call_site.llm-small.busy_answers").is_some());
+    assert!(s.get("station.small.codel_dropped").is_some(), "a CoDel station");
+    assert!(s.get("pool.workers.codel_dropped").is_some(), "a CoDel pool");
     // The chat pipeline fans out: 1 profile + 2–4 vector + 1–3 LLM calls.
     let amp = s.get("source.chat.amplification").unwrap();
     assert!((3.0..8.0).contains(&amp), "amplification {amp}");

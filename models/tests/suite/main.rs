@@ -31,6 +31,7 @@ mod network;
 mod partitioned_limit;
 mod per_instance;
 mod provider_faults;
+mod queue_discipline;
 mod queueing_theory;
 mod rate_limiter;
 mod recovery;

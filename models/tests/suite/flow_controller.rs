@@ -2,7 +2,7 @@
 //! of one deterministic server, against the non-preemptive priority M/D/1 (Cobham), and the
 //! sheddable band as a loss system.
 
-use crate::support::{get, load};
+use crate::support::{cfg, get, load, run_checked};
 use models::RunConfig;
 use sim_core::SimDuration;
 use sim_core::stats::Replications;
@@ -74,4 +74,36 @@ fn the_sheddable_band_is_a_loss_system() {
     let shed: Vec<f64> = r[0].iter().zip(&r[1]).map(|(a, b)| a / b).collect();
     assert_close("lo shed fraction", &shed, 0.5);
     assert_close("hi latency (ms)", &r[2], 100.0 + 25.0 / 0.6);
+}
+
+/// The TTL through the world (the governor's own timer and its answers): a call every
+/// 100 ms onto one slot held 1010 ms per call, ttl 230 ms, scans every 50 ms. The slot
+/// serves one call per 1010 ms; every other call is evicted `rejected:timeout`, by a scan
+/// or at dispatch, so no call that is served waited more than the TTL (latency in [1010,
+/// 1240] ms) and the evictions are exactly the source's timeout refusals.
+#[test]
+fn calls_past_their_ttl_are_evicted_and_never_served() {
+    let sc = load(
+        r#"Scenario(
+        name: "ttl",
+        sources: [(name: "s", interarrival: Constant("100ms"), target: "c")],
+        flow_controllers: [FlowController(name: "f", limit: 1, ttl: "230ms",
+                                          expiry_cleanup_interval: "50ms")],
+        call_sites: [(name: "c", governors: [FlowController("f")], upstream: "b")],
+        stations: [(name: "b", servers: 10, service: Constant("1010ms"))],
+    )"#,
+    );
+    let r = run_checked(&sc, &cfg(1, 101));
+    let (completed, timeouts) = (get(&r, "source.s.completed"), get(&r, "source.s.rejected"));
+    eprintln!(
+        "completed {completed}, evicted {timeouts}, latency {}..{} ms",
+        get(&r, "source.s.latency_ms_p50"),
+        get(&r, "source.s.latency_ms_max")
+    );
+    assert!((99.0..=100.0).contains(&completed), "101 s / 1.01 s per call: {completed}");
+    assert_eq!(timeouts, get(&r, "source.s.rejected_timeout"));
+    assert_eq!(timeouts, get(&r, "flow_controller.f.evicted_ttl"));
+    assert!(timeouts >= get(&r, "source.s.offered") - completed - 3.0);
+    assert!(get(&r, "source.s.latency_ms_max") <= 1240.0);
+    assert!(get(&r, "source.s.latency_ms_p50") >= 1010.0);
 }

@@ -182,6 +182,16 @@ macro_rules! with_governor_kinds {
                 spec: $crate::partitioned_limit::PartitionedLimitSpec,
                 state: $crate::partitioned_limit::PartitionedLimit,
             },
+            /// The Gateway API Inference Extension's flow control layer (`FlowController`:
+            /// priority bands, round-robin or best-head fairness between flows, FCFS within a
+            /// flow, a request TTL, sheddable priorities < 0 refused under saturation) from
+            /// `flow_controllers`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            FlowController {
+                list: flow_controllers,
+                spec: $crate::flow_controller::FlowControllerSpec,
+                state: $crate::flow_controller::FlowController,
+            },
         }
     };
 }

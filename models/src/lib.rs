@@ -100,6 +100,7 @@ pub mod connpool;
 pub mod dispatch;
 pub mod fallback;
 pub mod flow;
+pub mod flow_controller;
 pub mod gate;
 pub mod governor;
 pub mod govspec;

@@ -162,6 +162,12 @@ impl<V> ScenarioSpec<V> {
                 message,
             })?;
         }
+        for (i, f) in self.flow_controllers.iter().enumerate() {
+            f.check(&class_names).map_err(|(rel, message)| SpecError {
+                path: format!("flow_controllers[{i}].{rel}"),
+                message,
+            })?;
+        }
         Ok(())
     }
 

@@ -74,6 +74,9 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
      r#"PartitionedLimit(name: "parts", limit: 60, partitions: [
             Partition(name: "live", percent: 0.6, classes: ["P0"]),
             Partition(name: "rest", percent: 0.4, classes: ["P1", "P2"])])"#),
+    ("FlowController", "gaie", "llm-small", 7,
+     r#"FlowController(name: "gaie", limit: 30, priorities: {"P0": 10, "P2": -1}, ttl: "500ms",
+                       expiry_cleanup_interval: "100ms", band_max_queue: 200, max_queue: 300)"#),
 ];
 
 /// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in

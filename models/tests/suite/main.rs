@@ -14,6 +14,7 @@ mod connections;
 mod degradation;
 mod entry_path;
 mod every_component;
+mod flow_controller;
 mod governors;
 mod gpu_fit;
 mod gpu_prefix;

@@ -74,6 +74,9 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
      r#"PartitionedLimit(name: "parts", limit: 60, partitions: [
             Partition(name: "live", percent: 0.6, classes: ["P0"]),
             Partition(name: "rest", percent: 0.4, classes: ["P1", "P2"])])"#),
+    ("PidShedder", "cinnamon", "llm-small", 7,
+     r#"PidShedder(name: "cinnamon", max_inflight: 50, cohorts: 64, target: "200ms", period: "250ms",
+                   kp: 0.1, ki: 0.01, kd: 0.05, queue_timeout: "1s")"#),
 ];
 
 /// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in

@@ -192,6 +192,15 @@ macro_rules! with_governor_kinds {
                 spec: $crate::flow_controller::FlowControllerSpec,
                 state: $crate::flow_controller::FlowController,
             },
+            /// A priority load shedder after Uber's Cinnamon (a priority queue by tier and
+            /// cohort in front of a fixed inflight limit, arrivals beyond a PID-moved rejection
+            /// threshold refused, a queue timeout) from `pid_shedders`.
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            PidShedder {
+                list: pid_shedders,
+                spec: $crate::pid_shedder::PidShedderSpec,
+                state: $crate::pid_shedder::PidShedder,
+            },
         }
     };
 }

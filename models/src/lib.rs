@@ -115,6 +115,7 @@ pub mod observe;
 pub mod outcome;
 pub mod params;
 pub mod partitioned_limit;
+pub mod pid_shedder;
 pub mod pipeline;
 pub mod pool;
 pub mod profile;

@@ -77,6 +77,9 @@ const GOVERNORS: &[(&str, &str, &str, u8, &str)] = &[
     ("FlowController", "gaie", "llm-small", 7,
      r#"FlowController(name: "gaie", limit: 30, priorities: {"P0": 10, "P2": -1}, ttl: "500ms",
                        expiry_cleanup_interval: "100ms", band_max_queue: 200, max_queue: 300)"#),
+    ("PidShedder", "cinnamon", "llm-small", 8,
+     r#"PidShedder(name: "cinnamon", max_inflight: 50, cohorts: 64, target: "200ms", period: "250ms",
+                   kp: 0.1, ki: 0.01, kd: 0.05, queue_timeout: "1s")"#),
 ];
 
 /// Everything but the governors: `GOVERNOR_LISTS` and each `STACK:<site>` are filled in

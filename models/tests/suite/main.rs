@@ -16,6 +16,7 @@ mod entry_path;
 mod every_component;
 mod governors;
 mod gpu_fit;
+mod gpu_pool;
 mod gpu_prefix;
 mod gpu_world;
 mod hedging;

@@ -102,21 +102,9 @@ impl QueueingWorld {
         let job = c.job_id();
         let (prompt, output) =
             (Self::prompt_of(c, r).unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
-        let prefix = match &self.traffic.sources[r.source as usize].traffic.prefix {
-            p if p.is_empty() || !self.upstreams.gpus[g as usize].prefix_caching() => {
-                PromptPrefix::NONE
-            }
-            p => prompt_prefix(
-                p,
-                &RequestScopes {
-                    source: r.source,
-                    seq: r.seq,
-                    class: r.class,
-                    user: r.user,
-                    key: r.key,
-                    history: r.tokens.history.unwrap_or(0),
-                },
-            ),
+        let prefix = match self.upstreams.gpus[g as usize].prefix_caching() {
+            true => self.prefix_of(r),
+            false => PromptPrefix::NONE,
         };
         if r.arrival >= self.warmup {
             self.traffic.sources[r.source as usize].upstream_calls += 1;
@@ -160,6 +148,23 @@ impl QueueingWorld {
             self.calls.slots.get_mut(slot).expect("live call").upstream_timer = Some(h);
         }
         self.kick_gpu(g, ctx);
+    }
+
+    /// How request `r`'s prompt begins, by its source's `prefix` list (none: its own).
+    pub(super) fn prefix_of(&self, r: &Req) -> PromptPrefix {
+        let segments = &self.traffic.sources[r.source as usize].traffic.prefix;
+        if segments.is_empty() {
+            return PromptPrefix::NONE;
+        }
+        let scopes = RequestScopes {
+            source: r.source,
+            seq: r.seq,
+            class: r.class,
+            user: r.user,
+            key: r.key,
+            history: r.tokens.history.unwrap_or(0),
+        };
+        prompt_prefix(segments, &scopes)
     }
 
     /// Starts a step if the server has work and none is in flight.

@@ -9,10 +9,7 @@
 //! [`PoolRt`] is built in `world/build.rs`, reported in `world/report.rs`.
 
 use super::*;
-use crate::gpu::{
-    GpuPoolSpec, PromptPrefix, ReplicaView, RequestView, Router, ServerSpec, prompt_block_hashes,
-};
-use crate::prompt_prefix::{RequestScopes, prompt_prefix};
+use crate::gpu::{GpuPoolSpec, ReplicaView, RequestView, Router, ServerSpec, prompt_block_hashes};
 use sim_core::rng::mix64;
 
 pub(super) struct PoolRt {
@@ -77,20 +74,7 @@ impl QueueingWorld {
         let pool = &self.upstreams.pools[p as usize];
         let policy = pool.router.policy();
         let hashes = if policy.needs_hashes() {
-            let segs = &self.traffic.sources[r.source as usize].traffic.prefix;
-            let prefix = if segs.is_empty() {
-                PromptPrefix::NONE
-            } else {
-                let scopes = RequestScopes {
-                    source: r.source,
-                    seq: r.seq,
-                    class: r.class,
-                    user: r.user,
-                    key: r.key,
-                    history: r.tokens.history.unwrap_or(0),
-                };
-                prompt_prefix(segs, &scopes)
-            };
+            let prefix = self.prefix_of(r);
             let prompt = Self::prompt_of(c, r).unwrap_or(0) as u64;
             let own = mix64((u64::from(r.source) << 48) ^ r.seq);
             prompt_block_hashes(&prefix, prompt, pool.block_size, own)

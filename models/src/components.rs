@@ -52,6 +52,7 @@ component_kinds!(
     PoolQueue,
     Stall,
     Autoscaler,
+    GpuPool,
 );
 
 /// One row of the table: what is written once per kind.
@@ -91,6 +92,7 @@ impl ComponentKind {
             PoolQueue => ("pool_queue", "apps[].pool", "entry", "<pool>"),
             Stall => ("stall", "stalls", "entry", "<name>"),
             Autoscaler => ("autoscaler", "autoscalers", "upstream", "<name>"),
+            GpuPool => ("gpu_pool", "gpu_pools", "upstream", "<name>"),
         };
         KindRow { name, list, group, instance }
     }

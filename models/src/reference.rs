@@ -74,6 +74,7 @@ pub fn component_params(k: ComponentKind) -> KindParams {
         K::PoolQueue => of::<crate::timeouts::PoolQueue>,
         K::Stall => of::<crate::stall::StallSpec>,
         K::Autoscaler => of::<crate::autoscaler::AutoscalerSpec>,
+        K::GpuPool => of::<crate::gpu::GpuPoolSpec>,
     };
     of(row.group, row.instance)
 }

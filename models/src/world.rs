@@ -514,6 +514,7 @@ mod entry_report;
 mod fallback;
 mod governors;
 mod gpu;
+mod gpu_pool;
 mod hedging;
 mod holdings;
 mod inflight;
@@ -651,7 +652,7 @@ impl sim_core::World for QueueingWorld {
                 None => "request".into(),
             },
             Ev::GovWake { gov } => self.govs.names[gov as usize].clone(),
-            Ev::GpuStep { gpu } => format!("gpu_server.{}", self.upstreams.gpus[gpu as usize].name),
+            Ev::GpuStep { gpu } => self.upstreams.gpus[gpu as usize].path.clone(),
             Ev::ConnReady { slot, .. } | Ev::ConnDeadline { slot, .. } => match call(slot) {
                 Some(c) => format!("call_site.{}", self.sites[c.site as usize].name),
                 None => "request".into(),

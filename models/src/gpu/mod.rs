@@ -23,12 +23,19 @@
 //! [`Server`] (`server.rs`, `server_batch.rs`): a continuous-batching inference server
 //! priced by this model, as a pure state machine, with vLLM's automatic prefix caching
 //! (`prefix.rs`: KV blocks reused across prompts by their chained hash, LRU eviction).
+//!
+//! [`GpuPoolSpec`] (`pool.rs`): replicas of one server behind a [`Router`] (`router.rs`:
+//! round robin, least outstanding, session affinity, prefix-aware, weighted scorers).
 
 mod fit;
+mod pool;
 mod prefix;
 #[cfg(test)]
 mod prefix_tests;
 mod profile;
+mod router;
+#[cfg(test)]
+mod router_tests;
 
 mod server;
 mod server_batch;
@@ -40,8 +47,13 @@ mod shipped;
 mod step;
 
 pub use fit::{ErrorSummary, FitError, FitReport, error_summary, fit, signed_error_pct};
+pub use pool::{GpuPoolSpec, MAX_POOL_REPLICAS};
 pub use prefix::{MAX_BLOCK_SIZE, MAX_KV_BLOCKS, MAX_PREFIX_SEGMENTS, PrefixStats, PromptPrefix};
 pub use profile::{MAX_PROFILE_ROWS, Phase, ProfileError, ProfileRow, parse_profile_csv};
+pub use router::{
+    MAX_PREFIX_BLOCKS, PrefixMode, ReplicaView, RequestView, Router, RouterPolicy, Scorer,
+    prompt_block_hashes,
+};
 pub use server::{
     MAX_NUM_SEQS, MAX_TOKENS, SeqEvent, SeqRequest, Server, ServerSpec, ServerStats,
     StepCoefficients, StepPlan, StepTimeSpec, SubmitDecision, SubmitRejection,

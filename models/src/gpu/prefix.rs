@@ -400,7 +400,6 @@ impl BlockPool {
     }
 
     /// Is `hash` cached (findable)?
-    #[cfg(test)]
     pub fn is_cached(&self, hash: u64) -> bool {
         self.cached.contains_key(&hash)
     }

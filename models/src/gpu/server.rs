@@ -441,6 +441,12 @@ impl Server {
     pub fn kv_blocks(&self) -> Option<(u64, u64, super::prefix::PrefixStats)> {
         self.pool.as_ref().map(|p| (p.used, p.cached_free, p.stats))
     }
+    /// The run of `hashes`' leading blocks its prefix cache holds (0 without prefix
+    /// caching): what a router reading the real cache (KV events) sees.
+    pub fn cached_prefix_blocks(&self, hashes: &[u64]) -> u64 {
+        let Some(p) = &self.pool else { return 0 };
+        hashes.iter().take_while(|h| p.is_cached(**h)).count() as u64
+    }
     /// Is `id` in the server (waiting or running)? A walk over both (for tests and checks).
     pub fn contains(&self, id: u64) -> bool {
         self.running.iter().chain(&self.waiting).any(|s| s.id == id)

@@ -21,6 +21,7 @@ impl<V> ScenarioSpec<V> {
         self.check_fallbacks()?;
         self.check_class_timeouts()?;
         self.check_gpu_servers()?;
+        self.check_gpu_pools()?;
         self.check_stations()?;
         self.check_source_shapes()?;
         self.check_ranges()?;
@@ -312,6 +313,29 @@ impl<V> ScenarioSpec<V> {
         Ok(())
     }
 
+    /// GPU pools: unique names distinct from stations' and GPU servers', values in range,
+    /// the template's and the router's rules ([`crate::gpu::GpuPoolSpec::check`]).
+    fn check_gpu_pools(&self) -> Result<(), SpecError> {
+        unique("gpu_pools", self.gpu_pools.iter().map(|p| p.name.as_str()))?;
+        ranges("gpu_pools", &self.gpu_pools)?;
+        for (i, p) in self.gpu_pools.iter().enumerate() {
+            let taken = self.stations.iter().any(|s| s.name == p.name)
+                || self.gpu_servers.iter().any(|g| g.name == p.name);
+            if taken {
+                return Err(SpecError {
+                    path: format!("gpu_pools[{i}].name"),
+                    message: format!(
+                        "\"{}\" names a station or GPU server too (a call site's upstream must be \
+                         unambiguous)",
+                        p.name
+                    ),
+                });
+            }
+            p.check().map_err(|message| SpecError { path: format!("gpu_pools[{i}]"), message })?;
+        }
+        Ok(())
+    }
+
     /// Stations: quotas exist; stream settings only on streaming stations.
     fn check_stations(&self) -> Result<(), SpecError> {
         for (i, s) in self.stations.iter().enumerate() {
@@ -454,13 +478,15 @@ impl<V> ScenarioSpec<V> {
         for (i, c) in self.call_sites.iter().enumerate() {
             if !self.stations.iter().any(|s| s.name == c.upstream)
                 && !self.gpu_servers.iter().any(|s| s.name == c.upstream)
+                && !self.gpu_pools.iter().any(|s| s.name == c.upstream)
             {
                 let mut all: Vec<&str> = self.stations.iter().map(|s| s.name.as_str()).collect();
-                let what = if self.gpu_servers.is_empty() {
-                    "station"
-                } else {
-                    all.extend(self.gpu_servers.iter().map(|s| s.name.as_str()));
-                    "station or GPU server"
+                all.extend(self.gpu_servers.iter().map(|s| s.name.as_str()));
+                all.extend(self.gpu_pools.iter().map(|s| s.name.as_str()));
+                let what = match (self.gpu_servers.is_empty(), self.gpu_pools.is_empty()) {
+                    (true, true) => "station",
+                    (false, true) => "station or GPU server",
+                    _ => "station, GPU server or GPU pool",
                 };
                 return Err(SpecError {
                     path: format!("call_sites[{i}].upstream"),
@@ -474,6 +500,7 @@ impl<V> ScenarioSpec<V> {
             let known = |n: &str| {
                 self.stations.iter().any(|s| s.name == n)
                     || self.gpu_servers.iter().any(|s| s.name == n)
+                    || self.gpu_pools.iter().any(|s| s.name == n)
             };
             for (j, (n, w)) in c.split.iter().enumerate() {
                 if !known(n) || *w == 0 {

@@ -103,6 +103,10 @@ macro_rules! scenario_spec {
             /// delay, warm-up and drain (`crate::autoscaler`).
             #[serde(default, skip_serializing_if = "Vec::is_empty")]
             pub autoscalers: Vec<crate::autoscaler::AutoscalerSpec>,
+            /// GPU pools: replicas of one GPU server behind a router, upstreams like a GPU
+            /// server (`crate::gpu::GpuPoolSpec`, `gpu/router.rs`).
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub gpu_pools: Vec<crate::gpu::GpuPoolSpec>,
             /// Parameter changes during the run.
             #[serde(default = "Vec::new")]
             pub timeline: Vec<SetParam<V>>,
@@ -147,6 +151,7 @@ macro_rules! scenario_spec {
                     apps: self.apps,
                     stalls: self.stalls,
                     autoscalers: self.autoscalers,
+                    gpu_pools: self.gpu_pools,
                     timeline,
                     recovery: self.recovery,
                     import: self.import,
@@ -348,6 +353,7 @@ impl<V> ScenarioSpec<V> {
         }
         list(&mut r, K::Stall, &self.stalls);
         list(&mut r, K::Autoscaler, &self.autoscalers);
+        list(&mut r, K::GpuPool, &self.gpu_pools);
         r
     }
 
@@ -380,6 +386,7 @@ impl<V> ScenarioSpec<V> {
         of(&self.apps.iter().flat_map(|a| a.pools()).collect::<Vec<_>>(), &mut out);
         of(&self.stalls.iter().collect::<Vec<_>>(), &mut out);
         of(&self.autoscalers.iter().collect::<Vec<_>>(), &mut out);
+        of(&self.gpu_pools.iter().collect::<Vec<_>>(), &mut out);
         out.sort();
         out.dedup();
         out
@@ -439,6 +446,7 @@ impl<V> ScenarioSpec<V> {
             K::ConnPool => self.connection_pools[i].set(param, value),
             K::Stall => self.stalls[i].set(param, value),
             K::Autoscaler => self.autoscalers[i].set(param, value),
+            K::GpuPool => self.gpu_pools[i].set(param, value),
             K::Users => self.users.as_mut().expect("registered").set(param, value),
             K::Segment => {
                 let classes: Vec<String> = self.classes.iter().map(|c| c.name.clone()).collect();

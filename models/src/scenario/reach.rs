@@ -3,7 +3,8 @@
 //! be answered `business_error`, every time, which is a configuration mistake, not luck).
 //!
 //! Reach: a source's `target` (a call site, or a pipeline's steps' call sites) → each call
-//! site's `upstream`, its `split` upstreams and its `backup`.
+//! site's `upstream`, its `split` upstreams and its `backup`; a GPU pool counts as a GPU
+//! server (its replicas are).
 //!
 //! Architecture invariant: the check reads the scenario only; it never changes it.
 //! API boundary: `ScenarioSpec::check` calls [`check_gpu_tokens`].
@@ -13,10 +14,12 @@ use super::{ScenarioSpec, SpecError};
 /// The first source that reaches a GPU server without prompt or output tokens, as an error
 /// at that source's token field.
 pub(crate) fn check_gpu_tokens<V>(sc: &ScenarioSpec<V>) -> Result<(), SpecError> {
-    if sc.gpu_servers.is_empty() {
+    if sc.gpu_servers.is_empty() && sc.gpu_pools.is_empty() {
         return Ok(());
     }
-    let is_gpu = |n: &str| sc.gpu_servers.iter().any(|g| g.name == n);
+    let is_gpu = |n: &str| {
+        sc.gpu_servers.iter().any(|g| g.name == n) || sc.gpu_pools.iter().any(|g| g.name == n)
+    };
     let site_gpu = |site: &str| -> Option<String> {
         let c = sc.call_sites.iter().find(|c| c.name == site)?;
         std::iter::once(c.upstream.as_str())

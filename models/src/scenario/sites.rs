@@ -63,6 +63,8 @@ impl<V> super::ScenarioSpec<V> {
         }
         let what = if self.gpu_servers.iter().any(|g| g.name == up) {
             "a GPU server"
+        } else if self.gpu_pools.iter().any(|g| g.name == up) {
+            "a GPU pool"
         } else {
             "a streaming station"
         };

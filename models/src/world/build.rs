@@ -253,7 +253,8 @@ impl QueueingWorld {
             params_now: registry.iter().map(|p| (p.path.clone(), p.value.clone())).collect(),
             registry,
             recovery: sc.recovery.clone(),
-            // Field order is registration order: pools' metrics, then GPU servers'.
+            // Field order is registration order: pools' metrics, then GPU servers' (GPU
+            // pools' replicas join `gpus` after the world is built: `build_pools`).
             upstreams: upstreams::Upstreams {
                 stations,
                 conns: sc.connection_pools.iter().map(|s| conn::ConnPoolRt::new(s, ctx)).collect(),
@@ -263,6 +264,7 @@ impl QueueingWorld {
                     .iter()
                     .map(|q| (q.name.clone(), crate::quota::Quota::new(q)))
                     .collect(),
+                pools: Vec::new(),
             },
             reqs: Default::default(),
             calls: Default::default(),
@@ -290,6 +292,7 @@ impl QueueingWorld {
             // Empty without autoscalers: nothing scheduled, drawn or registered.
             scalers: autoscalers::ScalersRt::new(sc, run.seed, ctx),
         };
+        w.build_pools(sc, ctx);
         w.fallback_start();
         w.entry_start_all(ctx);
         w.start_clients(ctx);
@@ -307,8 +310,11 @@ impl QueueingWorld {
 fn upstream_of(sc: &Scenario, name: &str) -> Upstream {
     match sc.stations.iter().position(|s| s.name == name) {
         Some(i) => Upstream::Station(i as u16),
-        None => Upstream::Gpu(
-            sc.gpu_servers.iter().position(|s| s.name == name).expect("checked") as u16
-        ),
+        None => match sc.gpu_servers.iter().position(|s| s.name == name) {
+            Some(g) => Upstream::Gpu(g as u16),
+            None => Upstream::Pool(
+                sc.gpu_pools.iter().position(|s| s.name == name).expect("checked") as u16,
+            ),
+        },
     }
 }

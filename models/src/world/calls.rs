@@ -171,11 +171,15 @@ impl QueueingWorld {
     /// Sends the call to its upstream (a connection, if pooled, is in hand).
     pub(super) fn send_upstream(&mut self, slot: u32, ctx: &mut Ctx<'_, Ev>) {
         let site = self.call(slot).site as usize;
-        let up = self.pick_upstream(slot);
+        let up = match self.pick_upstream(slot) {
+            Upstream::Pool(p) => Upstream::Gpu(self.route_to_pool(slot, p)),
+            up => up,
+        };
         self.call_mut(slot).up = Some(up);
         self.series_sent(site, ctx);
         let st = match up {
             Upstream::Station(st) => st,
+            Upstream::Pool(_) => unreachable!("resolved above"),
             Upstream::Gpu(g) => {
                 self.series_reached(up, ctx);
                 let call = call_id(slot, self.call(slot).generation);
@@ -520,6 +524,7 @@ impl QueueingWorld {
         }
         let st = match c.up.expect("a call at its upstream") {
             Upstream::Station(st) => st,
+            Upstream::Pool(_) => unreachable!("a call is at a pool's replica"),
             Upstream::Gpu(g) => {
                 if cancel {
                     self.gpu_abandon(g, id, ctx);

@@ -117,7 +117,7 @@ impl QueueingWorld {
                 let change: &mut dyn crate::scenario::CallSiteSetters = change;
                 change.apply_param(param, v, now)
             }
-            K::Class | K::Users => {
+            K::Class | K::Users | K::GpuPool => {
                 Err(format!("`{}` parameters are not run-time changeable", c.kind.name()))
             }
         }

@@ -15,6 +15,9 @@ use std::collections::BTreeMap;
 
 pub(super) struct GpuRt {
     pub name: String,
+    /// Where its series and summary columns live: `gpu_server.<name>`, or a pool replica's
+    /// `gpu_pool.<pool>.r<i>`.
+    pub path: String,
     pub server: Server,
     /// Sequence → (call slot, job id, submitted at).
     seqs: BTreeMap<u64, (u32, u64, SimTime)>,
@@ -39,9 +42,13 @@ pub(super) struct GpuRt {
 
 impl GpuRt {
     pub fn new(spec: &ServerSpec, ctx: &mut Ctx<'_, Ev>) -> GpuRt {
-        let p = format!("gpu_server.{}", spec.name);
+        Self::at(spec, spec.name.clone(), format!("gpu_server.{}", spec.name), ctx)
+    }
+
+    /// A server named `name` whose series live under `p`.
+    pub fn at(spec: &ServerSpec, name: String, p: String, ctx: &mut Ctx<'_, Ev>) -> GpuRt {
         GpuRt {
-            name: spec.name.clone(),
+            name,
             server: Server::new(spec),
             seqs: BTreeMap::new(),
             jobs: BTreeMap::new(),
@@ -53,10 +60,16 @@ impl GpuRt {
             kv_used: ctx.metrics.gauge(&format!("{p}.kv_used_tokens")),
             ttft: ctx.metrics.histogram(&format!("{p}.ttft")),
             prefix: spec.enable_prefix_caching.then(|| PrefixSeries::new(&p, ctx)),
+            path: p,
             answered: 0,
             abandoned_done: 0,
             rejected_429: 0,
         }
+    }
+
+    /// Calls at the server (sent, not yet answered or cancelled).
+    pub fn outstanding(&self) -> u64 {
+        self.jobs.len() as u64
     }
 
     /// Does the server cache prompt prefixes?
@@ -89,21 +102,9 @@ impl QueueingWorld {
         let job = c.job_id();
         let (prompt, output) =
             (Self::prompt_of(c, r).unwrap_or(0) as u64, r.tokens.output.unwrap_or(0) as u64);
-        let prefix = match &self.traffic.sources[r.source as usize].traffic.prefix {
-            p if p.is_empty() || !self.upstreams.gpus[g as usize].prefix_caching() => {
-                PromptPrefix::NONE
-            }
-            p => prompt_prefix(
-                p,
-                &RequestScopes {
-                    source: r.source,
-                    seq: r.seq,
-                    class: r.class,
-                    user: r.user,
-                    key: r.key,
-                    history: r.tokens.history.unwrap_or(0),
-                },
-            ),
+        let prefix = match self.upstreams.gpus[g as usize].prefix_caching() {
+            true => self.prefix_of(r),
+            false => PromptPrefix::NONE,
         };
         if r.arrival >= self.warmup {
             self.traffic.sources[r.source as usize].upstream_calls += 1;
@@ -147,6 +148,23 @@ impl QueueingWorld {
             self.calls.slots.get_mut(slot).expect("live call").upstream_timer = Some(h);
         }
         self.kick_gpu(g, ctx);
+    }
+
+    /// How request `r`'s prompt begins, by its source's `prefix` list (none: its own).
+    pub(super) fn prefix_of(&self, r: &Req) -> PromptPrefix {
+        let segments = &self.traffic.sources[r.source as usize].traffic.prefix;
+        if segments.is_empty() {
+            return PromptPrefix::NONE;
+        }
+        let scopes = RequestScopes {
+            source: r.source,
+            seq: r.seq,
+            class: r.class,
+            user: r.user,
+            key: r.key,
+            history: r.tokens.history.unwrap_or(0),
+        };
+        prompt_prefix(segments, &scopes)
     }
 
     /// Starts a step if the server has work and none is in flight.

@@ -53,6 +53,7 @@ impl QueueingWorld {
                 (Some(l), _) => Place::Governor(site.stack_at(c.inst, c.base)[l]),
                 (None, Some(Upstream::Station(s))) => Place::Station(s),
                 (None, Some(Upstream::Gpu(g))) => Place::Gpu(g),
+                (None, Some(Upstream::Pool(_))) => unreachable!("a call is at a pool's replica"),
                 (None, None) => Place::Site(c.site),
             };
             *places.entry(place).or_default() += 1;
@@ -68,7 +69,7 @@ impl QueueingWorld {
                 Place::Station(s) => {
                     format!("station.{}", self.upstreams.stations[s as usize].name)
                 }
-                Place::Gpu(g) => format!("gpu_server.{}", self.upstreams.gpus[g as usize].name),
+                Place::Gpu(g) => self.upstreams.gpus[g as usize].path.clone(),
                 Place::Site(s) => format!("call_site.{}", self.sites[s as usize].name),
             };
             out.push(format!("`{name}` ({n} of {} calls)", self.calls.live));

@@ -43,7 +43,7 @@ impl QueueingWorld {
             }
             out.push(c);
         }
-        for (i, g) in self.upstreams.gpus.iter().enumerate() {
+        for (i, g) in self.upstreams.gpus[..self.upstreams.gpu_servers()].iter().enumerate() {
             let mut c = ComponentState::component(ComponentId::at(K::GpuServer, i), &g.name);
             let limit = g.server.spec().max_num_seqs;
             c.in_flight = Some(InFlight { in_use: g.server.running(), limit: Some(limit) });
@@ -53,6 +53,18 @@ impl QueueingWorld {
                 c.figures.push(("kv_blocks_running", running as f64));
                 c.figures.push(("kv_blocks_cached", cached as f64));
             }
+            out.push(c);
+        }
+        for (i, p) in self.upstreams.pools.iter().enumerate() {
+            let mut c = ComponentState::component(ComponentId::at(K::GpuPool, i), &p.name);
+            let reps = &self.upstreams.gpus[p.base as usize..][..p.replicas as usize];
+            let sum = |f: &dyn Fn(&gpu::GpuRt) -> u64| reps.iter().map(f).sum::<u64>();
+            let limit = sum(&|g| g.server.spec().max_num_seqs);
+            c.in_flight =
+                Some(InFlight { in_use: sum(&|g| g.server.running()), limit: Some(limit) });
+            c.waiting = sum(&|g| g.server.waiting());
+            c.figures.push(("replicas", f64::from(p.replicas)));
+            c.figures.push(("kv_used_tokens", sum(&|g| g.server.kv_used_tokens()) as f64));
             out.push(c);
         }
         for (i, (name, q)) in self.upstreams.quotas.iter().enumerate() {

@@ -128,7 +128,7 @@ impl QueueingWorld {
         }
         self.fallback_summary(&mut out);
         for g in &self.upstreams.gpus {
-            let p = format!("gpu_server.{}", g.name);
+            let p = &g.path;
             let st = &g.server.stats;
             out.push_u64(format!("{p}.answered"), g.answered);
             out.push_u64(format!("{p}.rejected_429"), g.rejected_429);
@@ -150,6 +150,7 @@ impl QueueingWorld {
                 Self::prefix_summary(&p, st.prefill_tokens, (running, cached, k), &mut out);
             }
         }
+        self.pool_summary(&mut out);
         for c in &self.upstreams.conns {
             let (p, k) = (format!("connpool.{}", c.name), &c.pool.counters);
             let cols = [

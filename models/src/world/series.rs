@@ -43,7 +43,8 @@ pub(super) struct BreakerSeries {
 pub(super) struct SeriesIds {
     sites: Vec<SiteSeries>,
     stations: Vec<CounterId>,
-    gpus: Vec<CounterId>,
+    /// GPU servers', then pool replicas' (`world/gpu_pool.rs`).
+    pub(super) gpus: Vec<CounterId>,
     /// Per governor: one for a breaker or degrade rule, one per degrade rule of a Sentinel
     /// resource, none otherwise (an empty `Vec` allocates nothing).
     breakers: Vec<Vec<BreakerSeries>>,
@@ -211,6 +212,7 @@ impl QueueingWorld {
         let c = match up {
             Upstream::Station(s) => self.obs.series.stations[s as usize],
             Upstream::Gpu(g) => self.obs.series.gpus[g as usize],
+            Upstream::Pool(_) => unreachable!("a call reaches a pool's replica"),
         };
         ctx.metrics.incr(c);
     }

@@ -21,6 +21,9 @@ use crate::quota::{Quota, Ticket};
 pub(super) enum Upstream {
     Station(u16),
     Gpu(u16),
+    /// A GPU pool: a site's target only; a call sent there is at one of its replicas
+    /// (`Gpu`), picked by its router when it is sent (`world/gpu_pool.rs`).
+    Pool(u16),
 }
 
 /// A unit of work at a station: enough to serve it even after its client gave up (the
@@ -175,11 +178,18 @@ impl StationRt {
 pub(super) struct Upstreams {
     pub stations: Vec<StationRt>,
     pub quotas: Vec<(String, Quota)>,
+    /// The scenario's GPU servers, then each pool's replicas.
     pub gpus: Vec<gpu::GpuRt>,
     pub conns: Vec<conn::ConnPoolRt>,
+    pub pools: Vec<gpu_pool::PoolRt>,
 }
 
 impl Upstreams {
+    /// The scenario's own GPU servers (the first of `gpus`; pool replicas follow).
+    pub fn gpu_servers(&self) -> usize {
+        self.pools.first().map_or(self.gpus.len(), |p| p.base as usize)
+    }
+
     /// The provider quota of station `st` admits `job` (its ticket is put on the job), or
     /// answers 429 with its Retry-After, if any (consuming nothing). A station without a quota
     /// admits everything.

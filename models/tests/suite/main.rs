@@ -17,6 +17,7 @@ mod every_component;
 mod flow_controller;
 mod governors;
 mod gpu_fit;
+mod gpu_pool;
 mod gpu_prefix;
 mod gpu_world;
 mod hedging;

@@ -147,7 +147,7 @@ impl QueueingWorld {
             out.push_f64(format!("{p}.utilization"), busy as f64 / end.0.max(1) as f64);
             out.push_f64(format!("{p}.tokens_per_s"), st.tokens_generated as f64 / secs);
             if let Some((running, cached, k)) = g.server.kv_blocks() {
-                Self::prefix_summary(&p, st.prefill_tokens, (running, cached, k), &mut out);
+                Self::prefix_summary(p, st.prefill_tokens, (running, cached, k), &mut out);
             }
         }
         self.pool_summary(&mut out);

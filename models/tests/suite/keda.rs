@@ -37,6 +37,7 @@ fn secs(t: sim_core::SimTime) -> f64 {
 /// - 310 s (waiting) and 320 s (in service) are active: the last active check is 320 s;
 ///   330 s on nothing is in flight. 380 s: 320 + 60 is not before 380; 390 s: to zero.
 /// - 600 s and 620 s likewise: activate at 600 s, answered at 621 s, to zero at 690 s.
+///
 /// The HPA stays out: disabled at zero replicas; at one it holds one (the in-flight count
 /// 1 against a target of 1, then 0 over its 300 s down-stabilization).
 #[test]

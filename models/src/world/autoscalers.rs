@@ -58,6 +58,33 @@ impl Meter {
     }
 }
 
+/// What a sync read, formatted only for an event.
+struct Reading {
+    name: &'static str,
+    usage: Option<Usage>,
+    /// A KEDA metric's value.
+    value: Option<u64>,
+    ready: u32,
+}
+
+impl Reading {
+    /// `Utilization = 93` (percent), `QueuePerReplica = 2.500` (per ready replica), or the
+    /// KEDA metric's value.
+    fn text(&self) -> String {
+        let (name, ready) = (self.name, self.ready as i64);
+        match (self.value, self.usage) {
+            (Some(v), _) => format!("{name} = {v}"),
+            (None, Some(Usage::Resource { total, request, .. })) if ready > 0 => {
+                format!("{name} = {}", (total * 100) / (request * ready))
+            }
+            (None, Some(Usage::Plain { total, .. })) if ready > 0 => {
+                format!("{name} = {:.3}", total as f64 / 1000.0 / ready as f64)
+            }
+            _ => format!("{name}: no ready replica"),
+        }
+    }
+}
+
 pub(super) struct ScalerRt {
     pub name: String,
     station: u16,
@@ -185,26 +212,20 @@ impl QueueingWorld {
         let rt = &mut self.scalers.list[a as usize];
         rt.last_check = now;
         let current = rt.ready + rt.pending.len() as u32;
-        let (kind, desired) = match rt.hpa.keda_check(now, current, value as f64) {
-            KedaStep::Keep => (None, current),
-            KedaStep::Activate(n) => (Some("activate"), n),
-            KedaStep::ToZero => (Some("scale_to_zero"), 0),
-            KedaStep::ToMin(n) => (Some("scale_up"), n),
+        let (kind, desired, counter) = match rt.hpa.keda_check(now, current, value as f64) {
+            KedaStep::Keep => return self.schedule_keda(a, ctx),
+            KedaStep::Activate(n) => ("activate", n, &mut rt.activations),
+            KedaStep::ToZero => ("scale_to_zero", 0, &mut rt.to_zero),
+            KedaStep::ToMin(n) => ("scale_up", n, &mut rt.scale_ups),
         };
-        if let Some(kind) = kind {
-            match kind {
-                "activate" => rt.activations += 1,
-                "scale_to_zero" => rt.to_zero += 1,
-                _ => rt.scale_ups += 1,
-            }
-            let metric = crate::params::ParamChoice::choice(&rt.hpa.metric);
-            let component = format!("autoscaler.{}", rt.name);
-            let from = format!("replicas = {current}");
-            let to = format!("replicas = {desired} ({metric} = {value})");
-            self.obs.events.push(ModelEvent { time: now, component, kind, from, to });
-            self.scale_to(a, current, desired, ctx);
-            self.scaler_gauges(a, ctx);
-        }
+        *counter += 1;
+        let metric = crate::params::ParamChoice::choice(&rt.hpa.metric);
+        let component = format!("autoscaler.{}", rt.name);
+        let from = format!("replicas = {current}");
+        let to = format!("replicas = {desired} ({metric} = {value})");
+        self.obs.events.push(ModelEvent { time: now, component, kind, from, to });
+        self.scale_to(a, current, desired, ctx);
+        self.scaler_gauges(a, ctx);
         self.schedule_keda(a, ctx);
     }
 
@@ -237,7 +258,7 @@ impl QueueingWorld {
             *counter += 1;
             let component = format!("autoscaler.{}", rt.name);
             let from = format!("replicas = {current}");
-            let to = format!("replicas = {desired} ({reading})");
+            let to = format!("replicas = {desired} ({})", reading.text());
             self.obs.events.push(ModelEvent { time: now, component, kind, from, to });
             self.scale_to(a, current, desired, ctx);
         }
@@ -248,7 +269,7 @@ impl QueueingWorld {
     /// The replica calculator's proposal at a sync (`None`: no metric) and the metric as an
     /// event shows it (`Utilization = 93`: percent; per replica, or the KEDA metric's
     /// value).
-    fn sync_proposal(&mut self, a: u16, now: SimTime) -> (Option<u32>, String) {
+    fn sync_proposal(&mut self, a: u16, now: SimTime) -> (Option<u32>, Reading) {
         let rt = &self.scalers.list[a as usize];
         let station = &mut self.upstreams.stations[rt.station as usize];
         let [busy, servers, queue] = station.meter.as_mut().expect("autoscaled").take(now);
@@ -273,19 +294,11 @@ impl QueueingWorld {
                 let value = self.keda_value(a);
                 let total = 1000 * value as i64;
                 let p = external_replica_count(current, total, target, tolerance);
-                return (p, format!("{name} = {value}"));
+                return (p, Reading { name, usage: None, value: Some(value), ready });
             }
         };
-        let reading = match usage {
-            Some(Usage::Resource { total, request, .. }) if ready > 0 => {
-                format!("{name} = {}", (total * 100) / (request * ready as i64))
-            }
-            Some(Usage::Plain { total, .. }) if ready > 0 => {
-                format!("{name} = {:.3}", total as f64 / 1000.0 / ready as f64)
-            }
-            _ => format!("{name}: no ready replica"),
-        };
-        (usage.and_then(|u| replica_count(current, ready, pending, 0, u, tolerance)), reading)
+        let p = usage.and_then(|u| replica_count(current, ready, pending, 0, u, tolerance));
+        (p, Reading { name, usage, value: None, ready })
     }
 
     /// Asks for `desired − current` replicas or removes `current − desired`.
